@@ -1,0 +1,13 @@
+//! The rules of ferry that do not depend on where bytes live or how they travel.
+//!
+//! Everything here is a pure function of its arguments: no file system, no network, no clock.
+//! The server, the store and the MCP tools all call into this crate so that each rule
+//! (what a valid path is, which files `send_file` accepts, how `<file>` tags parse) exists once.
+
+pub mod error_code;
+pub mod path;
+pub mod space_name;
+
+pub use error_code::ErrorCode;
+pub use path::{PathError, SandboxPath, ValidPath};
+pub use space_name::SpaceName;

@@ -1,0 +1,67 @@
+//! Space names (API.md §4): 1–64 of `A-Za-z0-9._-`, not starting with `.`.
+
+use std::fmt;
+
+/// Why a space name was refused; reported as `INVALID_PATH`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpaceNameError {
+    #[error("space name must be 1 to 64 characters long")]
+    Length,
+    #[error("space name may only contain A-Z, a-z, 0-9, '.', '_' and '-'")]
+    Character,
+    #[error("space name may not start with '.'")]
+    LeadingDot,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpaceName(String);
+
+impl SpaceName {
+    pub fn parse(text: &str) -> Result<Self, SpaceNameError> {
+        if text.is_empty() || text.len() > 64 {
+            return Err(SpaceNameError::Length);
+        }
+        if !text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            return Err(SpaceNameError::Character);
+        }
+        if text.starts_with('.') {
+            return Err(SpaceNameError::LeadingDot);
+        }
+        Ok(SpaceName(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SpaceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules() {
+        assert!(SpaceName::parse("notes").is_ok());
+        assert!(SpaceName::parse("my-space_1.v2").is_ok());
+        assert!(SpaceName::parse(&"a".repeat(64)).is_ok());
+        assert_eq!(SpaceName::parse(""), Err(SpaceNameError::Length));
+        assert_eq!(
+            SpaceName::parse(&"a".repeat(65)),
+            Err(SpaceNameError::Length)
+        );
+        assert_eq!(SpaceName::parse(".hidden"), Err(SpaceNameError::LeadingDot));
+        assert_eq!(SpaceName::parse(".."), Err(SpaceNameError::LeadingDot));
+        assert_eq!(SpaceName::parse("a/b"), Err(SpaceNameError::Character));
+        assert_eq!(SpaceName::parse("a b"), Err(SpaceNameError::Character));
+        assert_eq!(SpaceName::parse("é"), Err(SpaceNameError::Character));
+    }
+}
