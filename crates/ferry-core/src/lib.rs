@@ -6,8 +6,12 @@
 
 pub mod error_code;
 pub mod path;
+pub mod send_file;
 pub mod space_name;
+pub mod tags;
+pub mod timestamp;
 
 pub use error_code::ErrorCode;
 pub use path::{PathError, SandboxPath, ValidPath};
 pub use space_name::SpaceName;
+pub use timestamp::Timestamp;

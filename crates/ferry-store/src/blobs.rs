@@ -1,0 +1,320 @@
+//! Blob storage: the bytes behind every file ferry keeps.
+//!
+//! A blob is written once under a fresh key and never changed. Its bytes are made durable
+//! (temporary file, fsync, rename, fsync of the directory) before any metadata row may point at
+//! it; metadata is the truth, and blobs that no row references are swept after a grace period.
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use sha2::{Digest, Sha256};
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt, BufWriter};
+
+/// How many bytes to gather before handing them to the file system: fewer, larger writes.
+const WRITE_BUFFER: usize = 1 << 20;
+/// The chunk size of blob reads.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Why writing a blob failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The body was longer than the limit; nothing was kept.
+    #[error("the body is larger than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
+    /// The client's body broke off (a dropped connection, a malformed chunk).
+    #[error("the request body could not be read: {0}")]
+    Body(String),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// A blob that is durable in the store and may now be referenced by metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBlob {
+    pub key: String,
+    pub size: u64,
+    /// Lower-case hex SHA-256 of the bytes.
+    pub sha256: String,
+}
+
+/// A blob's bytes being read: the length of what the stream yields, and the stream.
+pub struct BlobRead {
+    pub len: u64,
+    pub stream: BoxStream<'static, io::Result<Bytes>>,
+}
+
+impl std::fmt::Debug for BlobRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobRead").field("len", &self.len).finish()
+    }
+}
+
+/// Bytes received into a local temporary file, fsynced, with their size and hash; not yet a
+/// blob. Dropping it removes the file.
+#[derive(Debug)]
+pub struct Spooled {
+    path: PathBuf,
+    size: u64,
+    sha256: String,
+    committed: bool,
+}
+
+impl Spooled {
+    /// The temporary file, for readers that want the bytes before they are committed
+    /// (preview extraction, the copy into a sandbox).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+}
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Blobs as files under one directory: `<root>/<fan-out>/<key>`, temporary files in
+/// `<root>/.tmp` on the same file system so that the final rename is atomic.
+#[derive(Debug, Clone)]
+pub struct LocalBlobs {
+    root: PathBuf,
+}
+
+impl LocalBlobs {
+    pub fn open(root: impl Into<PathBuf>) -> io::Result<LocalBlobs> {
+        let root = root.into();
+        std::fs::create_dir_all(root.join(".tmp"))?;
+        Ok(LocalBlobs { root })
+    }
+
+    fn path_of(&self, key: &str) -> PathBuf {
+        // Keys end in random hex; the last two characters spread files over 256 folders.
+        let fan = &key[key.len().saturating_sub(2)..];
+        self.root.join(fan).join(key)
+    }
+
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join(".tmp")
+    }
+}
+
+/// Where blobs live. Only the local directory exists today; the enum is the seam where an
+/// object store slots in.
+#[derive(Debug, Clone)]
+pub enum Blobs {
+    Local(LocalBlobs),
+}
+
+impl Blobs {
+    /// Streams a body into a durable temporary file, hashing it on the way and refusing it as
+    /// soon as it passes `limit` bytes.
+    pub async fn spool<S, E>(&self, body: S, limit: u64) -> Result<Spooled, WriteError>
+    where
+        S: Stream<Item = Result<Bytes, E>>,
+        E: std::fmt::Display,
+    {
+        let dir = match self {
+            Blobs::Local(local) => local.tmp_dir(),
+        };
+        spool_into(&dir, body, limit).await
+    }
+
+    /// Makes spooled bytes a blob under a new key.
+    pub async fn commit(&self, mut spooled: Spooled) -> Result<StoredBlob, io::Error> {
+        let key = new_key();
+        match self {
+            Blobs::Local(local) => {
+                let target = local.path_of(&key);
+                let dir = target.parent().map(Path::to_path_buf).unwrap_or_default();
+                tokio::fs::create_dir_all(&dir).await?;
+                tokio::fs::rename(&spooled.path, &target).await?;
+                spooled.committed = true;
+                sync_dir(dir).await?;
+            }
+        }
+        Ok(StoredBlob {
+            key,
+            size: spooled.size,
+            sha256: std::mem::take(&mut spooled.sha256),
+        })
+    }
+
+    /// Streams a body straight into a new blob.
+    pub async fn write<S, E>(&self, body: S, limit: u64) -> Result<StoredBlob, WriteError>
+    where
+        S: Stream<Item = Result<Bytes, E>>,
+        E: std::fmt::Display,
+    {
+        let spooled = self.spool(body, limit).await?;
+        Ok(self.commit(spooled).await?)
+    }
+
+    /// Reads a blob, or the byte range of it, as a stream.
+    pub async fn read(&self, key: &str, range: Option<Range<u64>>) -> io::Result<BlobRead> {
+        match self {
+            Blobs::Local(local) => {
+                let mut file = tokio::fs::File::open(local.path_of(key)).await?;
+                let size = file.metadata().await?.len();
+                let range = range.unwrap_or(0..size);
+                let end = range.end.min(size);
+                let start = range.start.min(end);
+                if start > 0 {
+                    file.seek(io::SeekFrom::Start(start)).await?;
+                }
+                let len = end - start;
+                let reader = file.take(len);
+                let stream = tokio_util::io::ReaderStream::with_capacity(reader, READ_CHUNK);
+                Ok(BlobRead {
+                    len,
+                    stream: stream.boxed(),
+                })
+            }
+        }
+    }
+
+    /// The blob's file, when blobs are local files (the extraction worker reads it directly).
+    pub fn local_path(&self, key: &str) -> Option<PathBuf> {
+        match self {
+            Blobs::Local(local) => Some(local.path_of(key)),
+        }
+    }
+
+    pub async fn delete(&self, key: &str) -> io::Result<()> {
+        match self {
+            Blobs::Local(local) => match tokio::fs::remove_file(local.path_of(key)).await {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+/// A new blob key: a UUIDv7 (time-ordered, so a sweep can tell old keys from new) in hex.
+fn new_key() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+async fn spool_into<S, E>(dir: &Path, body: S, limit: u64) -> Result<Spooled, WriteError>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    let path = dir.join(new_key());
+    let file = tokio::fs::File::create(&path).await?;
+    // From here on, dropping `spooled` removes the file, whatever goes wrong.
+    let mut spooled = Spooled {
+        path,
+        size: 0,
+        sha256: String::new(),
+        committed: false,
+    };
+    let mut writer = BufWriter::with_capacity(WRITE_BUFFER, file);
+    let mut hasher = Sha256::new();
+    let mut body = std::pin::pin!(body);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| WriteError::Body(e.to_string()))?;
+        spooled.size += chunk.len() as u64;
+        if spooled.size > limit {
+            return Err(WriteError::TooLarge { limit });
+        }
+        hasher.update(&chunk);
+        writer.write_all(&chunk).await?;
+    }
+    writer.flush().await?;
+    let file = writer.into_inner();
+    file.sync_all().await?;
+    spooled.sha256 = hex::encode(hasher.finalize());
+    Ok(spooled)
+}
+
+/// Fsyncs a directory so that a rename into it survives a crash.
+async fn sync_dir(dir: PathBuf) -> io::Result<()> {
+    tokio::task::spawn_blocking(move || std::fs::File::open(dir)?.sync_all())
+        .await
+        .map_err(io::Error::other)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::stream;
+
+    fn chunks(parts: &[&'static [u8]]) -> impl Stream<Item = Result<Bytes, io::Error>> + use<> {
+        let parts: Vec<_> = parts.iter().map(|p| Ok(Bytes::from_static(p))).collect();
+        stream::iter(parts)
+    }
+
+    async fn read_all(blobs: &Blobs, key: &str, range: Option<Range<u64>>) -> Vec<u8> {
+        let read = blobs.read(key, range).await.unwrap();
+        let parts: Vec<_> = read.stream.collect().await;
+        let out: Vec<u8> = parts
+            .into_iter()
+            .flat_map(|p| p.unwrap().to_vec())
+            .collect();
+        assert_eq!(out.len() as u64, read.len);
+        out
+    }
+
+    #[tokio::test]
+    async fn write_read_range_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = Blobs::Local(LocalBlobs::open(dir.path()).unwrap());
+        let blob = blobs
+            .write(chunks(&[b"hello ", b"world"]), 100)
+            .await
+            .unwrap();
+        assert_eq!(blob.size, 11);
+        assert_eq!(
+            blob.sha256,
+            "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
+        );
+        assert_eq!(read_all(&blobs, &blob.key, None).await, b"hello world");
+        assert_eq!(read_all(&blobs, &blob.key, Some(6..11)).await, b"world");
+        assert_eq!(read_all(&blobs, &blob.key, Some(6..99)).await, b"world");
+        blobs.delete(&blob.key).await.unwrap();
+        assert!(blobs.read(&blob.key, None).await.is_err());
+        blobs.delete(&blob.key).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn over_limit_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalBlobs::open(dir.path()).unwrap();
+        let blobs = Blobs::Local(local.clone());
+        let err = blobs
+            .write(chunks(&[b"12345", b"67890", b"x"]), 10)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, WriteError::TooLarge { limit: 10 }));
+        assert_eq!(std::fs::read_dir(local.tmp_dir()).unwrap().count(), 0);
+        // Exactly at the limit is fine.
+        assert!(blobs.write(chunks(&[b"12345", b"67890"]), 10).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn broken_body_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalBlobs::open(dir.path()).unwrap();
+        let blobs = Blobs::Local(local.clone());
+        let body = stream::iter(vec![
+            Ok(Bytes::from_static(b"part")),
+            Err(io::Error::other("connection reset")),
+        ]);
+        let err = blobs.write(body, 100).await.unwrap_err();
+        assert!(matches!(err, WriteError::Body(m) if m.contains("connection reset")));
+        assert_eq!(std::fs::read_dir(local.tmp_dir()).unwrap().count(), 0);
+    }
+}

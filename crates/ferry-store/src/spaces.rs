@@ -1,0 +1,375 @@
+//! Per-user spaces (API.md §4): files addressed by (owner, space, path).
+//!
+//! Paths behave like S3 keys with `/` as the folder separator: a folder exists while a file lies
+//! beneath it. Conditional writes are decided by the database in one statement, so they stay
+//! exact with any number of writers and nodes.
+
+use ferry_core::{SpaceName, Timestamp, ValidPath};
+// Dynamic SQL here is only ever assembled from the constant fragments of this module.
+use sqlx::any::AnyRow;
+use sqlx::{AssertSqlSafe, Row};
+
+use crate::StoreError;
+use crate::blobs::StoredBlob;
+use crate::db::{Db, now_millis};
+
+/// A stored space file's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpaceFile {
+    pub path: String,
+    pub blob_key: String,
+    pub size: u64,
+    pub content_type: String,
+    pub sha256: String,
+    pub updated_at: Timestamp,
+}
+
+/// One entry of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpaceEntry {
+    Dir { path: String },
+    File(SpaceFile),
+}
+
+impl SpaceEntry {
+    pub fn path(&self) -> &str {
+        match self {
+            SpaceEntry::Dir { path } => path,
+            SpaceEntry::File(file) => &file.path,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            SpaceEntry::Dir { .. } => "dir",
+            SpaceEntry::File(_) => "file",
+        }
+    }
+}
+
+/// Where a listing resumes: after this path, and (a folder and a file may share a path) after
+/// this kind, `dir` sorting before `file`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    pub path: String,
+    pub kind: String,
+}
+
+/// What to list.
+#[derive(Debug, Clone)]
+pub struct ListQuery<'a> {
+    pub dir: Option<&'a ValidPath>,
+    pub recursive: bool,
+    pub limit: u32,
+    pub after: Option<ListCursor>,
+}
+
+/// A page of a listing, and where the next one starts.
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    pub entries: Vec<SpaceEntry>,
+    pub next: Option<ListCursor>,
+}
+
+/// The precondition a write must meet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteCondition {
+    /// Create or overwrite.
+    None,
+    /// `If-None-Match: *`: only when nothing is at the path.
+    CreateOnly,
+    /// `If-Match`: only when the current SHA-256 is one of these (`*` matches any existing file).
+    IfMatch(Vec<String>),
+    /// Both headers at once: the file must exist and match, and must not exist; always fails,
+    /// but the answer says which rule failed first.
+    IfMatchAndCreateOnly(Vec<String>),
+}
+
+/// What a successful write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    pub created: bool,
+    pub file: SpaceFile,
+}
+
+const FILE_COLUMNS: &str = "path, blob_key, size, content_type, sha256, updated_at";
+
+fn file_from_row(row: &AnyRow) -> Result<SpaceFile, sqlx::Error> {
+    Ok(SpaceFile {
+        path: row.try_get("path")?,
+        blob_key: row.try_get("blob_key")?,
+        size: row.try_get::<i64, _>("size")? as u64,
+        content_type: row.try_get("content_type")?,
+        sha256: row.try_get("sha256")?,
+        updated_at: Timestamp(row.try_get("updated_at")?),
+    })
+}
+
+impl Db {
+    /// One file's metadata, if the file exists.
+    pub async fn space_file(
+        &self,
+        owner: &str,
+        space: &SpaceName,
+        path: &ValidPath,
+    ) -> Result<Option<SpaceFile>, StoreError> {
+        let sql = format!(
+            "SELECT {FILE_COLUMNS} FROM space_files WHERE owner = $1 AND space = $2 AND path = $3"
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(owner)
+            .bind(space.as_str())
+            .bind(path.as_str())
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.as_ref().map(file_from_row).transpose()?)
+    }
+
+    /// Points `path` at a blob that is already durable, if `condition` holds.
+    pub async fn space_put(
+        &self,
+        owner: &str,
+        space: &SpaceName,
+        path: &ValidPath,
+        blob: &StoredBlob,
+        content_type: &str,
+        condition: &WriteCondition,
+    ) -> Result<WriteOutcome, StoreError> {
+        let now = now_millis();
+        let mut tx = self.begin_write().await?;
+        for dir in path.ancestors() {
+            sqlx::query(
+                "INSERT INTO space_dirs (owner, space, path, parent) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(owner)
+            .bind(space.as_str())
+            .bind(dir)
+            .bind(dir.rsplit_once('/').map(|(p, _)| p).unwrap_or(""))
+            .execute(&mut *tx)
+            .await?;
+        }
+        let parent = path.parent().unwrap_or("");
+        let insert = "INSERT INTO space_files \
+             (owner, space, path, parent, blob_key, size, content_type, sha256, version, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9)";
+        let update_set = "blob_key = $5, size = $6, content_type = $7, sha256 = $8, \
+             version = space_files.version + 1, updated_at = $9";
+        let version: Option<i64> = match condition {
+            WriteCondition::None => {
+                let sql = format!(
+                    "{insert} ON CONFLICT (owner, space, path) DO UPDATE SET {update_set} \
+                     RETURNING version"
+                );
+                Some(
+                    bind_write(
+                        sqlx::query_scalar(AssertSqlSafe(sql)),
+                        owner,
+                        space,
+                        path,
+                        parent,
+                        blob,
+                        content_type,
+                        now,
+                    )
+                    .fetch_one(&mut *tx)
+                    .await?,
+                )
+            }
+            WriteCondition::CreateOnly => {
+                let sql = format!(
+                    "{insert} ON CONFLICT (owner, space, path) DO NOTHING RETURNING version"
+                );
+                let created = bind_write(
+                    sqlx::query_scalar(AssertSqlSafe(sql)),
+                    owner,
+                    space,
+                    path,
+                    parent,
+                    blob,
+                    content_type,
+                    now,
+                )
+                .fetch_optional(&mut *tx)
+                .await?;
+                if created.is_none() {
+                    return Err(StoreError::AlreadyExists);
+                }
+                created
+            }
+            WriteCondition::IfMatch(tags) | WriteCondition::IfMatchAndCreateOnly(tags) => {
+                let mut updated = None;
+                for tag in tags {
+                    let matches = if tag == "*" { "" } else { " AND sha256 = $10" };
+                    let sql = format!(
+                        "UPDATE space_files SET {} WHERE owner = $1 AND space = $2 AND path = $3 \
+                         AND parent = $4{matches} RETURNING version",
+                        update_set.replace("space_files.version", "version")
+                    );
+                    let mut query = bind_write(
+                        sqlx::query_scalar(AssertSqlSafe(sql)),
+                        owner,
+                        space,
+                        path,
+                        parent,
+                        blob,
+                        content_type,
+                        now,
+                    );
+                    if tag != "*" {
+                        query = query.bind(tag.as_str());
+                    }
+                    if matches!(condition, WriteCondition::IfMatchAndCreateOnly(_)) {
+                        // The file exists and matches, so `If-None-Match: *` is what fails.
+                        let current = self.space_file(owner, space, path).await?;
+                        if current.is_some_and(|f| tag == "*" || f.sha256 == *tag) {
+                            return Err(StoreError::AlreadyExists);
+                        }
+                        continue;
+                    }
+                    updated = query.fetch_optional(&mut *tx).await?;
+                    if updated.is_some() {
+                        break;
+                    }
+                }
+                if updated.is_none() {
+                    return Err(StoreError::PreconditionFailed);
+                }
+                updated
+            }
+        };
+        tx.commit().await?;
+        Ok(WriteOutcome {
+            created: version == Some(1),
+            file: SpaceFile {
+                path: path.as_str().to_owned(),
+                blob_key: blob.key.clone(),
+                size: blob.size,
+                content_type: content_type.to_owned(),
+                sha256: blob.sha256.clone(),
+                updated_at: Timestamp(now),
+            },
+        })
+    }
+
+    /// A page of a space's listing, sorted by path (byte order).
+    pub async fn space_list(
+        &self,
+        owner: &str,
+        space: &SpaceName,
+        query: &ListQuery<'_>,
+    ) -> Result<ListPage, StoreError> {
+        let (after_path, after_kind) = match &query.after {
+            Some(c) => (c.path.clone(), c.kind.clone()),
+            None => (String::new(), String::new()),
+        };
+        // Fetch one more than asked to learn whether another page follows.
+        let fetch = i64::from(query.limit) + 1;
+        let after = "(path > $3 OR (path = $3 AND $4 < KIND))";
+        let rows = if query.recursive {
+            // Every file below `dir`: the paths in [dir + "/", dir + "0"), '0' being '/' + 1.
+            let (low, high) = match query.dir {
+                Some(dir) => (format!("{dir}/"), format!("{dir}0")),
+                None => (String::new(), "\u{10FFFF}".to_owned()),
+            };
+            let sql = format!(
+                "SELECT {FILE_COLUMNS} FROM space_files \
+                 WHERE owner = $1 AND space = $2 AND {} AND path >= $5 AND path < $6 \
+                 ORDER BY path LIMIT $7",
+                after.replace("KIND", "'file'")
+            );
+            sqlx::query(AssertSqlSafe(sql))
+                .bind(owner)
+                .bind(space.as_str())
+                .bind(&after_path)
+                .bind(&after_kind)
+                .bind(low)
+                .bind(high)
+                .bind(fetch)
+                .fetch_all(self.pool())
+                .await?
+                .iter()
+                .map(|row| file_from_row(row).map(SpaceEntry::File))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            let parent = query.dir.map(ValidPath::as_str).unwrap_or("");
+            let sql = format!(
+                "SELECT kind, {FILE_COLUMNS} FROM ( \
+                   SELECT 'file' AS kind, {FILE_COLUMNS} FROM space_files \
+                   WHERE owner = $1 AND space = $2 AND parent = $5 AND {} \
+                   UNION ALL \
+                   SELECT 'dir' AS kind, path, '' AS blob_key, 0 AS size, '' AS content_type, \
+                          '' AS sha256, 0 AS updated_at FROM space_dirs \
+                   WHERE owner = $1 AND space = $2 AND parent = $5 AND {} \
+                 ) entries ORDER BY path, kind LIMIT $6",
+                after.replace("KIND", "'file'"),
+                after.replace("KIND", "'dir'")
+            );
+            sqlx::query(AssertSqlSafe(sql))
+                .bind(owner)
+                .bind(space.as_str())
+                .bind(&after_path)
+                .bind(&after_kind)
+                .bind(parent)
+                .bind(fetch)
+                .fetch_all(self.pool())
+                .await?
+                .iter()
+                .map(|row| {
+                    let kind: String = row.try_get("kind")?;
+                    if kind == "dir" {
+                        Ok(SpaceEntry::Dir {
+                            path: row.try_get("path")?,
+                        })
+                    } else {
+                        file_from_row(row).map(SpaceEntry::File)
+                    }
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()?
+        };
+        let mut entries = rows;
+        let next = if entries.len() > query.limit as usize {
+            entries.truncate(query.limit as usize);
+            entries.last().map(|last| ListCursor {
+                path: last.path().to_owned(),
+                kind: last.kind().to_owned(),
+            })
+        } else {
+            None
+        };
+        Ok(ListPage { entries, next })
+    }
+
+    /// Every blob key a space file points at (for the sweep of unreferenced blobs).
+    pub async fn space_blob_referenced(&self, key: &str) -> Result<bool, StoreError> {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM space_files WHERE blob_key = $1 LIMIT 1")
+                .bind(key)
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(found.is_some())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bind_write<'q, O>(
+    query: sqlx::query::QueryScalar<'q, sqlx::Any, O, sqlx::any::AnyArguments>,
+    owner: &'q str,
+    space: &'q SpaceName,
+    path: &'q ValidPath,
+    parent: &'q str,
+    blob: &'q StoredBlob,
+    content_type: &'q str,
+    now: i64,
+) -> sqlx::query::QueryScalar<'q, sqlx::Any, O, sqlx::any::AnyArguments> {
+    query
+        .bind(owner)
+        .bind(space.as_str())
+        .bind(path.as_str())
+        .bind(parent)
+        .bind(blob.key.as_str())
+        .bind(blob.size as i64)
+        .bind(content_type)
+        .bind(blob.sha256.as_str())
+        .bind(now)
+}
