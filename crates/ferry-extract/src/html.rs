@@ -1,0 +1,358 @@
+//! Building sanitized HTML renderings.
+//!
+//! Safety comes from construction, not from filtering afterwards: every piece
+//! of document text goes through [`escape`] before it touches the output, and
+//! the only markup not written by this crate is Markdown's, which is
+//! sanitized by ammonia with images, relative URLs and every scheme but
+//! `http`, `https` and `mailto` removed. The shell adds one inline `<style>`
+//! and nothing else: no script, no external resource, no event handler.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use crate::limits::{Limits, human_bytes};
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub(crate) fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // NUL and other C0 controls (bar tab and newline) are not allowed
+            // in HTML text; they carry nothing readable anyway.
+            '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}' => {}
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    escape_into(&mut out, text);
+    out
+}
+
+/// The body of a rendering, with a size budget. Readers check
+/// [`Body::full`] and stop adding content once it is reached.
+#[derive(Debug)]
+pub(crate) struct Body {
+    out: String,
+    limit: usize,
+    pub(crate) cut: bool,
+}
+
+impl Body {
+    pub(crate) fn new(limits: &Limits) -> Self {
+        Body {
+            out: String::new(),
+            limit: limits.html_body_bytes,
+            cut: false,
+        }
+    }
+
+    pub(crate) fn full(&self) -> bool {
+        self.out.len() >= self.limit
+    }
+
+    /// Markup written by this crate.
+    pub(crate) fn raw(&mut self, markup: &str) {
+        self.out.push_str(markup);
+    }
+
+    /// Document text, escaped.
+    pub(crate) fn text(&mut self, text: &str) {
+        escape_into(&mut self.out, text);
+    }
+
+    /// Document text, escaped, with line breaks as `<br>`.
+    pub(crate) fn text_lines(&mut self, text: &str) {
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                self.out.push_str("<br>");
+            }
+            escape_into(&mut self.out, line);
+        }
+    }
+
+    /// `<tag>text</tag>` with the text escaped.
+    pub(crate) fn element(&mut self, tag: &str, text: &str) {
+        let _ = write!(self.out, "<{tag}>");
+        self.text(text);
+        let _ = write!(self.out, "</{tag}>");
+    }
+
+    /// A note to the reader about what the rendering leaves out.
+    pub(crate) fn note(&mut self, text: &str) {
+        self.raw("<p class=\"ferry-note\">");
+        self.text(text);
+        self.raw("</p>");
+    }
+
+    /// Ends the body; a body that ran past its budget gets a closing note.
+    pub(crate) fn finish(mut self) -> String {
+        if self.cut || self.full() {
+            let limit = human_bytes(self.limit as u64);
+            self.note(&format!(
+                "This preview stops here: it is limited to about {limit} of HTML. Download the file to see all of it."
+            ));
+        }
+        self.out
+    }
+}
+
+const STYLE: &str = "\
+:root{color-scheme:light dark}\
+body{font:15px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:1rem 1.25rem;overflow-wrap:anywhere}\
+pre{font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;margin:0}\
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}\
+table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:13px}\
+th,td{border:1px solid #8884;padding:.2rem .45rem;text-align:left;vertical-align:top;white-space:pre-wrap}\
+thead th,th.ferry-rownum{background:#8881;font-weight:600}\
+th.ferry-rownum{text-align:right;color:#888}\
+section.ferry-slide{border:1px solid #8884;border-radius:6px;padding:.5rem 1rem;margin:0 0 1rem}\
+.ferry-note{color:#888;font-style:italic}\
+blockquote{border-left:3px solid #8886;margin:0;padding-left:1rem}\
+img{max-width:100%}";
+
+/// Wraps a body into a complete, self-contained HTML document.
+pub(crate) fn document(title: &str, class: &str, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + STYLE.len() + 300);
+    out.push_str("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    out.push_str("<title>");
+    escape_into(&mut out, title);
+    out.push_str("</title><style>");
+    out.push_str(STYLE);
+    out.push_str("</style></head><body class=\"ferry-preview ferry-");
+    escape_into(&mut out, class);
+    out.push_str("\">\n");
+    out.push_str(body);
+    out.push_str("\n</body></html>\n");
+    out
+}
+
+/// Plain text or source code in a `<pre>`, escaped.
+pub(crate) fn text_body(text: &str, was_cut: bool, limits: &Limits) -> String {
+    let mut body = Body::new(limits);
+    body.raw("<pre>");
+    body.text(text);
+    body.raw("</pre>");
+    if was_cut {
+        body.note(&format!(
+            "The file is longer than {}; only its beginning is shown.",
+            human_bytes(limits.html_text_bytes as u64)
+        ));
+    }
+    body.finish()
+}
+
+/// Markdown rendered by pulldown-cmark and sanitized by ammonia.
+pub(crate) fn markdown_body(text: &str, was_cut: bool, limits: &Limits) -> String {
+    use pulldown_cmark::{Options, Parser, html::push_html};
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_STRIKETHROUGH);
+    options.insert(Options::ENABLE_TASKLISTS);
+    options.insert(Options::ENABLE_FOOTNOTES);
+    let mut raw = String::with_capacity(text.len() * 3 / 2);
+    push_html(&mut raw, Parser::new_ext(text, options));
+
+    let mut builder = ammonia::Builder::default();
+    builder
+        .rm_tags(["img"])
+        .url_schemes(HashSet::from(["http", "https", "mailto"]))
+        .url_relative(ammonia::UrlRelative::Deny)
+        .link_rel(Some("noopener noreferrer nofollow"))
+        .strip_comments(true);
+    let clean = builder.clean(&raw).to_string();
+
+    let mut body = Body::new(limits);
+    body.raw(&clean);
+    if was_cut {
+        body.note(&format!(
+            "The file is longer than {}; only its beginning is shown.",
+            human_bytes(limits.html_text_bytes as u64)
+        ));
+    }
+    body.finish()
+}
+
+/// JSON, pretty-printed when valid; otherwise shown as text with a note.
+pub(crate) fn json_body(text: &str, was_cut: bool, limits: &Limits) -> String {
+    let mut body = Body::new(limits);
+    let valid = !was_cut && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+    if valid || was_cut {
+        // A cut file cannot be validated; its beginning is still re-indented.
+        body.raw("<pre>");
+        body.text(&reindent_json(text));
+        body.raw("</pre>");
+    } else {
+        let reason = match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Err(e) => e.to_string(),
+            Ok(_) => String::new(),
+        };
+        body.note(&format!(
+            "This is not valid JSON ({reason}); it is shown as text."
+        ));
+        body.raw("<pre>");
+        body.text(text);
+        body.raw("</pre>");
+    }
+    if was_cut {
+        body.note(&format!(
+            "The file is longer than {}; only its beginning is shown.",
+            human_bytes(limits.html_text_bytes as u64)
+        ));
+    }
+    body.finish()
+}
+
+/// Re-indents JSON text by two spaces per level without parsing it into
+/// values, so key order and number spelling stay exactly as written.
+pub(crate) fn reindent_json(text: &str) -> String {
+    const MAX_INDENT: usize = 64;
+    let bytes = text.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + bytes.len() / 4);
+    let mut depth = 0usize;
+    let mut i = 0;
+    let newline = |out: &mut Vec<u8>, depth: usize| {
+        out.push(b'\n');
+        out.extend(std::iter::repeat_n(b' ', 2 * depth.min(MAX_INDENT)));
+    };
+    let next_significant = |from: usize| {
+        bytes[from..]
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .map(|p| from + p)
+    };
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'"' => {
+                // Copy the string through its closing quote, escapes included.
+                let start = i;
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' => i += 2,
+                        b'"' => {
+                            i += 1;
+                            break;
+                        }
+                        _ => i += 1,
+                    }
+                }
+                let end = i.min(bytes.len());
+                out.extend_from_slice(&bytes[start..end]);
+                continue;
+            }
+            b'{' | b'[' => {
+                out.push(b);
+                let close = if b == b'{' { b'}' } else { b']' };
+                match next_significant(i + 1) {
+                    Some(j) if bytes[j] == close => {
+                        out.push(close);
+                        i = j;
+                    }
+                    _ => {
+                        depth += 1;
+                        newline(&mut out, depth);
+                    }
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(b);
+            }
+            b',' => {
+                out.push(b);
+                newline(&mut out, depth);
+            }
+            b':' => out.extend_from_slice(b": "),
+            b if b.is_ascii_whitespace() => {}
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    // Only ASCII bytes were inserted and strings were copied whole, so the
+    // output is valid UTF-8 unless the input was cut inside an escape; the
+    // lossy conversion covers that case.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"q\"\0"),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+
+    #[test]
+    fn document_is_complete_and_self_contained() {
+        let doc = document("a<b>.txt", "text", "<p>x</p>");
+        assert!(doc.starts_with("<!DOCTYPE html>"));
+        assert!(doc.contains("<title>a&lt;b&gt;.txt</title>"));
+        assert!(doc.trim_end().ends_with("</html>"));
+        assert!(!doc.contains("<script"));
+        assert!(!doc.contains("http"));
+    }
+
+    #[test]
+    fn markdown_is_sanitized() {
+        let md = "# Hi\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) \
+                  <img src=x onerror=alert(1)> ![i](https://e.com/i.png) \
+                  <a href=\"https://ok.example\" onclick=\"evil()\">ok</a>\n\n<iframe src=\"https://e.com\"></iframe>";
+        let html = markdown_body(md, false, &Limits::default());
+        assert!(html.contains("<h1>Hi</h1>"), "{html}");
+        for bad in [
+            "<script",
+            "javascript:",
+            "onerror",
+            "onclick",
+            "<img",
+            "<iframe",
+        ] {
+            assert!(!html.contains(bad), "{bad} survived in {html}");
+        }
+        assert!(html.contains("href=\"https://ok.example\""), "{html}");
+    }
+
+    #[test]
+    fn json_keeps_order_and_numbers() {
+        let pretty = reindent_json(r#"{"b":1.50,"a":[1,2,{}],"s":"x,\"{y}\"","e":[]}"#);
+        assert_eq!(
+            pretty,
+            "{\n  \"b\": 1.50,\n  \"a\": [\n    1,\n    2,\n    {}\n  ],\n  \"s\": \"x,\\\"{y}\\\"\",\n  \"e\": []\n}"
+        );
+    }
+
+    #[test]
+    fn invalid_json_is_shown_as_text() {
+        let html = json_body("{\"a\": <b>", false, &Limits::default());
+        assert!(html.contains("not valid JSON"));
+        assert!(html.contains("&lt;b&gt;"));
+        assert!(!html.contains("<b>"));
+    }
+
+    #[test]
+    fn body_budget_adds_a_note() {
+        let limits = Limits {
+            html_body_bytes: 10,
+            ..Limits::default()
+        };
+        let mut b = Body::new(&limits);
+        b.text("0123456789abc");
+        assert!(b.full());
+        assert!(b.finish().contains("This preview stops here"));
+    }
+}
