@@ -16,7 +16,7 @@ use crate::html::Body;
 use crate::limits::Limits;
 use crate::opc::{main_part, rels_of};
 use crate::package::Package;
-use crate::text::{LineSink, one_line};
+use crate::text::{LineSink, one_line, push_capped};
 use crate::xml::{Ev, Xml, attr, local, on_off};
 
 const WHAT: &str = "Word document";
@@ -55,6 +55,8 @@ struct Para {
     runs: Vec<Run>,
     style: Option<String>,
     outline: Option<u8>,
+    /// Bytes of text held.
+    len: usize,
 }
 
 impl Para {
@@ -62,11 +64,19 @@ impl Para {
         Block::paragraph_text(&self.runs)
     }
 
-    fn push(&mut self, text: &str, bold: bool, italic: bool) {
+    /// Adds text to the paragraph, which never grows past `cap` bytes.
+    fn push(&mut self, text: &str, bold: bool, italic: bool, cap: usize) {
+        let room = cap.saturating_sub(self.len);
+        if room == 0 {
+            return;
+        }
+        let mut piece = String::new();
+        push_capped(&mut piece, text, room);
+        self.len += piece.len();
         match self.runs.last_mut() {
-            Some(last) if last.bold == bold && last.italic == italic => last.text.push_str(text),
+            Some(last) if last.bold == bold && last.italic == italic => last.text.push_str(&piece),
             _ => self.runs.push(Run {
-                text: text.to_owned(),
+                text: piece,
                 bold,
                 italic,
             }),
@@ -82,10 +92,11 @@ struct TableState {
 }
 
 /// Reads the document's blocks, handing each to `emit`; reading stops when
-/// `emit` returns false.
+/// `emit` returns false. A paragraph keeps at most `para_cap` bytes of text.
 pub(crate) fn read_blocks<R: Read + Seek>(
     reader: R,
     limits: &Limits,
+    para_cap: usize,
     mut emit: impl FnMut(Block) -> bool,
 ) -> Result<(), ExtractError> {
     let mut pkg = Package::open(reader, WHAT, limits)?;
@@ -146,13 +157,13 @@ pub(crate) fn read_blocks<R: Read + Seek>(
                         _ => None,
                     };
                     if let (Some(s), Some(p)) = (insert, paras.last_mut()) {
-                        p.push(s, bold, italic);
+                        p.push(s, bold, italic, para_cap);
                     }
                 }
             }
             Ev::Text(t) => {
                 if in_text && let Some(p) = paras.last_mut() {
-                    p.push(&t, bold, italic);
+                    p.push(&t, bold, italic, para_cap);
                 }
             }
             Ev::End(name) => match name.as_slice() {
@@ -333,7 +344,9 @@ pub(crate) fn preview<R: Read + Seek>(
     limits: &Limits,
 ) -> Result<String, ExtractError> {
     let mut sink = LineSink::new(max_chars);
-    read_blocks(reader, limits, |block| {
+    // A paragraph longer than the preview cannot be shown whole anyway.
+    let para_cap = max_chars.saturating_mul(4).saturating_add(8);
+    read_blocks(reader, limits, para_cap, |block| {
         match block {
             Block::Heading { level, text } => {
                 let marks = "#".repeat(usize::from(level));
@@ -365,7 +378,7 @@ pub(crate) fn html_body<R: Read + Seek>(
 ) -> Result<String, ExtractError> {
     let mut body = Body::new(limits);
     let mut any = false;
-    read_blocks(reader, limits, |block| {
+    read_blocks(reader, limits, limits.html_body_bytes, |block| {
         any = true;
         match block {
             Block::Heading { level, text } => {

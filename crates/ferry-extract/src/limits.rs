@@ -32,6 +32,9 @@ pub struct Limits {
     pub ratio_grace_bytes: u64,
     /// Deepest XML element nesting a reader accepts.
     pub max_xml_depth: usize,
+    /// Longest stretch of an XML part without a `<`: one text node or tag.
+    /// XML parsers hold a whole text node in memory, so this bounds them.
+    pub max_xml_run_bytes: u64,
     /// Largest file read whole into memory (PDF, legacy XLS).
     pub max_file_bytes: u64,
     /// Cells a spreadsheet reader visits in one sheet before it stops.
@@ -59,6 +62,7 @@ impl Default for Limits {
             max_compression_ratio: 100,
             ratio_grace_bytes: 4 * MIB,
             max_xml_depth: 256,
+            max_xml_run_bytes: 16 * MIB,
             max_file_bytes: 128 * MIB,
             max_sheet_cells: 2_000_000,
             html_rows: 1_000,

@@ -87,9 +87,16 @@ impl<R: Read + Seek> Package<R> {
 
     /// A reader over one entry whose bytes count against the budget, or
     /// `None` when the entry does not exist.
+    ///
+    /// Entries are read as XML: a stretch of more than
+    /// [`Limits::max_xml_run_bytes`] without a `<` is refused.
     pub(crate) fn entry(&mut self, name: &str) -> Result<Option<Entry<'_, R>>, ExtractError> {
         match self.zip.index_for_name(name) {
-            Some(index) => self.entry_at(index).map(Some),
+            Some(index) => {
+                let mut entry = self.entry_at(index)?;
+                entry.max_run = Some(entry.limits.max_xml_run_bytes);
+                Ok(Some(entry))
+            }
             None => Ok(None),
         }
     }
@@ -110,6 +117,8 @@ impl<R: Read + Seek> Package<R> {
             out: 0,
             unpacked,
             limits,
+            max_run: None,
+            run: 0,
         })
     }
 
@@ -155,6 +164,9 @@ impl<R: Read + Seek> Package<R> {
                     // scanned; binary parts (images) are not, since random
                     // bytes can look like "<!A".
                     scan = scan || looks_like_xml(&buf[..n]);
+                    if scan {
+                        entry.max_run = Some(entry.limits.max_xml_run_bytes);
+                    }
                     dtd.utf16 =
                         buf[..n].starts_with(&[0xFF, 0xFE]) || buf[..n].starts_with(&[0xFE, 0xFF]);
                     first = false;
@@ -183,6 +195,9 @@ pub(crate) struct Entry<'a, R: Read + Seek> {
     out: u64,
     unpacked: &'a mut u64,
     limits: &'a Limits,
+    /// When set, the longest stretch allowed without a `<`.
+    max_run: Option<u64>,
+    run: u64,
 }
 
 impl<R: Read + Seek> Entry<'_, R> {
@@ -209,6 +224,18 @@ impl<R: Read + Seek> Read for Entry<'_, R> {
                 "one of its parts unpacks to more than {} times its packed size",
                 self.limits.max_compression_ratio
             ))));
+        }
+        if let Some(max_run) = self.max_run {
+            match buf[..n].iter().rposition(|&b| b == b'<') {
+                Some(p) => self.run = (n - p - 1) as u64,
+                None => self.run += n as u64,
+            }
+            if self.run > max_run {
+                return Err(io::Error::other(ExtractError::limit(format!(
+                    "its XML holds a single text or tag longer than {}",
+                    human_bytes(max_run)
+                ))));
+            }
         }
         Ok(n)
     }
@@ -374,6 +401,28 @@ pub(crate) mod tests {
         assert!(
             err.to_string().contains("100 times its packed size"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn long_xml_runs_are_refused() {
+        let mut long = b"<a>".to_vec();
+        long.extend(vec![b'x'; 300_000]);
+        long.extend(b"</a>");
+        let bytes = zip_of(&[("word/document.xml", &long), ("media/blob.bin", &long[3..])]);
+        let limits = Limits {
+            max_xml_run_bytes: 100_000,
+            ..Limits::default()
+        };
+        let mut p = Package::open(Cursor::new(bytes.clone()), "test package", &limits).unwrap();
+        let err = p.read("word/document.xml").unwrap_err();
+        assert!(err.to_string().contains("longer than 97 KiB"), "{err}");
+        let mut p = Package::open(Cursor::new(bytes), "test package", &limits).unwrap();
+        assert!(
+            p.check_all()
+                .unwrap_err()
+                .to_string()
+                .contains("longer than")
         );
     }
 

@@ -18,10 +18,14 @@ use crate::html::Body;
 use crate::limits::Limits;
 use crate::opc::{main_part, rels_of};
 use crate::package::Package;
-use crate::text::{LineSink, one_line};
+use crate::text::{LineSink, one_line, push_capped};
 use crate::xml::{Ev, Xml, attr, attr_prefixed, local};
 
 const WHAT: &str = "PowerPoint presentation";
+
+/// Most bytes of text kept of one paragraph: slides hold short texts, and
+/// this bounds a crafted one.
+const PARA_CAP: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Slide {
@@ -116,7 +120,7 @@ fn read_slide<R: Read + Seek>(
             },
             Ev::Text(t) => {
                 if in_text && let Some(p) = para.as_mut() {
-                    p.push_str(&t);
+                    push_capped(p, &t, PARA_CAP);
                 }
             }
             Ev::End(name) => match name.as_slice() {

@@ -354,8 +354,32 @@ fn sheet_lines(sink: &mut LineSink, name: &str, view: Option<SheetView>) {
     }
 }
 
+/// Runs a calamine-based reading. calamine answers some damaged files with a
+/// panic (an out-of-range slice in its compound-file reader, for one)
+/// rather than an error; the panic becomes an ordinary error here.
+fn guarded<T>(
+    legacy: bool,
+    read: impl FnOnce() -> Result<T, ExtractError>,
+) -> Result<T, ExtractError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|_| {
+        Err(ExtractError::invalid(
+            if legacy { XLS } else { XLSX },
+            "its structure could not be understood",
+        ))
+    })
+}
+
 /// The text preview of an XLSX (`legacy == false`) or XLS workbook.
 pub(crate) fn preview<R: Read + Seek>(
+    reader: R,
+    legacy: bool,
+    max_chars: usize,
+    limits: &Limits,
+) -> Result<String, ExtractError> {
+    guarded(legacy, || preview_inner(reader, legacy, max_chars, limits))
+}
+
+fn preview_inner<R: Read + Seek>(
     reader: R,
     legacy: bool,
     max_chars: usize,
@@ -453,6 +477,14 @@ pub(crate) fn table_html(body: &mut Body, view: &SheetView, limits: &Limits, hea
 
 /// The HTML body: one heading and table per sheet.
 pub(crate) fn html_body<R: Read + Seek>(
+    reader: R,
+    legacy: bool,
+    limits: &Limits,
+) -> Result<String, ExtractError> {
+    guarded(legacy, || html_body_inner(reader, legacy, limits))
+}
+
+fn html_body_inner<R: Read + Seek>(
     reader: R,
     legacy: bool,
     limits: &Limits,

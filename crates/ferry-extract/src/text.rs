@@ -104,6 +104,22 @@ pub(crate) fn mark_cut(mut text: String, max_chars: usize) -> String {
     text
 }
 
+/// Appends `text` to `out` without letting `out` pass `cap` bytes; the
+/// excess is dropped at a character boundary. Readers use it so one huge
+/// paragraph cannot grow without bound.
+pub(crate) fn push_capped(out: &mut String, text: &str, cap: usize) {
+    let room = cap.saturating_sub(out.len());
+    if text.len() <= room {
+        out.push_str(text);
+        return;
+    }
+    let mut end = room;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.push_str(&text[..end]);
+}
+
 /// Replaces line breaks and tabs inside a cell or title with spaces, so one
 /// row or slide stays on one line of the preview.
 pub(crate) fn one_line(s: &str) -> String {
@@ -216,6 +232,17 @@ mod tests {
         s.line("12345");
         assert!(!s.full());
         assert_eq!(s.finish(), "12345");
+    }
+
+    #[test]
+    fn push_capped_stops_at_a_char_boundary() {
+        let mut s = String::from("ab");
+        push_capped(&mut s, "cdé", 5);
+        assert_eq!(s, "abcd");
+        push_capped(&mut s, "x", 5);
+        assert_eq!(s, "abcdx");
+        push_capped(&mut s, "y", 5);
+        assert_eq!(s, "abcdx");
     }
 
     #[test]

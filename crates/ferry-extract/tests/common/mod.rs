@@ -174,7 +174,7 @@ pub fn zip_raw(entries: &[(&str, Vec<u8>, u64, u32)]) -> Vec<u8> {
             h.extend_from_slice(&(name.len() as u16).to_le_bytes());
             h.extend_from_slice(&0u16.to_le_bytes()); // extra
             if central {
-                h.extend_from_slice(&[0u8; 8]); // comment, disk, attributes
+                h.extend_from_slice(&[0u8; 6]); // comment length, disk, internal attributes
                 h.extend_from_slice(&0u32.to_le_bytes()); // external attributes
                 h.extend_from_slice(&offset.to_le_bytes());
             }

@@ -1,0 +1,380 @@
+//! Hostile documents, generated here: each must come back from the worker
+//! within seconds with an error (or a bounded preview), and never take this
+//! process down.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{
+    config, deflate_repeated, extractor, pdf_of, write, xlsx_with_shared_strings, zip_of, zip_raw,
+};
+use ferry_extract::{ExtractError, Extractor};
+
+const QUICK: Duration = Duration::from_secs(10);
+
+async fn preview_of(ex: &Extractor, name: &str, bytes: &[u8]) -> Result<String, ExtractError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), name, bytes);
+    let started = Instant::now();
+    let result = ex.preview(&path, name, 4000).await;
+    assert!(
+        started.elapsed() < QUICK,
+        "{name} took {:?}",
+        started.elapsed()
+    );
+    result.map(|p| p.text.unwrap_or_default())
+}
+
+async fn html_of(ex: &Extractor, name: &str, bytes: &[u8]) -> Result<String, ExtractError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), name, bytes);
+    let started = Instant::now();
+    let result = ex.render_html(&path, name).await;
+    assert!(
+        started.elapsed() < QUICK,
+        "{name} took {:?}",
+        started.elapsed()
+    );
+    result
+}
+
+/// A DOCX whose document.xml inflates to 1 GiB (one paragraph of a million
+/// short runs of text) in about a megabyte of zip, with honest sizes and
+/// CRC in its headers.
+fn docx_bomb() -> Vec<u8> {
+    let head = br#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r>"#;
+    let tail = b"</w:r></w:p></w:body></w:document>";
+    let mut unit = b"<w:t>".to_vec();
+    unit.resize(1024 - 6, b'a');
+    unit.extend_from_slice(b"</w:t>");
+    let chunk = unit.repeat(1024);
+    let (deflated, size, crc) = deflate_repeated(head, &chunk, 1024, tail);
+    assert!(size >= 1 << 30);
+    zip_raw(&[("word/document.xml", deflated, size, crc)])
+}
+
+#[tokio::test]
+async fn docx_zip_bomb_is_stopped_while_inflating() {
+    let bomb = docx_bomb();
+    assert!(
+        bomb.len() < 4 * 1024 * 1024,
+        "the bomb is {} bytes",
+        bomb.len()
+    );
+    let ex = extractor();
+    let err = preview_of(&ex, "bomb.docx", &bomb).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the document is too large or too complex to read safely: one of its parts unpacks to more than 100 times its packed size"
+    );
+    assert!(html_of(&ex, "bomb.docx", &bomb).await.is_err());
+}
+
+#[tokio::test]
+async fn total_unpacked_size_is_bounded_across_entries() {
+    // Twelve entries of 1 MiB of varied text each: every ratio is modest,
+    // but together they pass a 4 MiB budget.
+    let part: Vec<u8> = (0..1024 * 1024u32)
+        .map(|i| {
+            b"abcdefghijklmnopqrstuvwxyz0123456789"
+                [(i.wrapping_mul(2_654_435_761) >> 27) as usize % 36]
+        })
+        .collect();
+    let names: Vec<String> = (0..12)
+        .map(|i| format!("ppt/slides/slide{i}.xml"))
+        .collect();
+    let entries: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|n| (n.as_str(), part.as_slice()))
+        .collect();
+    let bytes = zip_of(&entries);
+    let mut cfg = config();
+    cfg.limits.max_unpacked_bytes = 4 * 1024 * 1024;
+    // Inflating every part up front is what the XLSX reader does.
+    let err = preview_of(&Extractor::new(cfg), "many.xlsx", &bytes)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the document is too large or too complex to read safely: it unpacks to more than 4 MiB"
+    );
+}
+
+#[tokio::test]
+async fn xlsx_with_a_billion_laughs_dtd_is_refused() {
+    let mut dtd = String::from(r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">"#);
+    for i in 1..=9 {
+        let prev = if i == 1 {
+            "lol".to_owned()
+        } else {
+            format!("lol{}", i - 1)
+        };
+        dtd.push_str(&format!(
+            r#"<!ENTITY lol{i} "{}">"#,
+            format!("&{prev};").repeat(10)
+        ));
+    }
+    dtd.push_str("]>");
+    let bomb = format!(
+        r#"{dtd}<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si><t>&lol9;</t></si></sst>"#
+    );
+    let ex = extractor();
+    let err = preview_of(&ex, "laughs.xlsx", &xlsx_with_shared_strings(&bomb))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the document is too large or too complex to read safely: it declares an XML DTD, which ferry does not read"
+    );
+    assert!(
+        html_of(&ex, "laughs.xlsx", &xlsx_with_shared_strings(&bomb))
+            .await
+            .is_err()
+    );
+
+    // The same workbook without the DTD reads: the refusal is about the DTD.
+    let plain = r#"<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si><t>laugh</t></si></sst>"#;
+    assert_eq!(
+        preview_of(&ex, "plain.xlsx", &xlsx_with_shared_strings(plain))
+            .await
+            .unwrap(),
+        "Data: laugh | 7"
+    );
+}
+
+#[tokio::test]
+async fn docx_and_pptx_with_a_dtd_are_refused() {
+    let doc = br#"<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x "xxxxxxxxxx">]><w:document xmlns:w="w"><w:body><w:p><w:r><w:t>&x;</w:t></w:r></w:p></w:body></w:document>"#;
+    let bytes = zip_of(&[("word/document.xml", doc)]);
+    let err = preview_of(&extractor(), "dtd.docx", &bytes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("XML DTD"), "{err}");
+
+    let pres = br#"<?xml version="1.0"?><!DOCTYPE p SYSTEM "http://example.com/p.dtd"><p:presentation xmlns:p="p"/>"#;
+    let bytes = zip_of(&[("ppt/presentation.xml", pres)]);
+    let err = preview_of(&extractor(), "dtd.pptx", &bytes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("XML DTD"), "{err}");
+}
+
+#[tokio::test]
+async fn deeply_nested_xml_is_refused() {
+    let mut doc = String::from(r#"<w:document xmlns:w="w"><w:body>"#);
+    doc.push_str(&"<w:sdt><w:sdtContent>".repeat(50_000));
+    doc.push_str(&"</w:sdtContent></w:sdt>".repeat(50_000));
+    doc.push_str("</w:body></w:document>");
+    let bytes = zip_of(&[("word/document.xml", doc.as_bytes())]);
+    let err = preview_of(&extractor(), "deep.docx", &bytes)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("nested more than 256 levels"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn truncated_zips_are_errors() {
+    let whole = std::fs::read(common::fixture("report.docx")).unwrap();
+    let ex = extractor();
+    for (name, cut) in [
+        ("half.docx", whole.len() / 2),
+        ("head.docx", 30),
+        ("empty.docx", 0),
+    ] {
+        let err = preview_of(&ex, name, &whole[..cut]).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the file is not a readable Word document"),
+            "{name}: {err}"
+        );
+    }
+    let sheet = std::fs::read(common::fixture("seed.xlsx")).unwrap();
+    let err = preview_of(&ex, "half.xlsx", &sheet[..sheet.len() / 2])
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the file is not a readable Excel workbook"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn too_many_zip_entries_are_refused() {
+    let names: Vec<String> = (0..10_001).map(|i| format!("f{i}")).collect();
+    let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b""[..])).collect();
+    let err = preview_of(&extractor(), "many.pptx", &zip_of(&entries))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("more than 10000 files inside"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn random_bytes_are_errors_for_every_reader() {
+    // A fixed xorshift sequence: the same "random" file on every run.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let noise: Vec<u8> = (0..64 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let ex = extractor();
+    for name in [
+        "noise.pdf",
+        "noise.docx",
+        "noise.xlsx",
+        "noise.xls",
+        "noise.pptx",
+    ] {
+        assert!(preview_of(&ex, name, &noise).await.is_err(), "{name}");
+    }
+    let mut pdfish = b"%PDF-1.7\n".to_vec();
+    pdfish.extend_from_slice(&noise);
+    assert!(preview_of(&ex, "noise2.pdf", &pdfish).await.is_err());
+    // CSV and text readers refuse binary data.
+    assert!(preview_of(&ex, "noise.csv", &noise).await.is_err());
+}
+
+#[tokio::test]
+async fn pdf_with_a_cyclic_page_tree_ends() {
+    let pdf = pdf_of(&[
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        // The Pages node lists itself, and a second node that points back.
+        b"<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>",
+        b"<< /Type /Pages /Kids [2 0 R 3 0 R] /Parent 2 0 R /Count 1 >>",
+    ]);
+    match preview_of(&extractor(), "cycle.pdf", &pdf).await {
+        Ok(text) => assert_eq!(text, ""),
+        Err(e) => assert!(e.to_string().contains("PDF"), "{e}"),
+    }
+}
+
+#[tokio::test]
+async fn pdf_with_recursive_forms_ends() {
+    // A page that draws a form that draws itself.
+    let content = b"/X1 Do";
+    let form = b"BT /F1 12 Tf 72 700 Td (loop) Tj ET /X1 Do";
+    let pdf = pdf_of(&[
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /XObject << /X1 5 0 R >> /Font << /F1 6 0 R >> >> >>",
+        format!("<< /Length {} >>\nstream\n{}\nendstream", content.len(), String::from_utf8_lossy(content)).as_bytes(),
+        format!(
+            "<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X1 5 0 R >> /Font << /F1 6 0 R >> >> /Length {} >>\nstream\n{}\nendstream",
+            form.len(),
+            String::from_utf8_lossy(form)
+        )
+        .as_bytes(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]);
+    // Either the text budget stops the recursion, or the stack overflows in
+    // the worker: both come back as an answer.
+    match preview_of(&extractor(), "forms.pdf", &pdf).await {
+        Ok(text) => assert!(
+            text.starts_with("loop") && text.chars().count() <= 4000,
+            "{text}"
+        ),
+        Err(e) => assert!(
+            matches!(e, ExtractError::TooDeep | ExtractError::Crashed),
+            "{e}"
+        ),
+    }
+}
+
+#[tokio::test]
+async fn pdf_flate_bomb_hits_the_memory_limit() {
+    // A content stream that inflates to 1 GiB of spaces; lopdf inflates a
+    // stream whole, so only the worker's address-space limit stops it.
+    let (deflated, _, _) = deflate_repeated(b"BT ", &vec![b' '; 1024 * 1024], 1024, b" ET");
+    let mut zlib = vec![0x78, 0xDA];
+    zlib.extend_from_slice(&deflated);
+    zlib.extend_from_slice(&[0, 0, 0, 0]); // a wrong Adler-32: never reached
+    let mut stream = format!(
+        "<< /Length {} /Filter /FlateDecode >>\nstream\n",
+        zlib.len()
+    )
+    .into_bytes();
+    stream.extend_from_slice(&zlib);
+    stream.extend_from_slice(b"\nendstream");
+    let pdf = pdf_of(&[
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        &stream,
+    ]);
+    let mut cfg = config();
+    cfg.memory_bytes = 256 * 1024 * 1024;
+    let err = preview_of(&Extractor::new(cfg), "bomb.pdf", &pdf)
+        .await
+        .unwrap_err();
+    assert_eq!(err, ExtractError::OutOfMemory);
+    assert_eq!(
+        err.to_string(),
+        "the document needs more memory than allowed"
+    );
+}
+
+#[tokio::test]
+async fn cpu_limit_stops_a_busy_worker() {
+    // With the zip limits lifted, reading the 1 GiB bomb is seconds of CPU
+    // work; the worker's own RLIMIT_CPU of one second ends it.
+    let mut cfg = config();
+    cfg.cpu_seconds = 1;
+    cfg.limits.max_compression_ratio = u64::MAX / 2;
+    cfg.limits.max_unpacked_bytes = 8 << 30;
+    let started = Instant::now();
+    let err = preview_of(&Extractor::new(cfg), "slow.docx", &docx_bomb())
+        .await
+        .unwrap_err();
+    assert_eq!(err, ExtractError::TimedOut);
+    assert_eq!(err.to_string(), "the document took too long to read");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    let mut cfg = ferry_extract::ExtractorConfig::new("sh", ["-c", script.as_str()]);
+    cfg.timeout = Duration::from_millis(500);
+    let err = Extractor::new(cfg)
+        .preview(std::path::Path::new("/tmp/x.docx"), "x.docx", 10)
+        .await
+        .unwrap_err();
+    assert_eq!(err, ExtractError::TimedOut);
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let pid = pid.trim();
+    // The grandchild is gone, or a zombie waiting for its new parent.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()
+                    .and_then(|r| r.split_whitespace().next().map(str::to_owned))
+            });
+        match state.as_deref() {
+            None | Some("Z") | Some("X") => break,
+            Some(s) if Instant::now() > deadline => {
+                panic!("grandchild {pid} still alive in state {s}")
+            }
+            Some(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
