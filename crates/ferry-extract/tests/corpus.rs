@@ -146,9 +146,13 @@ async fn every_corpus_file_previews_and_renders_within_limits() {
             let started = Instant::now();
             let preview = ex.preview(&p, &name, 4000).await;
             if preview_kind(&name) == PreviewKind::Html {
-                if let Ok(html) = ex.render_html(&p, &name).await {
-                    assert!(html.starts_with("<!DOCTYPE html>"));
-                    assert!(!html.contains("<script"));
+                match ex.render_html(&p, &name).await {
+                    Ok(html) => {
+                        assert!(html.starts_with("<!DOCTYPE html>"));
+                        assert!(!html.contains("<script"));
+                    }
+                    // Only the crafted workbook may fail to render.
+                    Err(e) => assert_eq!(name, "OOM_alloc.xls", "{name}: {e}"),
                 }
             }
             assert!(
