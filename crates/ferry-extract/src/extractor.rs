@@ -183,7 +183,14 @@ impl Extractor {
         let mut child = cmd
             .spawn()
             .map_err(|e| ExtractError::Worker(format!("the worker could not be started ({e})")))?;
-        let pid = child.id();
+        // Declared after `child`, so it is dropped first: if this future is
+        // cancelled, the group is killed while the worker is not yet reaped.
+        let mut group = GroupGuard(
+            child
+                .id()
+                .and_then(|p| i32::try_from(p).ok())
+                .and_then(rustix::process::Pid::from_raw),
+        );
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -206,12 +213,7 @@ impl Extractor {
         // Whatever happened, nothing of the worker's may outlive this call:
         // kill its process group while the worker, even exited, is not yet
         // reaped and so still holds the group's id; then reap it.
-        if let Some(pid) = pid
-            .and_then(|p| i32::try_from(p).ok())
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+        group.kill();
         let _ = child.start_kill();
         let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
         let stderr_text = match tokio::time::timeout(Duration::from_secs(1), stderr_task).await {
@@ -232,6 +234,25 @@ impl Extractor {
             _ => None,
         };
         Err(diagnose(status, &stderr_text))
+    }
+}
+
+/// Kills a worker's process group, once.
+#[derive(Debug)]
+struct GroupGuard(Option<rustix::process::Pid>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pid) = self.0.take() {
+            // ESRCH (the group is already empty) is the usual answer.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -376,5 +397,30 @@ mod tests {
             .unwrap_err();
         assert_eq!(err, ExtractError::TimedOut);
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn cancelling_a_call_kills_the_worker_group() {
+        let dir = std::env::temp_dir().join(format!("ferry-extract-cancel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pidfile = dir.join("pid");
+        // The grandchild is only reached by killing the process group;
+        // kill_on_drop alone would leave it running.
+        let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+        let ex = Extractor::new(ExtractorConfig::new("sh", ["-c", script.as_str()]));
+        let call = ex.preview(Path::new("/tmp/x.docx"), "x.docx", 10);
+        // Give the worker time to start, then drop the call.
+        let _ = tokio::time::timeout(Duration::from_millis(500), call).await;
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the grandchild still runs"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
