@@ -14,6 +14,14 @@
 //! its whole process group when it must, reaps it, and turns every failure
 //! into an [`ExtractError`] whose message reads plainly as a `previewError`.
 //!
+//! The worker is started with an empty environment and `/` as its working
+//! directory; its standard output must be a pipe (as [`Extractor`] makes
+//! it), because `RLIMIT_FSIZE` is 0 and writing to a regular file would
+//! kill it. Images and plain text are previewed in the calling process
+//! (imagesize reads a header; text is a bounded prefix, decoded), since
+//! there is nothing there for a hostile file to exploit and a process
+//! start would cost more than the work; see [`Extractor::preview`].
+//!
 //! The readers themselves are public too ([`preview_bytes`],
 //! [`render_html_bytes`] and friends). They run in the calling process and
 //! are bounded by [`Limits`], but a library below them (calamine, lopdf,
@@ -40,7 +48,9 @@
 //! 4 MiB may not exceed 100 times its packed size (the packed size taken
 //! from the header but never above the archive's own size). XML with a DTD
 //! is refused (quick-xml never expands entities anyway), as is XML nested
-//! more than 256 levels. A spreadsheet reader visits at most 2,000,000
+//! more than 256 levels or with a single text or tag over 16 MiB (parsers
+//! hold a whole text node in memory). One paragraph keeps at most what the
+//! preview or the HTML budget can show. A spreadsheet reader visits at most 2,000,000
 //! cells of a sheet; a PDF or XLS is read into memory only up to 128 MiB.
 //! HTML renderings show at most 1,000 rows × 100 columns per table, 50
 //! sheets, 2,000 characters per cell, 2 MiB of a text file and about 4 MiB
