@@ -310,9 +310,8 @@ impl SendAs {
 
     /// Resolves [`SendAs::Auto`] by MIME type: `image/*` is a photo, `video/*` a video, anything
     /// else a document. An explicit mode is kept as it is.
-    ///
-    /// SVG is the one image sent as a document: it is a script-capable document format, and the
-    /// places a photo goes (chat connectors, inline previews) generally refuse it.
+    /// This includes SVG (`image/svg+xml`), as the contract says; ferry itself only ever
+    /// serves SVG as an image, never as a document that can run script.
     pub fn resolve(self, mime: &str) -> SendAs {
         if self != SendAs::Auto {
             return self;
@@ -324,7 +323,7 @@ impl SendAs {
                 .get(..prefix.len())
                 .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
         };
-        if is_type("image/") && !essence.eq_ignore_ascii_case("image/svg+xml") {
+        if is_type("image/") {
             SendAs::Photo
         } else if is_type("video/") {
             SendAs::Video
@@ -666,7 +665,7 @@ mod tests {
             SendAs::Auto.resolve("text/markdown; charset=utf-8"),
             SendAs::Document
         );
-        assert_eq!(SendAs::Auto.resolve("image/svg+xml"), SendAs::Document);
+        assert_eq!(SendAs::Auto.resolve("image/svg+xml"), SendAs::Photo);
         assert_eq!(SendAs::Auto.resolve(""), SendAs::Document);
         assert_eq!(SendAs::Auto.resolve("image"), SendAs::Document);
         // Explicit modes are kept whatever the MIME type says.

@@ -1,0 +1,46 @@
+//! The settings a server runs with, already resolved from flags, environment and `ferry.toml`
+//! by the binary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub const DEFAULT_SPACE_MAX_BYTES: u64 = 5 * 1024 * 1024;
+pub const DEFAULT_SANDBOX_MAX_BYTES: u64 = 100 * 1024 * 1024;
+pub const DEFAULT_UPLOAD_MAX_BYTES: u64 = 100 * 1024 * 1024;
+pub const DEFAULT_PREVIEW_MAX_CHARS: usize = 4000;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The data directory: the SQLite file, local blobs, sandboxes, the generated secret.
+    pub data_dir: PathBuf,
+    /// The HS256 secret tokens are signed with.
+    pub jwt_secret: Vec<u8>,
+    /// `sqlite://…` or `postgres://…`.
+    pub database_url: String,
+    pub space_max_bytes: u64,
+    pub sandbox_max_bytes: u64,
+    pub upload_max_bytes: u64,
+    pub preview_max_chars: usize,
+    /// Skill packages copied into every new thread's `/sandbox/skills/`.
+    pub skills_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Settings for a server with everything under `data_dir`, as `ferry serve` defaults them.
+    pub fn embedded(data_dir: PathBuf, jwt_secret: Vec<u8>) -> Config {
+        let database_url = format!("sqlite://{}?mode=rwc", data_dir.join("ferry.db").display());
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir,
+            jwt_secret,
+            database_url,
+            space_max_bytes: DEFAULT_SPACE_MAX_BYTES,
+            sandbox_max_bytes: DEFAULT_SANDBOX_MAX_BYTES,
+            upload_max_bytes: DEFAULT_UPLOAD_MAX_BYTES,
+            preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
+            skills_dir: None,
+        }
+    }
+}

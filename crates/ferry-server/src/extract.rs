@@ -1,0 +1,111 @@
+//! Request extractors whose rejections are API errors in the envelope.
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// The largest JSON body any route accepts; JSON bodies here are small commands.
+const MAX_JSON_BODY: usize = 1 << 20;
+
+/// A JSON body. Unlike axum's `Json`, it does not insist on a `Content-Type`, and malformed
+/// JSON is `INVALID_REQUEST` with serde's description of what was wrong.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let body = axum::body::to_bytes(req.into_body(), MAX_JSON_BODY)
+            .await
+            .map_err(|_| ApiError::too_large(MAX_JSON_BODY as u64))?;
+        let _ = state;
+        parse_json(&body).map(ApiJson)
+    }
+}
+
+fn parse_json<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    if body.is_empty() {
+        return Err(ApiError::invalid_request("the request needs a JSON body"));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid_request(format!("the JSON body is not valid: {e}")))
+}
+
+/// Query parameters; a bad one is `INVALID_REQUEST` naming the parameter.
+#[derive(Debug)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        serde_urlencoded_from_str(query).map(ApiQuery)
+    }
+}
+
+fn serde_urlencoded_from_str<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    axum::extract::Query::<T>::try_from_uri(
+        &format!("/?{query}")
+            .parse()
+            .map_err(|_| ApiError::invalid_request("the query string is malformed"))?,
+    )
+    .map(|q| q.0)
+    .map_err(|e| ApiError::invalid_request(format!("bad query: {}", e.body_text())))
+}
+
+/// The raw (still percent-encoded) text of a route's trailing wildcard, so that the one path
+/// validator decodes it exactly once. `skip` is the number of path segments before it.
+pub fn raw_tail(path: &str, skip: usize) -> &str {
+    let mut rest = path.strip_prefix('/').unwrap_or(path);
+    for _ in 0..skip {
+        rest = rest.split_once('/').map(|(_, r)| r).unwrap_or("");
+    }
+    rest
+}
+
+/// The raw text of the path segment at `index` (0 = the first after the leading `/`).
+pub fn raw_segment(path: &str, index: usize) -> &str {
+    path.strip_prefix('/')
+        .unwrap_or(path)
+        .split('/')
+        .nth(index)
+        .unwrap_or("")
+}
+
+/// A path parameter; one that cannot be read (e.g. invalid UTF-8 after decoding) is
+/// `INVALID_PATH` instead of axum's plain-text rejection.
+#[derive(Debug)]
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|e| {
+                ApiError::new(
+                    ferry_core::ErrorCode::InvalidPath,
+                    format!("the URL path cannot be read: {}", e.body_text()),
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_tail_keeps_encoding() {
+        assert_eq!(raw_tail("/api/spaces/s/files/a%2Fb/c", 4), "a%2Fb/c");
+        assert_eq!(raw_tail("/api/spaces/s/files/%2e%2e", 4), "%2e%2e");
+        assert_eq!(raw_tail("/api/spaces/s/files/", 4), "");
+    }
+}

@@ -1,0 +1,104 @@
+//! Prometheus metrics: requests by route and status, bytes in and out, and latency.
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use bytes::Bytes;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The process-wide recorder; installed once however many servers a process starts (tests do).
+pub fn handle() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                Matcher::Full("ferry_http_request_duration_seconds".into()),
+                LATENCY_BUCKETS,
+            )
+            .expect("the bucket list is not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        // Another recorder may already be installed by an embedding program; then ours only
+        // renders what it saw, which is nothing, and that is the embedder's choice.
+        let _ = metrics::set_global_recorder(recorder);
+        handle
+    })
+}
+
+/// Middleware recording each request.
+pub async fn track(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().as_str().to_owned();
+    let start = Instant::now();
+
+    let bytes_in = metrics::counter!("ferry_http_request_bytes_total", "route" => route.clone());
+    let request = request.map(|body| Body::new(Counted::new(body, bytes_in)));
+
+    let response = next.run(request).await;
+
+    let status = response.status().as_u16().to_string();
+    metrics::counter!(
+        "ferry_http_requests_total",
+        "route" => route.clone(), "method" => method.clone(), "status" => status
+    )
+    .increment(1);
+    metrics::histogram!(
+        "ferry_http_request_duration_seconds",
+        "route" => route.clone(), "method" => method
+    )
+    .record(start.elapsed().as_secs_f64());
+    let bytes_out = metrics::counter!("ferry_http_response_bytes_total", "route" => route);
+    response.map(|body| Body::new(Counted::new(body, bytes_out)))
+}
+
+/// A body that counts the bytes passing through it and keeps the inner body's size hint, so
+/// a response of known length still goes out with `Content-Length`.
+struct Counted {
+    inner: Body,
+    counter: metrics::Counter,
+}
+
+impl Counted {
+    fn new(inner: Body, counter: metrics::Counter) -> Counted {
+        Counted { inner, counter }
+    }
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled
+            && let Some(data) = frame.data_ref()
+        {
+            self.counter.increment(data.len() as u64);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,84 @@
+//! Every route of the HTTP API, in one place, next to the OpenAPI document generated from the
+//! same handlers.
+
+use axum::Router;
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use crate::error::ApiError;
+use crate::routes::{spaces, system};
+use crate::state::AppState;
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(system::healthz))
+        .route("/metrics", get(system::metrics))
+        .route("/api/openapi.json", get(system::openapi))
+        .route("/api/spaces/{space}/files", get(spaces::list_files))
+        .route(
+            "/api/spaces/{space}/files/{*path}",
+            get(spaces::get_file)
+                .head(spaces::head_file)
+                .put(spaces::put_file),
+        )
+        .fallback(system::no_route)
+        .method_not_allowed_fallback(system::wrong_method)
+        .layer(middleware::from_fn(crate::metrics::track))
+        .layer(CatchPanicLayer::custom(panicked))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    ApiError::internal("a handler panicked").into_response()
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "ferry",
+        description = "A self-hostable file exchange between people and their AI agents."
+    ),
+    paths(
+        system::healthz,
+        system::metrics,
+        system::openapi,
+        spaces::list_files,
+        spaces::get_file,
+        spaces::head_file,
+        spaces::put_file,
+    ),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "spaces", description = "Per-user storage (seed 004)"),
+        (name = "operations", description = "Health, metrics and this document"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI document of every route above.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}

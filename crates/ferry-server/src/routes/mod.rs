@@ -1,0 +1,2 @@
+pub mod spaces;
+pub mod system;

@@ -1,0 +1,72 @@
+//! Operations routes: health, metrics, the OpenAPI document, and the answers for requests
+//! that match no route or no method.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ferry_core::ErrorCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`
+    pub status: &'static str,
+}
+
+/// Liveness and readiness: answers 200 when the metadata database answers.
+#[utoipa::path(
+    get, path = "/healthz", tag = "operations",
+    responses((status = 200, body = Health), (status = 503, description = "UNAVAILABLE"))
+)]
+pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    state.db.ping().await.map_err(|e| {
+        tracing::warn!(error = %e, "health check: database does not answer");
+        ApiError::new(
+            ErrorCode::Unavailable,
+            "the metadata database does not answer",
+        )
+    })?;
+    Ok(Json(Health { status: "ok" }))
+}
+
+/// Prometheus metrics in the text exposition format.
+#[utoipa::path(
+    get, path = "/metrics", tag = "operations",
+    responses((status = 200, content_type = "text/plain; version=0.0.4", description = "Prometheus text"))
+)]
+pub async fn metrics() -> Response {
+    let mut response = crate::metrics::handle().render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+/// This document: the whole HTTP API as OpenAPI 3.1.
+#[utoipa::path(
+    get, path = "/api/openapi.json", tag = "operations",
+    responses((status = 200, content_type = "application/json", description = "The OpenAPI document"))
+)]
+pub async fn openapi() -> Response {
+    Json(crate::router::openapi()).into_response()
+}
+
+pub async fn no_route() -> ApiError {
+    ApiError::not_found("no such route; /api/openapi.json lists them all")
+}
+
+pub async fn wrong_method() -> Response {
+    let mut response = ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        "this route does not answer that method; /api/openapi.json lists the methods",
+    )
+    .into_response();
+    *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+    response
+}

@@ -1,0 +1,237 @@
+//! Answering with a stored blob: validators, ranges, HEAD, and the safety headers.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ferry_core::{ErrorCode, Timestamp};
+use ferry_store::Blobs;
+use std::ops::Range;
+
+use crate::error::{ApiError, ApiResult};
+
+/// A stored file about to be sent.
+#[derive(Debug, Clone)]
+pub struct Servable<'a> {
+    pub blob_key: &'a str,
+    pub size: u64,
+    pub content_type: &'a str,
+    pub sha256: &'a str,
+    pub modified: Timestamp,
+    /// `Content-Disposition`, when the answer is a download.
+    pub disposition: Option<String>,
+}
+
+/// The strong ETag of a blob: its SHA-256 in quotes.
+pub fn etag(sha256: &str) -> String {
+    format!("\"{sha256}\"")
+}
+
+/// The entity tags of an `If-Match` / `If-None-Match` header: `*`, or a list of quoted tags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TagList {
+    Any,
+    /// (tag without quotes, weak?)
+    Tags(Vec<(String, bool)>),
+}
+
+pub fn parse_tag_list(value: &str) -> Option<TagList> {
+    let value = value.trim();
+    if value == "*" {
+        return Some(TagList::Any);
+    }
+    let mut tags = Vec::new();
+    for item in value.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let (weak, quoted) = match item.strip_prefix("W/") {
+            Some(rest) => (true, rest),
+            None => (false, item),
+        };
+        let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
+        if inner.contains('"') {
+            return None;
+        }
+        tags.push((inner.to_owned(), weak));
+    }
+    if tags.is_empty() {
+        None
+    } else {
+        Some(TagList::Tags(tags))
+    }
+}
+
+/// Whether `If-None-Match` (weak comparison, RFC 9110 §13.1.2) matches the current tag.
+fn none_match_hits(list: &TagList, sha256: &str) -> bool {
+    match list {
+        TagList::Any => true,
+        TagList::Tags(tags) => tags.iter().any(|(tag, _)| tag == sha256),
+    }
+}
+
+/// What a `Range` header asks of a representation of `size` bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RangeAsk {
+    Whole,
+    Part(Range<u64>),
+    Unsatisfiable,
+}
+
+/// Reads a single `bytes=` range. Multiple ranges and other units are ignored (the whole
+/// representation is sent), as RFC 9110 §14.2 allows.
+pub fn parse_range(value: &str, size: u64) -> RangeAsk {
+    let Some(spec) = value.trim().strip_prefix("bytes=") else {
+        return RangeAsk::Whole;
+    };
+    if spec.contains(',') {
+        return RangeAsk::Whole;
+    }
+    let Some((first, last)) = spec.trim().split_once('-') else {
+        return RangeAsk::Whole;
+    };
+    let (first, last) = (first.trim(), last.trim());
+    let parsed = if first.is_empty() {
+        // A suffix: the last N bytes.
+        match last.parse::<u64>() {
+            Ok(0) => return RangeAsk::Unsatisfiable,
+            Ok(n) => Some(size.saturating_sub(n)..size),
+            Err(_) => None,
+        }
+    } else {
+        match (first.parse::<u64>(), last) {
+            (Ok(start), "") => Some(start..size),
+            (Ok(start), last) => match last.parse::<u64>() {
+                Ok(end) if end >= start => Some(start..end.saturating_add(1).min(size)),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    match parsed {
+        None => RangeAsk::Whole,
+        Some(range) if range.start >= size => RangeAsk::Unsatisfiable,
+        Some(range) => RangeAsk::Part(range),
+    }
+}
+
+/// Sends a stored file, honouring `If-None-Match`, `Range` and `HEAD`.
+pub async fn serve_blob(
+    blobs: &Blobs,
+    method: &Method,
+    request: &HeaderMap,
+    file: Servable<'_>,
+) -> ApiResult<Response> {
+    let tag = etag(file.sha256);
+    let mut headers = HeaderMap::new();
+    headers.insert(header::ETAG, header_value(&tag)?);
+    headers.insert(
+        header::LAST_MODIFIED,
+        header_value(&file.modified.http_date())?,
+    );
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Some(disposition) = &file.disposition {
+        headers.insert(header::CONTENT_DISPOSITION, header_value(disposition)?);
+    }
+
+    if let Some(list) = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_tag_list)
+        && none_match_hits(&list, file.sha256)
+    {
+        return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
+    }
+
+    let ask = request
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| parse_range(v, file.size))
+        .unwrap_or(RangeAsk::Whole);
+    let (status, range) = match ask {
+        RangeAsk::Whole => (StatusCode::OK, None),
+        RangeAsk::Part(range) => {
+            headers.insert(
+                header::CONTENT_RANGE,
+                header_value(&format!(
+                    "bytes {}-{}/{}",
+                    range.start,
+                    range.end - 1,
+                    file.size
+                ))?,
+            );
+            (StatusCode::PARTIAL_CONTENT, Some(range))
+        }
+        RangeAsk::Unsatisfiable => {
+            let mut response = ApiError::new(
+                ErrorCode::RangeNotSatisfiable,
+                format!("the range starts beyond the file's {} bytes", file.size),
+            )
+            .into_response();
+            response.headers_mut().insert(
+                header::CONTENT_RANGE,
+                header_value(&format!("bytes */{}", file.size))?,
+            );
+            return Ok(response);
+        }
+    };
+    headers.insert(header::CONTENT_TYPE, header_value(file.content_type)?);
+    let len = range.as_ref().map(|r| r.end - r.start).unwrap_or(file.size);
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    if method == Method::HEAD {
+        return Ok((status, headers).into_response());
+    }
+    let read = blobs.read(file.blob_key, range).await?;
+    let mut response = (status, headers, Body::from_stream(read.stream)).into_response();
+    // The body's length is known; keep the header even though the body is a stream.
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(read.len));
+    Ok(response)
+}
+
+pub fn header_value(text: &str) -> ApiResult<HeaderValue> {
+    HeaderValue::from_str(text).map_err(ApiError::internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("bytes=0-4", 10), RangeAsk::Part(0..5));
+        assert_eq!(parse_range("bytes=5-", 10), RangeAsk::Part(5..10));
+        assert_eq!(parse_range("bytes=-3", 10), RangeAsk::Part(7..10));
+        assert_eq!(parse_range("bytes=-30", 10), RangeAsk::Part(0..10));
+        assert_eq!(parse_range("bytes=8-100", 10), RangeAsk::Part(8..10));
+        assert_eq!(parse_range("bytes=10-", 10), RangeAsk::Unsatisfiable);
+        assert_eq!(parse_range("bytes=-0", 10), RangeAsk::Unsatisfiable);
+        assert_eq!(parse_range("bytes=5-2", 10), RangeAsk::Whole);
+        assert_eq!(parse_range("bytes=0-1,3-4", 10), RangeAsk::Whole);
+        assert_eq!(parse_range("items=0-1", 10), RangeAsk::Whole);
+        assert_eq!(parse_range("bytes=a-b", 10), RangeAsk::Whole);
+    }
+
+    #[test]
+    fn tag_lists() {
+        assert_eq!(parse_tag_list("*"), Some(TagList::Any));
+        assert_eq!(
+            parse_tag_list("\"abc\", W/\"def\""),
+            Some(TagList::Tags(vec![
+                ("abc".into(), false),
+                ("def".into(), true)
+            ]))
+        );
+        assert_eq!(parse_tag_list("abc"), None);
+        assert_eq!(parse_tag_list(""), None);
+    }
+}

@@ -1,0 +1,42 @@
+//! What every handler shares.
+
+use ferry_store::{Blobs, Db, LocalBlobs};
+use std::sync::Arc;
+
+use crate::auth::Auth;
+use crate::config::Config;
+
+#[derive(Debug, Clone)]
+pub struct AppState(Arc<Inner>);
+
+#[derive(Debug)]
+pub struct Inner {
+    pub config: Config,
+    pub auth: Auth,
+    pub db: Db,
+    pub blobs: Blobs,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Opens the stores the configuration names.
+    pub async fn open(config: Config) -> anyhow::Result<AppState> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        let db = Db::open(&config.database_url).await?;
+        let blobs = Blobs::Local(LocalBlobs::open(config.data_dir.join("blobs"))?);
+        let auth = Auth::new(&config.jwt_secret);
+        Ok(AppState(Arc::new(Inner {
+            config,
+            auth,
+            db,
+            blobs,
+        })))
+    }
+}

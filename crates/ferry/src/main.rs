@@ -1,0 +1,148 @@
+//! The `ferry` command: `serve`, `token`, and the hidden helpers it re-invokes itself as.
+
+mod settings;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use ferry_server::{AppState, Auth};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use settings::{DEFAULT_DATA, ServeArgs, load_or_create_secret, parse_ttl};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ferry",
+    version,
+    about = "A self-hostable file exchange between people and their AI agents"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server (SQLite and a local directory unless told otherwise).
+    Serve(ServeArgs),
+    /// Print a signed bearer token for a user, an agent or an orchestrator.
+    Token(TokenArgs),
+}
+
+#[derive(Debug, Args)]
+struct TokenArgs {
+    /// The user the token speaks for (for --agent: the thread's owner).
+    #[arg(long)]
+    user: Option<String>,
+    /// Make an agent token bound to --thread.
+    #[arg(long, requires = "thread", conflicts_with = "service")]
+    agent: bool,
+    /// The thread an agent token may act in.
+    #[arg(long)]
+    thread: Option<String>,
+    /// The agent's display id in events [default: agent].
+    #[arg(long, requires = "agent")]
+    agent_id: Option<String>,
+    /// Make a service_role token (a trusted orchestrator); --user is then optional.
+    #[arg(long)]
+    service: bool,
+    /// How long the token is valid: 45s, 30m, 1h, 7d [default: 1h].
+    #[arg(long, default_value = "1h", value_parser = parse_ttl)]
+    ttl: Duration,
+    /// HS256 secret [default: the one the server generated in --data].
+    #[arg(long, env = "FERRY_JWT_SECRET", hide_env_values = true)]
+    jwt_secret: Option<String>,
+    /// Data directory holding the generated secret [default: ./ferry-data].
+    #[arg(long, env = "FERRY_DATA")]
+    data: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Token(args) => token(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let resolved = args.resolve()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let config = resolved.config;
+        let listener = tokio::net::TcpListener::bind(config.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.addr))?;
+        let addr = listener.local_addr()?;
+        let state = AppState::open(config).await?;
+        tracing::info!(%addr, "ferry is listening");
+        if resolved.generated_secret {
+            let token = state
+                .auth
+                .mint_user("local", Duration::from_secs(30 * 86_400));
+            // The sign-in link goes to the terminal of whoever started the server, never to the log.
+            #[allow(clippy::print_stdout)]
+            {
+                println!("ferry is running at http://{addr}/");
+                println!(
+                    "Sign in as the local user (valid 30 days): http://{addr}/#token={}",
+                    token.token
+                );
+            }
+        }
+        ferry_server::serve(state, listener, shutdown_signal()).await?;
+        tracing::info!("ferry stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler can be installed");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = term.recv() => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+fn token(args: TokenArgs) -> anyhow::Result<()> {
+    let secret = match args.jwt_secret {
+        Some(secret) if !secret.is_empty() => secret.into_bytes(),
+        _ => {
+            let data = args.data.unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
+            std::fs::create_dir_all(&data)?;
+            load_or_create_secret(&data)?
+        }
+    };
+    let auth = Auth::new(&secret);
+    let minted = if args.service {
+        auth.mint_service(args.user.as_deref(), args.ttl)
+    } else {
+        let user = args
+            .user
+            .context("--user is required: the user the token speaks for")?;
+        if args.agent {
+            let thread = args.thread.context("--agent needs --thread")?;
+            auth.mint_agent(&user, &thread, args.agent_id.as_deref(), args.ttl)
+        } else {
+            auth.mint_user(&user, args.ttl)
+        }
+    };
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{}", minted.token);
+    }
+    Ok(())
+}

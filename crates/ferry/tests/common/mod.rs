@@ -1,0 +1,83 @@
+//! Starting the real `ferry` binary in a temporary data directory.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const SECRET: &str = "binary-test-secret-long-enough-for-hs256";
+
+pub struct Running {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `ferry serve` on 127.0.0.1:0 and waits until it says where it listens.
+pub fn start(data: &Path, extra_env: &[(&str, &str)]) -> Running {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .env("FERRY_JWT_SECRET", SECRET)
+        .env("FERRY_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in extra_env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("the ferry binary starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.split("addr=").nth(1) {
+                let _ = tx.send(rest.trim().to_owned());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("ferry printed its address")
+        .parse()
+        .unwrap();
+    Running { child, addr }
+}
+
+/// A user token signed with the test secret, minted by the binary itself.
+pub fn token(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ferry"))
+        .arg("token")
+        .args(args)
+        .env("FERRY_JWT_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+pub async fn wait_healthy(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(r) = reqwest::get(format!("http://{addr}/healthz")).await
+            && r.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("ferry did not become healthy");
+}

@@ -1,0 +1,199 @@
+//! What a `kill -9` of the server may and may not do to stored files.
+
+mod common;
+
+use common::{start, token, wait_healthy};
+use std::time::Duration;
+
+fn kill9(running: &mut common::Running) {
+    // SIGKILL: no shutdown hook runs.
+    running.child.kill().unwrap();
+    running.child.wait().unwrap();
+}
+
+#[tokio::test]
+async fn acknowledged_puts_survive_kill_9_and_interrupted_puts_leave_old_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let user = token(&["--user", "durable"]);
+    let client = reqwest::Client::new();
+
+    let mut server = start(&data, &[]);
+    wait_healthy(server.addr).await;
+    let base = format!("http://{}/api/spaces/notes/files", server.addr);
+    let kept: Vec<u8> = (0..2_000_000u32).map(|i| (i % 253) as u8).collect();
+    let reply = client
+        .put(format!("{base}/kept.bin"))
+        .bearer_auth(&user)
+        .header("content-type", "application/octet-stream")
+        .body(kept.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 201);
+    let reply = client
+        .put(format!("{base}/overwritten.md"))
+        .bearer_auth(&user)
+        .header("content-type", "text/markdown")
+        .body("old bytes")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 201);
+
+    // Start two uploads that stall half-way: one overwriting, one creating.
+    let (stall_tx, stall_rx) = tokio::sync::oneshot::channel::<()>();
+    let stalled_stream = |first: Vec<u8>, gate: Option<tokio::sync::oneshot::Receiver<()>>| {
+        futures::stream::unfold((Some(first), gate), |(first, gate)| async move {
+            if let Some(first) = first {
+                return Some((Ok::<_, std::io::Error>(first), (None, gate)));
+            }
+            if let Some(gate) = gate {
+                let _ = gate.await;
+            }
+            // Never ends: the server dies first.
+            std::future::pending::<()>().await;
+            None
+        })
+    };
+    let over = client
+        .put(format!("{base}/overwritten.md"))
+        .bearer_auth(&user)
+        .header("content-type", "text/markdown")
+        .body(reqwest::Body::wrap_stream(stalled_stream(
+            vec![b'n'; 300_000],
+            Some(stall_rx),
+        )))
+        .send();
+    let fresh = client
+        .put(format!("{base}/never.bin"))
+        .bearer_auth(&user)
+        .header("content-type", "application/octet-stream")
+        .body(reqwest::Body::wrap_stream(stalled_stream(
+            vec![b'p'; 300_000],
+            None,
+        )))
+        .send();
+    let over = tokio::spawn(over);
+    let fresh = tokio::spawn(fresh);
+    // Let the server receive and spool the first halves.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    kill9(&mut server);
+    drop(stall_tx);
+    assert!(
+        over.await.unwrap().is_err(),
+        "the interrupted PUT cannot have succeeded"
+    );
+    assert!(fresh.await.unwrap().is_err());
+
+    let server = start(&data, &[]);
+    wait_healthy(server.addr).await;
+    let base = format!("http://{}/api/spaces/notes/files", server.addr);
+    let got = client
+        .get(format!("{base}/kept.bin"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status().as_u16(), 200);
+    assert!(
+        got.bytes().await.unwrap() == kept,
+        "acknowledged bytes are intact"
+    );
+    let got = client
+        .get(format!("{base}/overwritten.md"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        got.text().await.unwrap(),
+        "old bytes",
+        "old bytes or new, never a part"
+    );
+    let got = client
+        .get(format!("{base}/never.bin"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status().as_u16(), 404);
+
+    // Every listed file can be read in full: no row points at a missing or partial blob.
+    let list: serde_json::Value = client
+        .get(format!("{base}?recursive=true"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let files = list["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    for file in files {
+        let path = file["path"].as_str().unwrap();
+        let body = client
+            .get(format!("{base}/{path}"))
+            .bearer_auth(&user)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(body.status().as_u16(), 200);
+        assert_eq!(
+            body.bytes().await.unwrap().len() as u64,
+            file["size"].as_u64().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn sigterm_shuts_down_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(&dir.path().join("data"), &[]);
+    wait_healthy(server.addr).await;
+    let pid = server.child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(exit) = server.child.try_wait().unwrap() {
+            assert!(exit.success(), "ferry exits 0 on SIGTERM, got {exit}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ferry did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn token_command_mints_each_kind() {
+    let user = token(&["--user", "alice", "--ttl", "5m"]);
+    let agent = token(&["--agent", "--thread", "t1", "--user", "alice"]);
+    let service = token(&["--service"]);
+    for t in [&user, &agent, &service] {
+        assert_eq!(t.split('.').count(), 3);
+    }
+    let claims = |t: &str| -> serde_json::Value {
+        use base64::Engine as _;
+        let part = t.split('.').nth(1).unwrap();
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).unwrap();
+        serde_json::from_slice(&json).unwrap()
+    };
+    let u = claims(&user);
+    assert_eq!(u["sub"], "alice");
+    assert_eq!(u["role"], "authenticated");
+    assert_eq!(u["aud"], "authenticated");
+    assert_eq!(u["exp"].as_u64().unwrap() - u["iat"].as_u64().unwrap(), 300);
+    let a = claims(&agent);
+    assert_eq!(a["role"], "agent");
+    assert_eq!(a["thread"], "t1");
+    assert_eq!(a["sub"], "alice");
+    assert_eq!(claims(&service)["role"], "service_role");
+}
