@@ -92,7 +92,10 @@ pub fn preview_reader<R: Read + Seek>(
         Format::Markdown | Format::Json | Format::Text => {
             // A UTF-8 character is at most four bytes: this prefix always
             // holds more than `max_chars` characters when the file does.
-            let want = max_chars.saturating_mul(4).saturating_add(4);
+            let want = max_chars
+                .saturating_mul(4)
+                .saturating_add(4)
+                .min(usize::try_from(limits.max_file_bytes).unwrap_or(usize::MAX));
             let (bytes, more) = read_prefix(&mut reader, want)?;
             let text = decode_text(&bytes)?;
             let over = text.char_indices().nth(max_chars).is_some();
@@ -175,7 +178,7 @@ fn no_html() -> ExtractError {
 fn read_prefix<R: Read>(reader: &mut R, max: usize) -> Result<(Vec<u8>, bool), ExtractError> {
     let mut buf = Vec::with_capacity(max.min(1 << 20) + 1);
     reader
-        .take(max as u64 + 1)
+        .take((max as u64).saturating_add(1))
         .read_to_end(&mut buf)
         .map_err(|e| ExtractError::io(&e))?;
     let more = buf.len() > max;
@@ -217,6 +220,13 @@ mod tests {
         assert_eq!(text_of("ééééé".as_bytes(), "a.txt", 5), "ééééé");
         assert_eq!(text_of("éééééé".as_bytes(), "a.txt", 5), "éééé…");
         assert_eq!(text_of(b"", "a.txt", 5), "");
+    }
+
+    #[test]
+    fn any_max_chars_is_accepted() {
+        for name in ["a.txt", "a.csv", "a.json"] {
+            assert_eq!(text_of(b"x,y", name, usize::MAX).replace(" | ", ","), "x,y");
+        }
     }
 
     #[test]

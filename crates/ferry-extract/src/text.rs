@@ -43,6 +43,12 @@ impl LineSink {
         self.chars > self.max_chars
     }
 
+    /// Characters that may still be added: one past the budget, so a cut
+    /// can be told from a text that fits exactly.
+    fn room(&self) -> usize {
+        self.max_chars.saturating_add(1).saturating_sub(self.chars)
+    }
+
     /// Adds one line (a newline is put before it unless it is the first).
     pub(crate) fn line(&mut self, line: &str) {
         if self.full() {
@@ -64,7 +70,7 @@ impl LineSink {
     fn push(&mut self, s: &str) {
         // Keep at most one character past the budget: enough to know the
         // text was cut, never a large string held for nothing.
-        let room = self.max_chars + 1 - self.chars;
+        let room = self.room();
         match s.char_indices().nth(room) {
             Some((i, _)) => {
                 self.out.push_str(&s[..i]);
@@ -224,6 +230,13 @@ mod tests {
         s.line("12345");
         s.line("x");
         assert_eq!(s.finish(), "1234…");
+    }
+
+    #[test]
+    fn sink_takes_any_budget() {
+        let mut s = LineSink::new(usize::MAX);
+        s.line("all of it");
+        assert_eq!(s.finish(), "all of it");
     }
 
     #[test]

@@ -378,3 +378,64 @@ async fn a_timeout_kills_the_whole_process_group() {
         }
     }
 }
+
+#[test]
+fn the_worker_limits_itself_before_reading() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    // RLIMIT_FSIZE is 0 once the worker has limited itself: with its
+    // standard output a regular file instead of a pipe, writing the answer
+    // kills it with SIGXFSZ. (Through a pipe, as the Extractor runs it, the
+    // same answer goes through.)
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::fs::File::create(dir.path().join("out")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferry-extract-worker"))
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let request = format!(
+        r#"{{"op":"preview","path":"{}","file_name":"seed.xlsx","max_chars":100}}"#,
+        common::fixture("seed.xlsx").display()
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(rustix::process::Signal::XFSZ.as_raw()),
+        "{status:?}"
+    );
+    assert_eq!(std::fs::metadata(dir.path().join("out")).unwrap().len(), 0);
+}
+
+#[test]
+fn the_worker_answers_a_bad_request_with_an_error() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferry-extract-worker"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"{not json").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let answer: ferry_extract::WorkerResponse = serde_json::from_slice(&out.stdout).unwrap();
+    let ferry_extract::WorkerResponse::Error { error } = answer else {
+        panic!("expected an error answer")
+    };
+    assert!(
+        error
+            .to_string()
+            .starts_with("the document reader could not be run: the request was not understood"),
+        "{error}"
+    );
+}
