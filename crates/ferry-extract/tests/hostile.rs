@@ -144,6 +144,17 @@ async fn xlsx_with_a_billion_laughs_dtd_is_refused() {
 }
 
 #[tokio::test]
+async fn xlsx_claiming_four_billion_shared_strings_is_contained() {
+    // calamine 0.38 reserves room for `uniqueCount` strings up front; the
+    // worker's address-space limit turns that into a plain error.
+    let sst = r#"<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="4000000000" uniqueCount="4000000000"><si><t>x</t></si></sst>"#;
+    match preview_of(&extractor(), "claims.xlsx", &xlsx_with_shared_strings(sst)).await {
+        Err(e) => assert_eq!(e, ExtractError::OutOfMemory),
+        Ok(text) => assert_eq!(text, "Data: x | 7"),
+    }
+}
+
+#[tokio::test]
 async fn docx_and_pptx_with_a_dtd_are_refused() {
     let doc = br#"<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x "xxxxxxxxxx">]><w:document xmlns:w="w"><w:body><w:p><w:r><w:t>&x;</w:t></w:r></w:p></w:body></w:document>"#;
     let bytes = zip_of(&[("word/document.xml", doc)]);
