@@ -4,7 +4,9 @@
 //! The server, the store and the MCP tools all call into this crate so that each rule
 //! (what a valid path is, which files `send_file` accepts, how `<file>` tags parse) exists once.
 
+pub mod attachment;
 pub mod error_code;
+pub mod mime;
 pub mod path;
 pub mod send_file;
 pub mod space_name;

@@ -1,6 +1,7 @@
 //! The settings a server runs with, already resolved from flags, environment and `ferry.toml`
 //! by the binary.
 
+use ferry_extract::ExtractorConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -25,6 +26,8 @@ pub struct Config {
     pub preview_max_chars: usize,
     /// Skill packages copied into every new thread's `/sandbox/skills/`.
     pub skills_dir: Option<PathBuf>,
+    /// How document previews are extracted: the worker program and its limits.
+    pub extract: ExtractorConfig,
 }
 
 impl Config {
@@ -41,6 +44,10 @@ impl Config {
             upload_max_bytes: DEFAULT_UPLOAD_MAX_BYTES,
             preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
             skills_dir: None,
+            extract: ExtractorConfig::new(
+                std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ferry")),
+                ["__extract"],
+            ),
         }
     }
 }

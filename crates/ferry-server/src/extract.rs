@@ -18,12 +18,26 @@ pub struct ApiJson<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
         let body = axum::body::to_bytes(req.into_body(), MAX_JSON_BODY)
             .await
             .map_err(|_| ApiError::too_large(MAX_JSON_BODY as u64))?;
-        let _ = state;
         parse_json(&body).map(ApiJson)
+    }
+}
+
+/// An optional JSON body: an empty body is `None`; anything else must parse.
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::OptionalFromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _: &S) -> Result<Option<Self>, ApiError> {
+        let body = axum::body::to_bytes(req.into_body(), MAX_JSON_BODY)
+            .await
+            .map_err(|_| ApiError::too_large(MAX_JSON_BODY as u64))?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        parse_json(&body).map(|v| Some(ApiJson(v)))
     }
 }
 

@@ -3,9 +3,11 @@
 //! [`router::router`] builds the axum router over an [`state::AppState`]; [`serve`] runs it
 //! until a shutdown signal.
 
+pub mod access;
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod metrics;
 pub mod router;

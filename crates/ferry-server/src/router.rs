@@ -2,16 +2,17 @@
 //! same handlers.
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::error::ApiError;
-use crate::routes::{spaces, system};
+use crate::routes::{sandbox, spaces, system, threads, uploads};
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
@@ -25,6 +26,28 @@ pub fn router(state: AppState) -> Router {
             get(spaces::get_file)
                 .head(spaces::head_file)
                 .put(spaces::put_file),
+        )
+        .route(
+            "/api/threads",
+            post(threads::create_thread).get(threads::list_threads),
+        )
+        .route("/api/threads/{id}", get(threads::get_thread))
+        .route("/api/threads/{id}/agent-token", post(threads::agent_token))
+        .route("/api/threads/{id}/sandbox", get(sandbox::list))
+        .route(
+            "/api/threads/{id}/sandbox/{*path}",
+            get(sandbox::read).head(sandbox::head).put(sandbox::write),
+        )
+        .route(
+            "/api/threads/{id}/uploads",
+            // Uploads enforce their own limit while streaming; axum's default would cap them at 2 MB.
+            post(uploads::create)
+                .get(uploads::list)
+                .layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/api/threads/{id}/uploads/{upload_id}/content",
+            get(uploads::content),
         )
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)
@@ -52,10 +75,24 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         spaces::get_file,
         spaces::head_file,
         spaces::put_file,
+        threads::create_thread,
+        threads::list_threads,
+        threads::get_thread,
+        threads::agent_token,
+        sandbox::list,
+        sandbox::read,
+        sandbox::head,
+        sandbox::write,
+        uploads::create,
+        uploads::list,
+        uploads::content,
     ),
     modifiers(&BearerAuth),
     tags(
         (name = "spaces", description = "Per-user storage (seed 004)"),
+        (name = "threads", description = "Threads and agent tokens"),
+        (name = "sandbox", description = "A thread's sandbox files"),
+        (name = "uploads", description = "User → agent uploads with previews (seed 000)"),
         (name = "operations", description = "Health, metrics and this document"),
     )
 )]

@@ -2,10 +2,15 @@
 //!
 //! - [`db::Db`]: metadata in SQLite (default) or PostgreSQL; the truth about what exists.
 //! - [`blobs::Blobs`]: immutable byte blobs, durable before metadata points at them.
+//! - [`sandbox::Sandboxes`]: each thread's working folder, reached through a jailed handle.
 
 pub mod blobs;
 pub mod db;
+pub mod events;
+pub mod sandbox;
 pub mod spaces;
+pub mod threads;
+pub mod uploads;
 
 pub use blobs::{BlobRead, Blobs, LocalBlobs, Spooled, StoredBlob, WriteError};
 pub use db::{Db, Engine};

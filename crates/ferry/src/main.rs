@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use ferry_server::{AppState, Auth};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use settings::{DEFAULT_DATA, ServeArgs, load_or_create_secret, parse_ttl};
@@ -57,8 +58,28 @@ struct TokenArgs {
     data: Option<PathBuf>,
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+/// The hidden argument under which ferry re-invokes itself as the extraction worker.
+const EXTRACT_WORKER: &str = "__extract";
+
+fn main() -> ExitCode {
+    // The worker must start before anything else: before a runtime, a thread or a read of the
+    // environment (it runs with an empty one and limits itself first thing).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == EXTRACT_WORKER)
+    {
+        return ferry_extract::worker_main();
+    }
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ferry: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Token(args) => token(args),

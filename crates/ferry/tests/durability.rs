@@ -1,11 +1,11 @@
 //! What a `kill -9` of the server may and may not do to stored files.
 
-mod common;
+mod support;
 
-use common::{start, token, wait_healthy};
 use std::time::Duration;
+use support::binary::{Running, start, token, wait_healthy};
 
-fn kill9(running: &mut common::Running) {
+fn kill9(running: &mut Running) {
     // SIGKILL: no shutdown hook runs.
     running.child.kill().unwrap();
     running.child.wait().unwrap();
@@ -183,7 +183,9 @@ fn token_command_mints_each_kind() {
     let claims = |t: &str| -> serde_json::Value {
         use base64::Engine as _;
         let part = t.split('.').nth(1).unwrap();
-        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).unwrap();
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap();
         serde_json::from_slice(&json).unwrap()
     };
     let u = claims(&user);

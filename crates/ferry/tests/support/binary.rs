@@ -1,5 +1,4 @@
 //! Starting the real `ferry` binary in a temporary data directory.
-#![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -7,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const SECRET: &str = "binary-test-secret-long-enough-for-hs256";
+use super::{SECRET, ferry_exe};
 
 pub struct Running {
     pub child: Child,
@@ -23,7 +22,7 @@ impl Drop for Running {
 
 /// Starts `ferry serve` on 127.0.0.1:0 and waits until it says where it listens.
 pub fn start(data: &Path, extra_env: &[(&str, &str)]) -> Running {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
+    let mut command = Command::new(ferry_exe());
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--data"])
         .arg(data)
@@ -55,7 +54,7 @@ pub fn start(data: &Path, extra_env: &[(&str, &str)]) -> Running {
 
 /// A user token signed with the test secret, minted by the binary itself.
 pub fn token(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_ferry"))
+    let out = Command::new(ferry_exe())
         .arg("token")
         .args(args)
         .env("FERRY_JWT_SECRET", SECRET)

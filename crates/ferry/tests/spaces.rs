@@ -1,9 +1,9 @@
 //! Spaces (API.md §4) through the router, in-process: every route and every error it can give.
 
-mod common;
+mod support;
 
 use axum::body::Body;
-use common::TestApp;
+use support::TestApp;
 
 const MD: &str = "text/markdown; charset=utf-8";
 

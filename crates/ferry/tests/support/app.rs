@@ -1,6 +1,5 @@
 //! A server in a temporary directory, reachable in-process (through the router) or over a
 //! real socket on 127.0.0.1:0.
-#![allow(dead_code, unreachable_pub)]
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
@@ -10,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tower::ServiceExt;
 
-pub const SECRET: &str = "test-secret-that-is-long-enough-for-hs256";
+use super::{SECRET, ferry_exe};
 
 pub struct TestApp {
     pub state: AppState,
@@ -60,7 +59,9 @@ impl Reply {
 }
 
 pub fn config(dir: &std::path::Path) -> Config {
-    Config::embedded(dir.to_path_buf(), SECRET.as_bytes().to_vec())
+    let mut config = Config::embedded(dir.to_path_buf(), SECRET.as_bytes().to_vec());
+    config.extract = ferry_extract::ExtractorConfig::new(ferry_exe(), ["__extract"]);
+    config
 }
 
 impl TestApp {

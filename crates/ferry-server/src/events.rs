@@ -1,0 +1,83 @@
+//! Live delivery of stored events to the subscribers of a thread on this node.
+//!
+//! Events are stored first (the database is the channel's memory); the hub only wakes up
+//! subscribers. Each thread has a bounded broadcast channel: a subscriber that falls behind is
+//! told it lagged and catches up from the database, so a slow or vanished subscriber never
+//! slows a publisher or makes the hub grow.
+
+use ferry_store::events::StoredEvent;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+/// Events buffered per thread for subscribers that are momentarily behind.
+const CHANNEL_CAPACITY: usize = 256;
+
+#[derive(Debug, Default)]
+pub struct EventHub {
+    channels: Mutex<HashMap<String, broadcast::Sender<Arc<StoredEvent>>>>,
+}
+
+impl EventHub {
+    /// Wakes the thread's subscribers with a stored event.
+    pub fn publish(&self, event: StoredEvent) {
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(sender) = channels.get(&event.thread_id) {
+            if sender.receiver_count() == 0 {
+                channels.remove(&event.thread_id);
+            } else {
+                let _ = sender.send(Arc::new(event));
+            }
+        }
+    }
+
+    /// Subscribes to a thread's events from now on.
+    pub fn subscribe(&self, thread_id: &str) -> broadcast::Receiver<Arc<StoredEvent>> {
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        channels.retain(|_, sender| sender.receiver_count() > 0);
+        channels
+            .entry(thread_id.to_owned())
+            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .subscribe()
+    }
+}
+
+/// The largest serialized event (PubNub's message limit, kept so that events can be bridged
+/// to PubNub unchanged).
+pub const MAX_EVENT_BYTES: usize = 32 * 1024;
+
+/// Who an event speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role<'a> {
+    User,
+    Agent(&'a str),
+}
+
+/// Builds an event's JSON: the common fields of API.md §8 followed by `extra`.
+pub fn event_json(
+    id: i64,
+    at: ferry_core::Timestamp,
+    kind: &str,
+    role: Role<'_>,
+    thread_id: &str,
+    content: Option<&str>,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let (role, agent_id) = match role {
+        Role::User => ("user", crate::auth::DEFAULT_AGENT_ID),
+        Role::Agent(agent) => ("agent", agent),
+    };
+    let mut event = serde_json::Map::new();
+    event.insert("id".into(), id.into());
+    event.insert("type".into(), kind.into());
+    event.insert("role".into(), role.into());
+    event.insert("agentId".into(), agent_id.into());
+    event.insert("sessionId".into(), thread_id.into());
+    event.insert(
+        "content".into(),
+        content.map_or(serde_json::Value::Null, Into::into),
+    );
+    event.insert("timestamp".into(), at.rfc3339().into());
+    event.extend(extra);
+    serde_json::Value::Object(event).to_string()
+}

@@ -1,0 +1,297 @@
+//! A thread's sandbox over HTTP (API.md §5): list, read and write files by their `/sandbox/…`
+//! paths, through the jailed handle of `ferry_store::sandbox`.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use ferry_core::{ErrorCode, SandboxPath, ValidPath};
+use ferry_store::sandbox::{SandboxCondition, SandboxEntry, SandboxError};
+use ferry_store::spaces::WriteCondition;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::access::{Action, thread_for};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiQuery, raw_segment, raw_tail};
+use crate::routes::spaces::{
+    FileEntry, FileList, WriteResult, check_declared_length, usable_content_type, write_condition,
+};
+use crate::serve::{RangeAsk, TagList, header_value, parse_range, parse_tag_list};
+use crate::state::AppState;
+
+/// Segments of `/api/threads/{id}/sandbox/` before the file path.
+const FILE_ROUTE_SEGMENTS: usize = 4;
+
+impl From<SandboxError> for ApiError {
+    fn from(e: SandboxError) -> Self {
+        let message = e.to_string();
+        match e {
+            SandboxError::NotFound => ApiError::not_found(message),
+            SandboxError::Escapes | SandboxError::Dangling | SandboxError::HardLinked => {
+                ApiError::new(ErrorCode::InvalidPath, message)
+            }
+            SandboxError::IsDir | SandboxError::NotAFile => {
+                ApiError::new(ErrorCode::InvalidPath, message)
+            }
+            SandboxError::ReadOnly => ApiError::forbidden(message),
+            SandboxError::AlreadyExists => ApiError::new(ErrorCode::AlreadyExists, message),
+            SandboxError::PreconditionFailed => {
+                ApiError::new(ErrorCode::PreconditionFailed, message)
+            }
+            SandboxError::TooLarge { limit } => ApiError::too_large(limit),
+            SandboxError::Body(m) => ApiError::invalid_request(m),
+            SandboxError::Io(io) => ApiError::internal(io),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SandboxListParams {
+    /// The folder to list, e.g. `/sandbox/outputs` (default `/sandbox`).
+    dir: Option<String>,
+    /// Every file below `dir` instead of its direct children.
+    #[serde(default)]
+    recursive: bool,
+}
+
+fn entry_view(entry: SandboxEntry) -> FileEntry {
+    let path = format!("/sandbox/{}", entry.path);
+    if entry.is_dir {
+        FileEntry::dir(path)
+    } else {
+        let mime = ferry_core::mime::mime_for_name(&entry.path);
+        FileEntry {
+            etag: Some(format!("\"{}\"", entry.etag)),
+            ..FileEntry::file(path, entry.size, mime, "", entry.modified)
+        }
+    }
+}
+
+/// Lists a sandbox folder; paths come back the sandbox way, ready for publish.
+#[utoipa::path(
+    get, path = "/api/threads/{id}/sandbox", tag = "sandbox",
+    params(("id" = String, Path), SandboxListParams),
+    responses((status = 200, body = FileList), (status = 400, description = "INVALID_PATH"), (status = 404, description = "NOT_FOUND")),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    principal: Principal,
+    uri: Uri,
+    ApiQuery(params): ApiQuery<SandboxListParams>,
+) -> ApiResult<Json<FileList>> {
+    let thread = thread_for(&state, &principal, raw_segment(uri.path(), 2), Action::Read).await?;
+    let dir = match params.dir.as_deref() {
+        None | Some("") => None,
+        Some(dir) => SandboxPath::parse_dir(dir)?,
+    };
+    let sandbox = state.sandboxes.open(&thread.id).await?;
+    let entries = sandbox
+        .list(dir.as_ref().map(SandboxPath::relative), params.recursive)
+        .await?;
+    Ok(Json(FileList {
+        files: entries.into_iter().map(entry_view).collect(),
+        next_cursor: None,
+    }))
+}
+
+fn sandbox_path(uri: &Uri) -> ApiResult<SandboxPath> {
+    Ok(SandboxPath::from_relative(ValidPath::from_url(raw_tail(
+        uri.path(),
+        FILE_ROUTE_SEGMENTS,
+    ))?))
+}
+
+/// Reads a sandbox file.
+#[utoipa::path(
+    get, path = "/api/threads/{id}/sandbox/{path}", tag = "sandbox",
+    params(("id" = String, Path), ("path" = String, Path, description = "Relative to /sandbox/, e.g. outputs/report.md")),
+    responses(
+        (status = 200, description = "The bytes"),
+        (status = 206, description = "A range"),
+        (status = 304, description = "Not modified"),
+        (status = 400, description = "INVALID_PATH: outside the sandbox, a dangling symlink, a hard link"),
+        (status = 404, description = "NOT_FOUND"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn read(
+    State(state): State<AppState>,
+    principal: Principal,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let thread = thread_for(&state, &principal, raw_segment(uri.path(), 2), Action::Read).await?;
+    let path = sandbox_path(&uri)?;
+    let sandbox = state.sandboxes.open(&thread.id).await?;
+    let opened = sandbox.open(path.relative()).await?;
+    let tag = format!("\"{}\"", opened.etag);
+    let mut out = HeaderMap::new();
+    out.insert(header::ETAG, header_value(&tag)?);
+    out.insert(
+        header::LAST_MODIFIED,
+        header_value(&opened.modified.http_date())?,
+    );
+    out.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    out.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    out.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+    out.insert(
+        header::CONTENT_TYPE,
+        header_value(&ferry_core::mime::mime_for_name(path.file_name()))?,
+    );
+    if let Some(list) = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_tag_list)
+    {
+        let hit = match list {
+            TagList::Any => true,
+            TagList::Tags(tags) => tags.iter().any(|(t, _)| *t == opened.etag),
+        };
+        if hit {
+            return Ok((StatusCode::NOT_MODIFIED, out).into_response());
+        }
+    }
+    let ask = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| parse_range(v, opened.size))
+        .unwrap_or(RangeAsk::Whole);
+    let (status, start, len) = match ask {
+        RangeAsk::Whole => (StatusCode::OK, 0, opened.size),
+        RangeAsk::Part(r) => {
+            out.insert(
+                header::CONTENT_RANGE,
+                header_value(&format!("bytes {}-{}/{}", r.start, r.end - 1, opened.size))?,
+            );
+            (StatusCode::PARTIAL_CONTENT, r.start, r.end - r.start)
+        }
+        RangeAsk::Unsatisfiable => {
+            return Err(ApiError::new(
+                ErrorCode::RangeNotSatisfiable,
+                format!("the range starts beyond the file's {} bytes", opened.size),
+            ));
+        }
+    };
+    out.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    if method == Method::HEAD {
+        return Ok((status, out).into_response());
+    }
+    let body = file_body(opened.file, start, len).await?;
+    Ok((status, out, body).into_response())
+}
+
+/// Streams `len` bytes of an opened file from `start`.
+pub async fn file_body(file: std::fs::File, start: u64, len: u64) -> ApiResult<Body> {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    let mut file = tokio::fs::File::from_std(file);
+    if start > 0 {
+        file.seek(std::io::SeekFrom::Start(start)).await?;
+    }
+    Ok(Body::from_stream(
+        tokio_util::io::ReaderStream::with_capacity(file.take(len), 256 * 1024),
+    ))
+}
+
+/// Reads a sandbox file's headers.
+#[utoipa::path(
+    head, path = "/api/threads/{id}/sandbox/{path}", tag = "sandbox",
+    params(("id" = String, Path), ("path" = String, Path)),
+    responses((status = 200, description = "Headers only")),
+    security(("bearer" = []))
+)]
+pub async fn head(
+    state: State<AppState>,
+    principal: Principal,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    read(state, principal, method, uri, headers).await
+}
+
+/// Writes a sandbox file (the agent, or service_role): atomic, with the spaces' rules.
+#[utoipa::path(
+    put, path = "/api/threads/{id}/sandbox/{path}", tag = "sandbox",
+    params(
+        ("id" = String, Path), ("path" = String, Path),
+        ("Content-Type" = String, Header), ("If-None-Match" = Option<String>, Header), ("If-Match" = Option<String>, Header),
+    ),
+    request_body(content = Vec<u8>, content_type = "*/*"),
+    responses(
+        (status = 201, body = WriteResult), (status = 200, body = WriteResult),
+        (status = 403, description = "FORBIDDEN: the owner, or a write into /sandbox/skills/"),
+        (status = 409, description = "ALREADY_EXISTS"), (status = 412, description = "PRECONDITION_FAILED"),
+        (status = 413, description = "REQUEST_TOO_LARGE"), (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn write(
+    State(state): State<AppState>,
+    principal: Principal,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let thread = thread_for(
+        &state,
+        &principal,
+        raw_segment(uri.path(), 2),
+        Action::ActAsAgent,
+    )
+    .await?;
+    let path = sandbox_path(&uri)?;
+    if path.is_read_only() {
+        return Err(ApiError::forbidden(
+            "/sandbox/skills/ is read-only: skills are copied in when the thread starts",
+        ));
+    }
+    let content_type = usable_content_type(&headers)?;
+    let condition = match write_condition(&headers)? {
+        WriteCondition::None => SandboxCondition::None,
+        WriteCondition::CreateOnly => SandboxCondition::CreateOnly,
+        WriteCondition::IfMatch(tags) => SandboxCondition::IfMatch(tags),
+        WriteCondition::IfMatchAndCreateOnly(_) => {
+            return Err(ApiError::invalid_request(
+                "send either If-None-Match: * or If-Match, not both",
+            ));
+        }
+    };
+    let limit = state.config.sandbox_max_bytes;
+    check_declared_length(&headers, limit)?;
+    let sandbox = state.sandboxes.open(&thread.id).await?;
+    let (created, entry) = sandbox
+        .write(path.relative(), body.into_data_stream(), limit, condition)
+        .await?;
+    let tag = format!("\"{}\"", entry.etag);
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut response = (
+        status,
+        Json(WriteResult {
+            path: path.display(),
+            size: entry.size,
+            content_type,
+            etag: tag.clone(),
+        }),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::ETAG, header_value(&tag)?);
+    Ok(response)
+}

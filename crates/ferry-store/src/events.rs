@@ -1,0 +1,107 @@
+//! The stored event channel of a thread (API.md §8).
+//!
+//! Each event gets the next id of its thread while the thread's row is locked, inside the
+//! transaction that stores it. Ids are therefore gap-free and committed in order, which is what
+//! lets a subscriber resume with "everything after N" and miss nothing.
+
+use ferry_core::Timestamp;
+use sqlx::{Any, Row, Transaction};
+
+use crate::StoreError;
+use crate::db::{Db, now_millis};
+
+/// An event as stored: its id in the thread and its complete JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub thread_id: String,
+    pub id: i64,
+    pub kind: String,
+    pub json: String,
+}
+
+/// Stores one event in `tx`. `render` receives the event's id and time and returns its JSON.
+pub async fn append_in(
+    tx: &mut Transaction<'static, Any>,
+    thread_id: &str,
+    kind: &str,
+    render: impl FnOnce(i64, Timestamp) -> String,
+) -> Result<StoredEvent, StoreError> {
+    let id: i64 = sqlx::query_scalar(
+        "UPDATE threads SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event",
+    )
+    .bind(thread_id)
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    let now = now_millis();
+    let json = render(id, Timestamp(now));
+    sqlx::query(
+        "INSERT INTO events (thread_id, id, kind, body, created_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(thread_id)
+    .bind(id)
+    .bind(kind)
+    .bind(&json)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(StoredEvent {
+        thread_id: thread_id.to_owned(),
+        id,
+        kind: kind.to_owned(),
+        json,
+    })
+}
+
+impl Db {
+    /// Stores one event in its own transaction.
+    pub async fn append_event(
+        &self,
+        thread_id: &str,
+        kind: &str,
+        render: impl FnOnce(i64, Timestamp) -> String,
+    ) -> Result<StoredEvent, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let event = append_in(&mut tx, thread_id, kind, render).await?;
+        tx.commit().await?;
+        Ok(event)
+    }
+
+    /// Up to `limit` events with ids above `after`, oldest first.
+    pub async fn events_after(
+        &self,
+        thread_id: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, kind, body FROM events WHERE thread_id = $1 AND id > $2 \
+             ORDER BY id LIMIT $3",
+        )
+        .bind(thread_id)
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredEvent {
+                    thread_id: thread_id.to_owned(),
+                    id: row.try_get("id")?,
+                    kind: row.try_get("kind")?,
+                    json: row.try_get("body")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// The id of the thread's newest event (0 when it has none).
+    pub async fn last_event_id(&self, thread_id: &str) -> Result<i64, StoreError> {
+        let id: Option<i64> = sqlx::query_scalar("SELECT last_event FROM threads WHERE id = $1")
+            .bind(thread_id)
+            .fetch_optional(self.pool())
+            .await?;
+        id.ok_or(StoreError::NotFound)
+    }
+}

@@ -1,0 +1,528 @@
+//! Thread sandboxes on the local file system, reached only through a jailed directory handle.
+//!
+//! Every access goes through a `cap_std::fs::Dir` opened on the sandbox root. cap-std resolves
+//! each path beneath that handle in the same call that opens it (openat2 with
+//! `RESOLVE_BENEATH` where the kernel has it), so a symlink that leaves the sandbox, a `..`,
+//! or an absolute symlink target fails inside the open itself — there is no check-then-open
+//! window to race. What cap-std cannot see (a hard link to a file outside) is checked on the
+//! opened descriptor: a regular file with more than one link is refused.
+
+use bytes::Bytes;
+use cap_std::fs::{Dir, OpenOptions};
+use ferry_core::path::SANDBOX_LAYOUT;
+use ferry_core::{Timestamp, ValidPath};
+use futures::{Stream, StreamExt};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::io::{AsyncWriteExt, BufWriter};
+
+/// Where API writes are assembled before their atomic rename into place; not listed.
+const TMP_DIR: &str = ".ferry-tmp";
+
+/// Why a sandbox operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("no such file in the sandbox")]
+    NotFound,
+    #[error("the path leads outside the sandbox")]
+    Escapes,
+    #[error("the path is a symlink that leads nowhere")]
+    Dangling,
+    #[error("the file is hard-linked elsewhere; only files with a single link are served")]
+    HardLinked,
+    #[error("the path is a folder, not a file")]
+    IsDir,
+    #[error("the path is not a regular file")]
+    NotAFile,
+    #[error("/sandbox/skills/ is read-only")]
+    ReadOnly,
+    #[error("a file already exists at this path")]
+    AlreadyExists,
+    #[error("the file's current ETag does not match")]
+    PreconditionFailed,
+    #[error("the body is larger than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("the request body could not be read: {0}")]
+    Body(String),
+    #[error(transparent)]
+    Io(io::Error),
+}
+
+impl From<io::Error> for SandboxError {
+    fn from(e: io::Error) -> Self {
+        classify(e)
+    }
+}
+
+/// Turns the errors cap-std and the kernel give for escapes into [`SandboxError::Escapes`].
+fn classify(e: io::Error) -> SandboxError {
+    match e.kind() {
+        io::ErrorKind::NotFound => SandboxError::NotFound,
+        // cap-std reports an escape as PermissionDenied ("a path led outside of the
+        // filesystem"); the kernel's RESOLVE_BENEATH says EXDEV; a symlink loop is ELOOP.
+        io::ErrorKind::PermissionDenied => SandboxError::Escapes,
+        io::ErrorKind::IsADirectory => SandboxError::IsDir,
+        io::ErrorKind::AlreadyExists => SandboxError::AlreadyExists,
+        _ => match e.raw_os_error() {
+            Some(libc::EXDEV | libc::ELOOP) => SandboxError::Escapes,
+            Some(libc::ENOTDIR) => SandboxError::NotFound,
+            _ => SandboxError::Io(e),
+        },
+    }
+}
+
+/// A file or folder in a sandbox listing; `path` is relative to `/sandbox/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxEntry {
+    pub path: String,
+    pub is_dir: bool,
+    pub size: u64,
+    pub modified: Timestamp,
+    pub etag: String,
+}
+
+/// All sandboxes, one folder per thread under `root`.
+#[derive(Debug, Clone)]
+pub struct Sandboxes {
+    root: PathBuf,
+}
+
+impl Sandboxes {
+    pub fn new(root: impl Into<PathBuf>) -> io::Result<Sandboxes> {
+        let root = root.into();
+        std::fs::create_dir_all(&root)?;
+        Ok(Sandboxes { root })
+    }
+
+    /// The sandbox's folder on this host (told to agents that run here).
+    pub fn host_path(&self, thread_id: &str) -> PathBuf {
+        self.root.join(thread_id)
+    }
+
+    /// Creates a thread's sandbox with the seed's layout, filling `skills/` from `skills`.
+    pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> io::Result<()> {
+        let path = self.host_path(thread_id);
+        let skills = skills.map(Path::to_path_buf);
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&path)?;
+            let dir = Dir::open_ambient_dir(&path, cap_std::ambient_authority())?;
+            for folder in SANDBOX_LAYOUT {
+                dir.create_dir_all(folder)?;
+            }
+            dir.create_dir_all(TMP_DIR)?;
+            if let Some(skills) = skills {
+                let target = dir.open_dir("skills")?;
+                copy_tree(&skills, &target)?;
+                make_read_only(&target)?;
+                dir.set_permissions("skills", read_only_dir())?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+
+    /// Opens a thread's sandbox.
+    pub async fn open(&self, thread_id: &str) -> Result<Sandbox, SandboxError> {
+        let path = self.host_path(thread_id);
+        let dir = tokio::task::spawn_blocking(move || {
+            Dir::open_ambient_dir(path, cap_std::ambient_authority())
+        })
+        .await
+        .map_err(|e| SandboxError::Io(io::Error::other(e)))??;
+        Ok(Sandbox { dir: Arc::new(dir) })
+    }
+}
+
+fn read_only_dir() -> cap_std::fs::Permissions {
+    use cap_std::fs::PermissionsExt;
+    cap_std::fs::Permissions::from_mode(0o555)
+}
+
+/// Copies a host folder into a sandbox folder: regular files and folders only, no symlinks.
+fn copy_tree(from: &Path, to: &Dir) -> io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let name = entry.file_name();
+        if kind.is_dir() {
+            to.create_dir(&name)?;
+            copy_tree(&entry.path(), &to.open_dir(&name)?)?;
+        } else if kind.is_file() {
+            let mut source = std::fs::File::open(entry.path())?;
+            let mut target = to.create(&name)?;
+            io::copy(&mut source, &mut target)?;
+        }
+    }
+    Ok(())
+}
+
+fn make_read_only(dir: &Dir) -> io::Result<()> {
+    use cap_std::fs::PermissionsExt;
+    for entry in dir.entries()? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if entry.file_type()?.is_dir() {
+            make_read_only(&dir.open_dir(&name)?)?;
+            dir.set_permissions(&name, read_only_dir())?;
+        } else {
+            dir.set_permissions(&name, cap_std::fs::Permissions::from_mode(0o444))?;
+        }
+    }
+    Ok(())
+}
+
+/// The validator of a sandbox file: its modification time and size, as nginx builds ETags.
+fn etag_of(meta: &std::fs::Metadata) -> String {
+    let nanos = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
+    format!("{nanos:x}-{:x}", meta.len())
+}
+
+fn modified_of(meta: &std::fs::Metadata) -> Timestamp {
+    Timestamp(meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000)
+}
+
+/// An opened sandbox file: a descriptor that is known to be a singly-linked regular file
+/// beneath the sandbox.
+#[derive(Debug)]
+pub struct OpenedFile {
+    pub file: std::fs::File,
+    pub size: u64,
+    pub modified: Timestamp,
+    pub etag: String,
+}
+
+/// One thread's sandbox.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    dir: Arc<Dir>,
+}
+
+impl Sandbox {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Dir) -> Result<T, SandboxError> + Send + 'static,
+    ) -> Result<T, SandboxError> {
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || work(&dir))
+            .await
+            .map_err(|e| SandboxError::Io(io::Error::other(e)))?
+    }
+
+    /// Opens a file for reading; the jail check and the open are one call.
+    pub async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
+        let path = path.as_str().to_owned();
+        self.blocking(move |dir| open_checked(dir, &path)).await
+    }
+
+    /// Lists `dir` (the root when `None`): its direct children, folders included, or with
+    /// `recursive` every file below it. Symlinks are not followed or listed. Sorted by path.
+    pub async fn list(
+        &self,
+        dir: Option<&ValidPath>,
+        recursive: bool,
+    ) -> Result<Vec<SandboxEntry>, SandboxError> {
+        let prefix = dir.map(|d| d.as_str().to_owned());
+        self.blocking(move |root| {
+            let start = match &prefix {
+                Some(p) => match root.open_dir(p) {
+                    Ok(d) => d,
+                    // A folder that does not exist lists nothing, as in spaces.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(classify(e)),
+                },
+                None => root.try_clone()?,
+            };
+            let mut out = Vec::new();
+            walk(&start, prefix.as_deref(), recursive, &mut out)?;
+            out.sort_by(|a, b| a.path.cmp(&b.path));
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Writes `body` to `path` atomically: readers see the old file or the new, never a part.
+    /// Returns whether the file was created, and its new state.
+    pub async fn write<S, E>(
+        &self,
+        path: &ValidPath,
+        body: S,
+        limit: u64,
+        condition: SandboxCondition,
+    ) -> Result<(bool, SandboxEntry), SandboxError>
+    where
+        S: Stream<Item = Result<Bytes, E>>,
+        E: std::fmt::Display,
+    {
+        if path.segments().next() == Some("skills") {
+            return Err(SandboxError::ReadOnly);
+        }
+        if path.segments().next() == Some(TMP_DIR) {
+            return Err(SandboxError::Escapes);
+        }
+        let tmp_name = format!("{TMP_DIR}/{}", uuid::Uuid::now_v7().simple());
+        let tmp_file = {
+            let tmp_name = tmp_name.clone();
+            let parent = path.parent().map(str::to_owned);
+            self.blocking(move |dir| {
+                dir.create_dir_all(TMP_DIR)?;
+                if let Some(parent) = &parent {
+                    dir.create_dir_all(parent)?;
+                }
+                let mut options = OpenOptions::new();
+                options.write(true).create_new(true);
+                Ok(dir.open_with(&tmp_name, &options)?.into_std())
+            })
+            .await?
+        };
+        let written = stream_to(tmp_file, body, limit).await;
+        let target = path.as_str().to_owned();
+        self.blocking(move |dir| {
+            if let Err(e) = written {
+                let _ = dir.remove_file(&tmp_name);
+                return Err(e);
+            }
+            let result = commit_write(dir, &tmp_name, &target, &condition);
+            let _ = dir.remove_file(&tmp_name);
+            let created = result?;
+            let std_meta = std_metadata(dir, &target)?;
+            Ok((
+                created,
+                SandboxEntry {
+                    path: target,
+                    is_dir: false,
+                    size: std_meta.len(),
+                    modified: modified_of(&std_meta),
+                    etag: etag_of(&std_meta),
+                },
+            ))
+        })
+        .await
+    }
+
+    /// Copies a host file into `folder` under `name`, or `name (1).ext`, `name (2).ext`… when
+    /// taken. Never overwrites. Returns the path used, relative to `/sandbox/`.
+    pub async fn copy_in_unique(
+        &self,
+        folder: &str,
+        name: &ValidPath,
+        source: &Path,
+    ) -> Result<String, SandboxError> {
+        let folder = folder.to_owned();
+        let name = name.as_str().to_owned();
+        let source = source.to_path_buf();
+        self.blocking(move |dir| {
+            dir.create_dir_all(&folder)?;
+            let mut options = OpenOptions::new();
+            options.write(true).create_new(true);
+            for attempt in 0u32..10_000 {
+                let candidate = numbered(&name, attempt);
+                let path = format!("{folder}/{candidate}");
+                match dir.open_with(&path, &options) {
+                    Ok(target) => {
+                        let mut target = target.into_std();
+                        let mut from = std::fs::File::open(&source)?;
+                        if let Err(e) = io::copy(&mut from, &mut target) {
+                            let _ = dir.remove_file(&path);
+                            return Err(SandboxError::Io(e));
+                        }
+                        return Ok(path);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(classify(e)),
+                }
+            }
+            Err(SandboxError::AlreadyExists)
+        })
+        .await
+    }
+}
+
+/// `report.xlsx` → `report (1).xlsx`; `notes` → `notes (1)`; attempt 0 is the name itself.
+pub fn numbered(name: &str, attempt: u32) -> String {
+    if attempt == 0 {
+        return name.to_owned();
+    }
+    match name.rfind('.') {
+        Some(dot) if dot > 0 => format!("{} ({attempt}){}", &name[..dot], &name[dot..]),
+        _ => format!("{name} ({attempt})"),
+    }
+}
+
+/// The precondition of a sandbox write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxCondition {
+    None,
+    CreateOnly,
+    IfMatch(Vec<String>),
+}
+
+fn std_metadata(dir: &Dir, path: &str) -> Result<std::fs::Metadata, SandboxError> {
+    let file = dir.open(path)?.into_std();
+    Ok(file.metadata()?)
+}
+
+fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
+    let file = match dir.open(path) {
+        Ok(file) => file.into_std(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // A symlink whose target is missing opens as NotFound; say what it is.
+            return Err(match dir.symlink_metadata(path) {
+                Ok(meta) if meta.file_type().is_symlink() => SandboxError::Dangling,
+                _ => SandboxError::NotFound,
+            });
+        }
+        Err(e) => return Err(classify(e)),
+    };
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(SandboxError::IsDir);
+    }
+    if !meta.is_file() {
+        return Err(SandboxError::NotAFile);
+    }
+    if meta.nlink() > 1 {
+        return Err(SandboxError::HardLinked);
+    }
+    Ok(OpenedFile {
+        size: meta.len(),
+        modified: modified_of(&meta),
+        etag: etag_of(&meta),
+        file,
+    })
+}
+
+fn commit_write(
+    dir: &Dir,
+    tmp: &str,
+    target: &str,
+    condition: &SandboxCondition,
+) -> Result<bool, SandboxError> {
+    let current = match open_checked(dir, target) {
+        Ok(opened) => Some(opened.etag),
+        Err(SandboxError::NotFound) => None,
+        Err(SandboxError::IsDir) => return Err(SandboxError::IsDir),
+        Err(SandboxError::Dangling) => None,
+        Err(e) => return Err(e),
+    };
+    match condition {
+        SandboxCondition::CreateOnly => {
+            // renameat2(RENAME_NOREPLACE) never replaces an existing name, so of racing
+            // creators exactly one wins. Both names are single components relative to folders
+            // opened through the jail, so the rename cannot be steered outside it.
+            let (parent, name) = match target.rsplit_once('/') {
+                Some((parent, name)) => (dir.open_dir(parent)?, name),
+                None => (dir.try_clone()?, target),
+            };
+            let tmp_dir = dir.open_dir(TMP_DIR)?;
+            let tmp_name = tmp.rsplit('/').next().unwrap_or(tmp);
+            rustix::fs::renameat_with(
+                &tmp_dir,
+                tmp_name,
+                &parent,
+                name,
+                rustix::fs::RenameFlags::NOREPLACE,
+            )
+            .map_err(|e| classify(e.into()))?;
+            return Ok(true);
+        }
+        SandboxCondition::IfMatch(tags) => {
+            let matches = current
+                .as_ref()
+                .is_some_and(|etag| tags.iter().any(|t| t == "*" || t == etag));
+            if !matches {
+                return Err(SandboxError::PreconditionFailed);
+            }
+        }
+        SandboxCondition::None => {}
+    }
+    dir.rename(tmp, dir, target)?;
+    Ok(current.is_none())
+}
+
+async fn stream_to<S, E>(file: std::fs::File, body: S, limit: u64) -> Result<(), SandboxError>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    let mut writer = BufWriter::with_capacity(1 << 20, tokio::fs::File::from_std(file));
+    let mut size = 0u64;
+    let mut body = std::pin::pin!(body);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| SandboxError::Body(e.to_string()))?;
+        size += chunk.len() as u64;
+        if size > limit {
+            return Err(SandboxError::TooLarge { limit });
+        }
+        writer.write_all(&chunk).await.map_err(SandboxError::Io)?;
+    }
+    writer.flush().await.map_err(SandboxError::Io)?;
+    writer
+        .into_inner()
+        .sync_all()
+        .await
+        .map_err(SandboxError::Io)?;
+    Ok(())
+}
+
+fn walk(
+    dir: &Dir,
+    prefix: Option<&str>,
+    recursive: bool,
+    out: &mut Vec<SandboxEntry>,
+) -> Result<(), SandboxError> {
+    for entry in dir.entries()? {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            // A name that is not UTF-8 cannot be addressed through the API; skip it.
+            continue;
+        };
+        if prefix.is_none() && name == TMP_DIR {
+            continue;
+        }
+        let path = match prefix {
+            Some(p) => format!("{p}/{name}"),
+            None => name.clone(),
+        };
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            if recursive {
+                walk(&dir.open_dir(&name)?, Some(&path), true, out)?;
+            } else {
+                out.push(SandboxEntry {
+                    path,
+                    is_dir: true,
+                    size: 0,
+                    modified: Timestamp(0),
+                    etag: String::new(),
+                });
+            }
+        } else if kind.is_file() {
+            let meta = dir.open(&name)?.into_std().metadata()?;
+            out.push(SandboxEntry {
+                path,
+                is_dir: false,
+                size: meta.len(),
+                modified: modified_of(&meta),
+                etag: etag_of(&meta),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbering() {
+        assert_eq!(numbered("report.xlsx", 0), "report.xlsx");
+        assert_eq!(numbered("report.xlsx", 1), "report (1).xlsx");
+        assert_eq!(numbered("archive.tar.gz", 2), "archive.tar (2).gz");
+        assert_eq!(numbered("notes", 1), "notes (1)");
+        assert_eq!(numbered(".env", 1), ".env (1)");
+    }
+}
