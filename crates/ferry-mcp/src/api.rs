@@ -1,0 +1,161 @@
+//! How the tools reach ferry: one exchange with its HTTP API at a time.
+//!
+//! The tools never decide a rule themselves (paths, limits, who may do what, the send_file
+//! list): they shape one request, hand it to an [`Api`], and report the answer. `ferry mcp`
+//! talks to a server over the network with [`HttpApi`]; `ferry serve` plugs in an
+//! implementation that calls its own router in process, so both transports run the very same
+//! handlers.
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode, Uri};
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+/// One request to ferry's HTTP API, exactly as it will be sent.
+#[derive(Debug, Clone)]
+pub struct ApiRequest {
+    pub method: Method,
+    /// The path and query, already percent-encoded: `/api/spaces/notes/files/ideas/a%20b.md`.
+    pub path_and_query: String,
+    /// Every header of the request, `Authorization` included.
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// The server's answer, whole.
+#[derive(Debug, Clone)]
+pub struct ApiResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// Sends one request to ferry's HTTP API.
+///
+/// An `Err` means no answer came at all (the server is unreachable, the connection broke);
+/// every answer, an error status included, is an `Ok`.
+#[async_trait]
+pub trait Api: Send + Sync + std::fmt::Debug + 'static {
+    async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse>;
+}
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// ferry's HTTP API over the network, at a base URL (`http://127.0.0.1:8080`, or
+/// `https://files.example.com/ferry` behind a proxy that serves it under a prefix).
+///
+/// Built on hyper rather than a higher-level client because the request line must reach the
+/// server as written: clients that parse URLs by the WHATWG rules drop `..` and `%2e%2e`
+/// segments, and the server's validator would never see the traversal it has to refuse.
+#[derive(Clone)]
+pub struct HttpApi {
+    base: String,
+    client: HttpsClient,
+}
+
+impl std::fmt::Debug for HttpApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpApi").field("base", &self.base).finish()
+    }
+}
+
+impl HttpApi {
+    /// A client of the server at `base_url` (`http` or `https`; TLS trusts the system's
+    /// certificate store).
+    pub fn new(base_url: &str) -> anyhow::Result<HttpApi> {
+        let base = base_url.trim().trim_end_matches('/').to_owned();
+        let uri: Uri = base.parse().with_context(|| {
+            format!("'{base_url}' is not a URL: give one like http://127.0.0.1:8080")
+        })?;
+        match uri.scheme_str() {
+            Some("http") | Some("https") => {}
+            _ => anyhow::bail!("'{base_url}' must start with http:// or https://"),
+        }
+        if uri.authority().is_none() {
+            anyhow::bail!("'{base_url}' names no host: give one like http://127.0.0.1:8080");
+        }
+        if uri.query().is_some() {
+            anyhow::bail!("'{base_url}' must not carry a query");
+        }
+        // A system without certificates can still reach a plain-http server; an https one
+        // then fails its handshake with a message that says why.
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .context("TLS setup")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(HttpApi { base, client })
+    }
+
+    /// The base URL requests are sent under, without a trailing `/`.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+}
+
+#[async_trait]
+impl Api for HttpApi {
+    async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
+        let url = format!("{}{}", self.base, request.path_and_query);
+        let mut outgoing = http::Request::builder()
+            .method(request.method)
+            .uri(&url)
+            .body(Full::new(request.body))
+            .with_context(|| format!("cannot build a request for {url}"))?;
+        *outgoing.headers_mut() = request.headers;
+        let response = self
+            .client
+            .request(outgoing)
+            .await
+            .with_context(|| format!("ferry did not answer at {}", self.base))?;
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .with_context(|| format!("the answer from {} broke off", self.base))?
+            .to_bytes();
+        Ok(ApiResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(
+            HttpApi::new("http://127.0.0.1:8080/").unwrap().base_url(),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            HttpApi::new("https://files.example.com/ferry")
+                .unwrap()
+                .base_url(),
+            "https://files.example.com/ferry"
+        );
+        assert!(HttpApi::new("ftp://x").is_err());
+        assert!(HttpApi::new("127.0.0.1:8080").is_err());
+        assert!(HttpApi::new("http://x/?a=b").is_err());
+    }
+}

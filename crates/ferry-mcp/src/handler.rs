@@ -1,0 +1,601 @@
+//! The MCP server: each tool call becomes one request to ferry's HTTP API, and the answer
+//! becomes the tool's result.
+//!
+//! Nothing here decides a rule of its own: paths, space names, limits, roles and the
+//! send_file list are all checked by the server, and its answer comes back unchanged. What is
+//! decided here is only what MCP needs: the shape of the request, base64 for bytes that JSON
+//! cannot carry, and the link to a published file.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
+use http::{HeaderMap, HeaderValue, Method};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, Resource, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use crate::api::{Api, ApiRequest, ApiResponse};
+use crate::tools::{self, INSTRUCTIONS};
+
+/// Everything but RFC 3986's unreserved characters is encoded in a path segment or a query
+/// value, so the server decodes exactly what the agent wrote.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+fn encode(component: &str) -> String {
+    utf8_percent_encode(component, COMPONENT).to_string()
+}
+
+/// A path inside a space as URL segments: each segment encoded on its own, so `/` stays the
+/// separator and everything else reaches the server's validator as written.
+fn encode_path(path: &str) -> String {
+    path.split('/').map(encode).collect::<Vec<_>>().join("/")
+}
+
+/// Who a tool call acts as, and where links point.
+#[derive(Clone)]
+struct Caller {
+    token: String,
+    /// Scheme, host and any prefix of the server, for links: `https://files.example.com`.
+    base_url: String,
+    /// The thread the thread tools act in.
+    thread: Option<String>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("token", &"<redacted>")
+            .field("base_url", &self.base_url)
+            .field("thread", &self.thread)
+            .finish()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Callers {
+    /// `ferry mcp`: one agent, one token, for the whole session.
+    Fixed(Caller),
+    /// `/mcp`: each HTTP request's own bearer token.
+    PerRequest,
+}
+
+/// ferry's MCP server, over any transport and any [`Api`].
+#[derive(Clone, Debug)]
+pub struct FerryMcp {
+    api: Arc<dyn Api>,
+    callers: Callers,
+}
+
+impl FerryMcp {
+    /// Tools that act with one `token` for the whole session (`ferry mcp` on stdio).
+    ///
+    /// The thread comes from the token's `thread` claim (an agent token); `thread` is used
+    /// only for a token without one, such as a service_role token. `base_url` is where links
+    /// to published files point.
+    pub fn with_token(
+        api: Arc<dyn Api>,
+        base_url: &str,
+        token: &str,
+        thread: Option<String>,
+    ) -> FerryMcp {
+        FerryMcp {
+            api,
+            callers: Callers::Fixed(Caller {
+                token: token.trim().to_owned(),
+                base_url: base_url.trim_end_matches('/').to_owned(),
+                thread: thread_claim(token).or(thread).filter(|t| !t.is_empty()),
+            }),
+        }
+    }
+
+    /// Tools that act with the bearer token of the HTTP request each call arrived in
+    /// (streamable HTTP at `/mcp`); links point at the host that request was sent to.
+    pub fn per_request(api: Arc<dyn Api>) -> FerryMcp {
+        FerryMcp {
+            api,
+            callers: Callers::PerRequest,
+        }
+    }
+
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, Stop> {
+        match &self.callers {
+            Callers::Fixed(caller) => Ok(caller.clone()),
+            Callers::PerRequest => {
+                let parts = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .ok_or_else(|| {
+                        envelope(
+                            "UNAUTHENTICATED",
+                            "this MCP endpoint needs the bearer token of an HTTP request",
+                        )
+                    })?;
+                let token = bearer(&parts.headers).ok_or_else(|| {
+                    envelope(
+                        "UNAUTHENTICATED",
+                        "missing bearer token: send 'Authorization: Bearer <JWT>'",
+                    )
+                })?;
+                Ok(Caller {
+                    thread: thread_claim(&token),
+                    token,
+                    base_url: base_url_of(parts),
+                })
+            }
+        }
+    }
+
+    /// Sends one request as `caller`; no answer at all becomes an error result.
+    async fn exchange(
+        &self,
+        caller: &Caller,
+        method: Method,
+        path_and_query: String,
+        mut headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<ApiResponse, Stop> {
+        let authorization = HeaderValue::try_from(format!("Bearer {}", caller.token))
+            .map_err(|_| envelope("UNAUTHENTICATED", "the token is not valid header text"))?;
+        headers.insert(AUTHORIZATION, authorization);
+        let request = ApiRequest {
+            method,
+            path_and_query,
+            headers,
+            body,
+        };
+        self.api.call(request).await.map_err(|e| {
+            tracing::warn!(error = %format!("{e:#}"), "the ferry API did not answer");
+            Box::new(CallToolResult::error(vec![ContentBlock::text(format!(
+                "could not reach the ferry server: {e:#}"
+            ))]))
+        })
+    }
+
+    async fn get(&self, caller: &Caller, path: String) -> Result<ApiResponse, Stop> {
+        self.exchange(caller, Method::GET, path, HeaderMap::new(), Bytes::new())
+            .await
+    }
+
+    async fn post_json(
+        &self,
+        caller: &Caller,
+        path: String,
+        body: Value,
+    ) -> Result<ApiResponse, Stop> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        self.exchange(caller, Method::POST, path, headers, body.to_string().into())
+            .await
+    }
+
+    async fn run(&self, caller: &Caller, name: &str, arguments: Value) -> CallToolResult {
+        let outcome = match name {
+            tools::SEND_FILE => self.send_file(caller, arguments).await,
+            tools::PUBLISH_FILE_TO_USER => self.publish(caller, arguments).await,
+            tools::LIST_SPACE_FILES => self.list_space_files(caller, arguments).await,
+            tools::READ_SPACE_FILE => self.read_space_file(caller, arguments).await,
+            tools::WRITE_SPACE_FILE => self.write_space_file(caller, arguments).await,
+            tools::SAY => self.say(caller, arguments).await,
+            tools::LIST_UPLOADS => self.list_uploads(caller, arguments).await,
+            other => Err(envelope("NOT_FOUND", format!("no tool is named '{other}'"))),
+        };
+        outcome.unwrap_or_else(|error| *error)
+    }
+
+    async fn send_file(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::SendFileArgs = parse(tools::SEND_FILE, arguments)?;
+        let thread = thread_of(caller)?;
+        let response = self
+            .post_json(
+                caller,
+                format!("/api/threads/{}/send-file", encode(thread)),
+                json!({ "filePath": args.file_path }),
+            )
+            .await?;
+        Ok(answer(response))
+    }
+
+    async fn publish(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::PublishArgs = parse(tools::PUBLISH_FILE_TO_USER, arguments)?;
+        let thread = thread_of(caller)?;
+        let mut body = json!({ "file_path": args.file_path, "display_name": args.display_name });
+        if let Some(description) = args.description {
+            body["description"] = Value::String(description);
+        }
+        let response = self
+            .post_json(
+                caller,
+                format!("/api/threads/{}/published", encode(thread)),
+                body,
+            )
+            .await?;
+        let mut result = answer(response);
+        if result.is_error != Some(true)
+            && let Some(link) = result
+                .structured_content
+                .as_ref()
+                .and_then(|published| published_link(caller, thread, published))
+        {
+            result.content.push(ContentBlock::resource_link(link));
+        }
+        Ok(result)
+    }
+
+    async fn list_space_files(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::ListSpaceArgs = parse(tools::LIST_SPACE_FILES, arguments)?;
+        let mut path = format!(
+            "/api/spaces/{}/files?recursive={}",
+            encode(&args.space_name),
+            args.recursive
+        );
+        if let Some(dir) = &args.dir {
+            path.push_str("&dir=");
+            path.push_str(&encode(dir));
+        }
+        Ok(answer(self.get(caller, path).await?))
+    }
+
+    async fn read_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::ReadSpaceArgs = parse(tools::READ_SPACE_FILE, arguments)?;
+        let response = self
+            .get(
+                caller,
+                format!(
+                    "/api/spaces/{}/files/{}",
+                    encode(&args.space_name),
+                    encode_path(&args.path)
+                ),
+            )
+            .await?;
+        if !response.status.is_success() {
+            return Ok(answer(response));
+        }
+        let content_type = response
+            .headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/octet-stream");
+        // Seed 004: bytes go back base64-encoded, so any file survives JSON.
+        Ok(structured(json!({
+            "contentBase64": STANDARD.encode(&response.body),
+            "contentType": content_type,
+            "size": response.body.len(),
+        })))
+    }
+
+    async fn write_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::WriteSpaceArgs = parse(tools::WRITE_SPACE_FILE, arguments)?;
+        // §11: text types carry their text; every other type carries base64. A missing or
+        // unreadable type is sent as text, so the server's own answer (415) comes back.
+        let textual = tools::is_text_type(&args.content_type) || !args.content_type.contains('/');
+        let body = if textual {
+            Bytes::from(args.content.into_bytes())
+        } else {
+            let cleaned: String = args
+                .content
+                .chars()
+                .filter(|c| !c.is_ascii_whitespace())
+                .collect();
+            Bytes::from(STANDARD.decode(cleaned.as_bytes()).map_err(|e| {
+                envelope(
+                    "INVALID_REQUEST",
+                    format!(
+                        "content must be base64 for the content type '{}' ({e}); send text only \
+                         for text types (text/*, JSON, XML, JavaScript, SVG)",
+                        args.content_type
+                    ),
+                )
+            })?)
+        };
+        let mut headers = HeaderMap::new();
+        if !args.content_type.is_empty() {
+            let value = HeaderValue::try_from(args.content_type.as_str()).map_err(|_| {
+                envelope(
+                    "UNSUPPORTED_MEDIA_TYPE",
+                    format!(
+                        "'{}' cannot be sent as a Content-Type header: use a media type such as text/markdown; charset=utf-8",
+                        args.content_type
+                    ),
+                )
+            })?;
+            headers.insert(CONTENT_TYPE, value);
+        }
+        if args.if_none_match == Some(tools::AnyEtag::Any) {
+            headers.insert(IF_NONE_MATCH, HeaderValue::from_static("*"));
+        }
+        let response = self
+            .exchange(
+                caller,
+                Method::PUT,
+                format!(
+                    "/api/spaces/{}/files/{}",
+                    encode(&args.space_name),
+                    encode_path(&args.path)
+                ),
+                headers,
+                body,
+            )
+            .await?;
+        Ok(answer(response))
+    }
+
+    async fn say(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::SayArgs = parse(tools::SAY, arguments)?;
+        let thread = thread_of(caller)?;
+        let response = self
+            .post_json(
+                caller,
+                format!("/api/threads/{}/say", encode(thread)),
+                json!({ "text": args.text }),
+            )
+            .await?;
+        Ok(answer(response))
+    }
+
+    async fn list_uploads(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let _: tools::NoArgs = parse(tools::LIST_UPLOADS, arguments)?;
+        let thread = thread_of(caller)?;
+        let response = self
+            .get(caller, format!("/api/threads/{}/uploads", encode(thread)))
+            .await?;
+        Ok(answer(response))
+    }
+}
+
+/// The error result that ends a tool call early (boxed: results are large).
+type Stop = Box<CallToolResult>;
+
+/// A tool's result, or the error result that ended it early.
+type Outcome = Result<CallToolResult, Stop>;
+
+fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Stop> {
+    serde_json::from_value(arguments).map_err(|e| {
+        envelope(
+            "INVALID_REQUEST",
+            format!("invalid arguments for {tool}: {e}"),
+        )
+    })
+}
+
+fn thread_of(caller: &Caller) -> Result<&str, Stop> {
+    caller.thread.as_deref().ok_or_else(|| {
+        envelope(
+            "INVALID_REQUEST",
+            "this tool acts in a thread, and the token names none: use an agent token \
+             (ferry token --agent --thread ID --user OWNER, or POST /api/threads/{id}/agent-token)",
+        )
+    })
+}
+
+/// An error found before any request was sent, in the server's envelope so that an agent
+/// reads every error the same way.
+fn envelope(code: &str, message: impl Into<String>) -> Stop {
+    let body = json!({ "error": { "code": code, "message": message.into() } });
+    let mut result = CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
+    result.structured_content = Some(body);
+    Box::new(result)
+}
+
+/// The server's answer as a tool result: its body as text, unchanged, and (when it is a JSON
+/// object) as structured content. Any status but 2xx is an error result.
+fn answer(response: ApiResponse) -> CallToolResult {
+    let text = String::from_utf8_lossy(&response.body).into_owned();
+    let mut result = if response.status.is_success() {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = serde_json::from_slice::<Value>(&response.body)
+        .ok()
+        .filter(Value::is_object);
+    result
+}
+
+fn structured(value: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+    result.structured_content = Some(value);
+    result
+}
+
+/// A link to the content of the revision the publish answer describes.
+fn published_link(caller: &Caller, thread: &str, published: &Value) -> Option<Resource> {
+    let id = published.get("id")?.as_str()?;
+    let display_name = published.get("display_name").and_then(Value::as_str);
+    let filename = published
+        .get("filename")
+        .and_then(Value::as_str)
+        .or(display_name)
+        .unwrap_or(id);
+    let revision = published
+        .get("revision")
+        .and_then(Value::as_u64)
+        .map(|r| format!("?revision={r}"))
+        .unwrap_or_default();
+    let uri = format!(
+        "{}/api/threads/{}/published/{}/content{revision}",
+        caller.base_url,
+        encode(thread),
+        encode(id)
+    );
+    let mut link = Resource::new(uri, filename);
+    if let Some(title) = display_name {
+        link = link.with_title(title);
+    }
+    if let Some(description) = published
+        .get("description")
+        .and_then(Value::as_str)
+        .filter(|d| !d.is_empty())
+    {
+        link = link.with_description(description);
+    }
+    if let Some(mime) = published.get("mime_type").and_then(Value::as_str) {
+        link = link.with_mime_type(mime);
+    }
+    if let Some(size) = published.get("file_size").and_then(Value::as_u64) {
+        link = link.with_size(size);
+    }
+    Some(link)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty())
+        .then(|| token.trim().to_owned())
+}
+
+/// The `thread` claim of a JWT, read without verifying it: the server verifies the token on
+/// every request, so a forged claim only names a thread the server then refuses.
+fn thread_claim(token: &str) -> Option<String> {
+    let payload = token.trim().split('.').nth(1)?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
+    let claims: Value = serde_json::from_slice(&bytes).ok()?;
+    claims
+        .get("thread")?
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
+/// Where the HTTP request was sent, as a base for links: the proxy's forwarded host and scheme
+/// when there is one.
+fn base_url_of(parts: &http::request::Parts) -> String {
+    let first = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let host = first("x-forwarded-host")
+        .or_else(|| first("host"))
+        .or_else(|| parts.uri.authority().map(|a| a.to_string()));
+    let scheme = first("x-forwarded-proto")
+        .or_else(|| parts.uri.scheme_str().map(str::to_owned))
+        .unwrap_or_else(|| "http".to_owned());
+    match host {
+        Some(host) => format!("{scheme}://{host}"),
+        None => String::new(),
+    }
+}
+
+impl ServerHandler for FerryMcp {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(INSTRUCTIONS);
+        config.server_info = Implementation::new("ferry", env!("CARGO_PKG_VERSION"))
+            .with_title("ferry")
+            .with_description("A file exchange between people and their AI agents");
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::all()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::find(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if tools::find(&request.name).is_none() {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool '{}'", request.name),
+                None,
+            ));
+        }
+        let caller = match self.caller(&context) {
+            Ok(caller) => caller,
+            Err(error) => return Ok((*error).into()),
+        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.run(&caller, &request.name, arguments).await.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_are_encoded_one_by_one() {
+        assert_eq!(
+            encode_path("ideas/20261121 tea shop.md"),
+            "ideas/20261121%20tea%20shop.md"
+        );
+        assert_eq!(encode_path("a/../b"), "a/../b");
+        assert_eq!(encode_path("a%2e%2e/b?c#d"), "a%252e%252e/b%3Fc%23d");
+        assert_eq!(encode_path("ünï/çödé"), "%C3%BCn%C3%AF/%C3%A7%C3%B6d%C3%A9");
+        assert_eq!(encode("ideas/x"), "ideas%2Fx");
+    }
+
+    #[test]
+    fn thread_claim_is_read_from_the_payload() {
+        let payload = URL_SAFE_NO_PAD.encode(br#"{"sub":"u","role":"agent","thread":"t-1"}"#);
+        assert_eq!(
+            thread_claim(&format!("h.{payload}.s")).as_deref(),
+            Some("t-1")
+        );
+        let none = URL_SAFE_NO_PAD.encode(br#"{"sub":"u","role":"authenticated"}"#);
+        assert_eq!(thread_claim(&format!("h.{none}.s")), None);
+        assert_eq!(thread_claim("not-a-jwt"), None);
+    }
+
+    #[test]
+    fn base_url_prefers_the_proxy_headers() {
+        let request = http::Request::builder()
+            .uri("/mcp")
+            .header("host", "127.0.0.1:8080")
+            .body(())
+            .unwrap();
+        let (parts, ()) = request.into_parts();
+        assert_eq!(base_url_of(&parts), "http://127.0.0.1:8080");
+        let request = http::Request::builder()
+            .uri("/mcp")
+            .header("host", "10.0.0.2:8080")
+            .header("x-forwarded-host", "files.example.com")
+            .header("x-forwarded-proto", "https")
+            .body(())
+            .unwrap();
+        let (parts, ()) = request.into_parts();
+        assert_eq!(base_url_of(&parts), "https://files.example.com");
+    }
+
+    #[test]
+    fn answers_keep_the_server_body() {
+        let body = r#"{"error":{"code":"ALREADY_EXISTS","message":"ideas/a.md exists"}}"#;
+        let result = answer(ApiResponse {
+            status: http::StatusCode::CONFLICT,
+            headers: HeaderMap::new(),
+            body: Bytes::from(body),
+        });
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(result.content[0].as_text().unwrap().text, body);
+        assert_eq!(
+            result.structured_content.unwrap()["error"]["code"],
+            "ALREADY_EXISTS"
+        );
+    }
+}

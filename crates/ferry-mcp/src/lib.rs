@@ -1,0 +1,99 @@
+//! ferry's agent tools over the Model Context Protocol (API.md §11).
+//!
+//! Seven tools — `send_file`, `publish_file_to_user`, `list_space_files`, `read_space_file`,
+//! `write_space_file`, `say` and `list_uploads` — offered two ways:
+//!
+//! - `ferry mcp` ([`run_stdio`]): an MCP server on stdin/stdout for one agent, talking to a
+//!   ferry server at `--url` with `--token` ([`HttpApi`]).
+//! - `/mcp` on `ferry serve` ([`http_service`]): streamable HTTP, each call acting with the
+//!   bearer token of the HTTP request it came in; the server plugs in an [`Api`] that calls its
+//!   own router in process.
+//!
+//! Either way the tools are a thin client of the HTTP API: each call is one request, and the
+//! server's answer comes back unchanged — as text, as structured content, and for an error
+//! status as a result with `isError: true` whose text is the error envelope.
+
+pub mod api;
+mod handler;
+pub mod tools;
+
+pub use api::{Api, ApiRequest, ApiResponse, HttpApi};
+/// For implementing [`Api`] without depending on `async-trait` directly.
+pub use async_trait::async_trait;
+pub use handler::FerryMcp;
+pub use tools::INSTRUCTIONS;
+
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::Arc;
+
+/// `ferry mcp`: where the server is and who the agent is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct McpArgs {
+    /// The ferry server's base URL, e.g. http://127.0.0.1:8080.
+    #[arg(long, env = "FERRY_URL")]
+    pub url: String,
+    /// Bearer token the tools act with: an agent token names its thread (ferry token --agent
+    /// --thread ID --user OWNER). Prefer FERRY_TOKEN: a flag shows in the process list.
+    #[arg(long, env = "FERRY_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// The thread for a token that names none (a service_role token).
+    #[arg(long, env = "FERRY_THREAD")]
+    pub thread: Option<String>,
+}
+
+/// Serves the tools on stdin/stdout until the client closes them. Stdout carries the protocol
+/// only: anything else must go to stderr.
+pub async fn run_stdio(args: McpArgs) -> anyhow::Result<()> {
+    let api = HttpApi::new(&args.url)?;
+    let base_url = api.base_url().to_owned();
+    let handler = FerryMcp::with_token(Arc::new(api), &base_url, &args.token, args.thread);
+    let running = rmcp::serve_server(handler, rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("the MCP client did not complete its handshake: {e}"))?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// How `/mcp` is served.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The largest JSON-RPC message accepted. A `write_space_file` carries the file in JSON
+    /// (base64 for binary types, a third larger), so this must exceed the space file limit.
+    pub max_request_body_bytes: usize,
+}
+
+impl HttpOptions {
+    /// Room for a file of `file_limit` bytes, base64-encoded or JSON-escaped, plus the message.
+    pub fn for_file_limit(file_limit: u64) -> HttpOptions {
+        let file_limit = usize::try_from(file_limit).unwrap_or(usize::MAX / 4);
+        HttpOptions {
+            max_request_body_bytes: file_limit.saturating_mul(2).saturating_add(1 << 20),
+        }
+    }
+}
+
+/// The streamable HTTP MCP service, with every tool call sent to `api`.
+pub type HttpService = StreamableHttpService<FerryMcp, NeverSessionManager>;
+
+/// The tools over streamable HTTP, stateless: every POST is answered on its own (no
+/// `Mcp-Session-Id`), so any node behind a load balancer can answer any request, and each
+/// call acts with the `Authorization` header of the request it came in. The caller must
+/// authenticate requests before they reach this service.
+///
+/// Host checks are off: rmcp's default admits only loopback names, to protect servers that
+/// trust whoever can reach them from DNS rebinding; ferry trusts only bearer tokens, which a
+/// rebinding page cannot send.
+pub fn http_service(api: Arc<dyn Api>, options: HttpOptions) -> HttpService {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_max_request_body_bytes(options.max_request_body_bytes)
+        .disable_allowed_hosts();
+    StreamableHttpService::new(
+        move || Ok(FerryMcp::per_request(api.clone())),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    )
+}

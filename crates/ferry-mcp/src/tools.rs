@@ -1,0 +1,449 @@
+//! The tools an agent sees (API.md §11): names, input schemas, descriptions, annotations, and
+//! the instructions the server hands every client.
+//!
+//! The schemas are written out by hand, not derived, so that they are exactly the contract's:
+//! seed 004's reference schemas for the space tools, the same style for the others.
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// What the server tells every client when it connects: the delivery rule (seed 003) and the
+/// guidance for spaces (seed 004).
+pub const INSTRUCTIONS: &str = "\
+ferry is a file exchange between you and the person you work for. They upload files into your \
+thread's sandbox; you deliver files back to them.
+
+Delivering files
+- Files are never attached automatically: a file reaches the user only when you deliver it.
+- send_file shows a small text file (source code, Markdown, JSON, CSV, configuration; at most \
+20 KB) inline in the chat.
+- publish_file_to_user delivers any file (DOCX, PDF, spreadsheets, images, large text) as a card \
+with a preview and a download button. Publishing again with the same display_name makes a new \
+revision of the same file.
+- Write deliverables under /sandbox/outputs/ first; the user's uploads are in \
+/sandbox/user_uploads/ (list_uploads shows them with a preview of their text).
+- In say mode, call say: each <say>...</say> block becomes one chat message, and \
+<file>/sandbox/outputs/report.pdf</file> tags attach files to the last message \
+(mode=\"doc\", \"photo\" or \"video\" forces how a file is sent).
+
+Spaces: the user's own storage (list_space_files, read_space_file, write_space_file)
+- Ask the user to confirm before overwriting an existing file.
+- Save under ideas/ unless the user names another folder.
+- Name notes YYYYMMDD-HHmm-<short-title>.md, with a short kebab-case title; when the user has \
+not named the file, propose such a name and confirm it.
+- Prefer the content type text/markdown; charset=utf-8 for notes. For other files use their own \
+content type; content is plain text for text types (text/*, JSON, XML, JavaScript, SVG) and \
+base64 for any other type.
+- When a path is ambiguous, call list_space_files first, then confirm the path with the user.
+- If the server answers INVALID_PATH, explain briefly why the path was refused and ask the user \
+for a safe path.
+- When the user asks to create a file only if it is new, pass ifNoneMatch: \"*\"; the answer \
+ALREADY_EXISTS then means the file is already there.
+
+Errors come back as the server's envelope, unchanged: {\"error\": {\"code\": \"...\", \"message\": \
+\"...\"}}. Read the code and the message, and tell the user plainly what went wrong.";
+
+/// The tool names, in the order they are listed.
+pub const SEND_FILE: &str = "send_file";
+pub const PUBLISH_FILE_TO_USER: &str = "publish_file_to_user";
+pub const LIST_SPACE_FILES: &str = "list_space_files";
+pub const READ_SPACE_FILE: &str = "read_space_file";
+pub const WRITE_SPACE_FILE: &str = "write_space_file";
+pub const SAY: &str = "say";
+pub const LIST_UPLOADS: &str = "list_uploads";
+
+fn schema(value: Value) -> JsonObject {
+    // Every schema here is a JSON object literal.
+    value.as_object().cloned().unwrap_or_default()
+}
+
+fn tool(name: &'static str, title: &str, description: &str, input: Value) -> Tool {
+    let mut tool = Tool::new(name, description.to_owned(), schema(input));
+    tool.title = Some(title.to_owned());
+    tool
+}
+
+fn hints(title: &str, read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(read_only)
+        .destructive(destructive)
+        .idempotent(idempotent)
+        // Every tool acts on this ferry server only.
+        .open_world(false)
+}
+
+/// Every tool, in a stable order.
+pub fn all() -> Vec<Tool> {
+    let mut tools = vec![
+        tool(
+            SEND_FILE,
+            "Send a text file",
+            "Send the contents of a small text file from your sandbox to the user's chat, shown \
+             inline. filePath is a sandbox path such as /sandbox/outputs/notes.md. Only text \
+             files are accepted (.txt .md .json .xml .html .htm .css .js .ts .jsx .tsx .csv \
+             .tsv .yaml .yml .toml .ini .cfg .conf .log .sh .bash .zsh .py .rb .go .rs .java .c \
+             .cpp .h .hpp .sql .graphql .env .gitignore .dockerfile .svg), at most 20 KB. For \
+             any other file, or a larger one, use publish_file_to_user.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "filePath": {
+                        "type": "string",
+                        "description": "Path of the text file in the sandbox, e.g. /sandbox/outputs/notes.md"
+                    }
+                },
+                "required": ["filePath"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            PUBLISH_FILE_TO_USER,
+            "Publish a file to the user",
+            "Make a file from the sandbox available to the user for preview and download: it is \
+             copied to permanent storage and shown as a card in the chat. Use this when you have \
+             created a file the user should get (any type and size within the server's limit). \
+             Publishing with the same display_name as an earlier file makes a new revision of \
+             it; older revisions stay downloadable. The result carries the published file's \
+             metadata and a link to its content.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "file_path": {
+                        "type": "string",
+                        "description": "Path of the file in the sandbox, e.g. /sandbox/outputs/report.docx"
+                    },
+                    "display_name": {
+                        "type": "string",
+                        "description": "User-friendly name shown in the UI, e.g. Quarterly Report; the same name again makes a new revision"
+                    },
+                    "description": {
+                        "type": "string",
+                        "description": "Brief description of what the file contains"
+                    }
+                },
+                "required": ["file_path", "display_name"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            LIST_SPACE_FILES,
+            "List files in a space",
+            "List the files in one of the user's spaces (their own storage, kept across \
+             threads). Without dir, lists the space's top level; with recursive true, every \
+             file below dir (files only). Entries carry path, type (file or dir), size, \
+             contentType, etag and updatedAt. A space that does not exist yet lists nothing. \
+             Call this first when the path the user means is ambiguous.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "spaceName": {
+                        "type": "string",
+                        "description": "The space: 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot"
+                    },
+                    "dir": {
+                        "type": "string",
+                        "description": "Folder to list, relative to the space, e.g. ideas"
+                    },
+                    "recursive": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "List every file below dir instead of its direct children"
+                    }
+                },
+                "required": ["spaceName"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            READ_SPACE_FILE,
+            "Read a file from a space",
+            "Read one file from one of the user's spaces. Returns contentBase64 (the bytes, \
+             base64-encoded), contentType and size in bytes.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "spaceName": {
+                        "type": "string",
+                        "description": "The space the file is in"
+                    },
+                    "path": {
+                        "type": "string",
+                        "description": "Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md"
+                    }
+                },
+                "required": ["spaceName", "path"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            WRITE_SPACE_FILE,
+            "Write a file to a space",
+            "Create a file in one of the user's spaces, or overwrite it. content is plain text \
+             for text types (text/*, JSON, XML, JavaScript, SVG) and base64 for any other type. \
+             Prefer text/markdown; charset=utf-8 for notes, saved under ideas/ as \
+             YYYYMMDD-HHmm-<short-title>.md unless the user says otherwise. Overwriting replaces \
+             the file: confirm with the user first. Pass ifNoneMatch \"*\" to create the file \
+             only if it does not exist (the server then answers ALREADY_EXISTS instead of \
+             overwriting). Returns path, size, contentType and etag.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "spaceName": {
+                        "type": "string",
+                        "description": "The space to write in; it is created by the first write"
+                    },
+                    "path": {
+                        "type": "string",
+                        "description": "Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md"
+                    },
+                    "content": {
+                        "type": "string",
+                        "description": "The file's content: text for text types, base64 for any other type"
+                    },
+                    "contentType": {
+                        "type": "string",
+                        "description": "The file's media type, e.g. text/markdown; charset=utf-8"
+                    },
+                    "ifNoneMatch": {
+                        "type": "string",
+                        "enum": ["*"],
+                        "description": "\"*\" to create the file only if it does not exist yet"
+                    }
+                },
+                "required": ["spaceName", "path", "content", "contentType"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            SAY,
+            "Say (send chat messages)",
+            "Send chat messages to the user in say mode. Each <say>...</say> block in text \
+             becomes one message, in order; text outside <say> blocks is not sent. \
+             <file>/sandbox/outputs/report.pdf</file> tags anywhere in text attach files to the \
+             last message (mode=\"doc\", \"photo\" or \"video\" forces how a file is sent; by \
+             default it follows the file's type). A path resolves against files already \
+             published, then the sandbox; one that cannot be found is skipped with a warning. \
+             Returns the message event ids, the attached files and any warnings.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "text": {
+                        "type": "string",
+                        "description": "The reply, e.g. <say>Here is the report</say><file mode=\"doc\">/sandbox/outputs/report.pdf</file>"
+                    }
+                },
+                "required": ["text"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            LIST_UPLOADS,
+            "List the user's uploads",
+            "List the files the user uploaded to this thread, oldest first: name, type, size, \
+             sandboxPath (where the original bytes are, under /sandbox/user_uploads/) and a \
+             preview of the text of documents.",
+            json!({
+                "type": "object",
+                "properties": {},
+                "additionalProperties": false
+            }),
+        ),
+    ];
+    for tool in &mut tools {
+        let title = tool.title.clone().unwrap_or_default();
+        tool.annotations = Some(match tool.name.as_ref() {
+            LIST_SPACE_FILES | READ_SPACE_FILE | LIST_UPLOADS => hints(&title, true, false, true),
+            // Writing without ifNoneMatch replaces the file: a destructive update by the MCP
+            // definition, so clients that ask before destructive calls ask here. The same
+            // arguments twice leave the same file, hence idempotent.
+            WRITE_SPACE_FILE => hints(&title, false, true, true),
+            // Each call delivers again (a new message, a new revision): additive, not
+            // idempotent.
+            _ => hints(&title, false, false, false),
+        });
+    }
+    tools
+}
+
+/// The tool named `name`.
+pub fn find(name: &str) -> Option<Tool> {
+    all().into_iter().find(|t| t.name == name)
+}
+
+// The arguments, read strictly: an unknown field is refused as the schemas say
+// (`additionalProperties: false`).
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendFileArgs {
+    #[serde(rename = "filePath")]
+    pub file_path: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishArgs {
+    pub file_path: String,
+    pub display_name: String,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ListSpaceArgs {
+    pub space_name: String,
+    pub dir: Option<String>,
+    #[serde(default)]
+    pub recursive: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReadSpaceArgs {
+    pub space_name: String,
+    pub path: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WriteSpaceArgs {
+    pub space_name: String,
+    pub path: String,
+    pub content: String,
+    pub content_type: String,
+    pub if_none_match: Option<AnyEtag>,
+}
+
+/// The one value `ifNoneMatch` may take.
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+pub enum AnyEtag {
+    #[serde(rename = "*")]
+    Any,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SayArgs {
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// Whether `content_type` names text, so `write_space_file` takes its content as text rather
+/// than base64 (API.md §11: `text/*`, JSON, XML, JavaScript, SVG).
+pub fn is_text_type(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let Some((kind, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    kind == "text"
+        || subtype == "json"
+        || subtype.ends_with("+json")
+        || subtype == "xml"
+        || subtype.ends_with("+xml")
+        || subtype == "javascript"
+        || subtype == "ecmascript"
+        || subtype == "x-javascript"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_types() {
+        for t in [
+            "text/markdown; charset=utf-8",
+            "text/plain",
+            "TEXT/CSV",
+            "application/json",
+            "application/ld+json",
+            "application/xml",
+            "image/svg+xml",
+            "application/javascript",
+            "text/javascript",
+        ] {
+            assert!(is_text_type(t), "{t}");
+        }
+        for t in [
+            "application/octet-stream",
+            "image/png",
+            "application/pdf",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "",
+            "markdown",
+        ] {
+            assert!(!is_text_type(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn schemas_are_strict_objects() {
+        let tools = all();
+        let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "send_file",
+                "publish_file_to_user",
+                "list_space_files",
+                "read_space_file",
+                "write_space_file",
+                "say",
+                "list_uploads"
+            ]
+        );
+        for tool in &tools {
+            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+            assert_eq!(
+                tool.input_schema["additionalProperties"], false,
+                "{}",
+                tool.name
+            );
+            let annotations = tool.annotations.as_ref().unwrap();
+            assert!(annotations.destructive_hint.is_some());
+            assert!(tool.description.as_ref().is_some_and(|d| d.len() > 40));
+        }
+        let write = find(WRITE_SPACE_FILE).unwrap();
+        assert_eq!(
+            write.input_schema["properties"]["ifNoneMatch"]["enum"],
+            json!(["*"])
+        );
+        let list = find(LIST_SPACE_FILES).unwrap();
+        assert_eq!(
+            list.input_schema["properties"]["recursive"]["default"],
+            false
+        );
+        assert_eq!(
+            find(READ_SPACE_FILE)
+                .unwrap()
+                .annotations
+                .unwrap()
+                .read_only_hint,
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn arguments_are_strict() {
+        let unknown: Result<SendFileArgs, _> =
+            serde_json::from_value(json!({"filePath": "/sandbox/a.md", "extra": 1}));
+        assert!(unknown.is_err());
+        let wrong_enum: Result<WriteSpaceArgs, _> = serde_json::from_value(json!({
+            "spaceName": "s", "path": "a.md", "content": "", "contentType": "text/plain",
+            "ifNoneMatch": "\"abc\""
+        }));
+        assert!(wrong_enum.is_err());
+        let listed: ListSpaceArgs = serde_json::from_value(json!({"spaceName": "s"})).unwrap();
+        assert!(!listed.recursive);
+        let _: NoArgs = serde_json::from_value(json!({})).unwrap();
+    }
+}
