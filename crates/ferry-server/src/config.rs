@@ -9,6 +9,7 @@ pub const DEFAULT_SPACE_MAX_BYTES: u64 = 5 * 1024 * 1024;
 pub const DEFAULT_SANDBOX_MAX_BYTES: u64 = 100 * 1024 * 1024;
 pub const DEFAULT_UPLOAD_MAX_BYTES: u64 = 100 * 1024 * 1024;
 pub const DEFAULT_PREVIEW_MAX_CHARS: usize = 4000;
+pub const DEFAULT_PUBLISH_MAX_BYTES: u64 = 100 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -23,6 +24,8 @@ pub struct Config {
     pub space_max_bytes: u64,
     pub sandbox_max_bytes: u64,
     pub upload_max_bytes: u64,
+    /// Largest file an agent may publish.
+    pub publish_max_bytes: u64,
     pub preview_max_chars: usize,
     /// Skill packages copied into every new thread's `/sandbox/skills/`.
     pub skills_dir: Option<PathBuf>,
@@ -42,6 +45,7 @@ impl Config {
             space_max_bytes: DEFAULT_SPACE_MAX_BYTES,
             sandbox_max_bytes: DEFAULT_SANDBOX_MAX_BYTES,
             upload_max_bytes: DEFAULT_UPLOAD_MAX_BYTES,
+            publish_max_bytes: DEFAULT_PUBLISH_MAX_BYTES,
             preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
             skills_dir: None,
             extract: ExtractorConfig::new(

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod metrics;
+pub mod previews;
 pub mod router;
 pub mod routes;
 pub mod serve;

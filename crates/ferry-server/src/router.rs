@@ -12,7 +12,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::error::ApiError;
-use crate::routes::{sandbox, spaces, system, threads, uploads};
+use crate::routes::{events, published, sandbox, send_file, spaces, system, threads, uploads};
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
@@ -49,6 +49,23 @@ pub fn router(state: AppState) -> Router {
             "/api/threads/{id}/uploads/{upload_id}/content",
             get(uploads::content),
         )
+        .route("/api/threads/{id}/events", get(events::events))
+        .route("/api/threads/{id}/messages", post(events::post_message))
+        .route(
+            "/api/threads/{id}/published",
+            post(published::publish).get(published::list),
+        )
+        .route(
+            "/api/threads/{id}/published/{pid}/content",
+            get(published::content),
+        )
+        .route(
+            "/api/threads/{id}/published/{pid}/preview",
+            get(published::preview),
+        )
+        .route("/api/storage/thread-file", get(published::thread_file))
+        .route("/api/threads/{id}/send-file", post(send_file::send_file))
+        // The agent tools over streamable HTTP (API.md §11), acting with the caller's bearer token.
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)
         .layer(middleware::from_fn(crate::metrics::track))
@@ -86,6 +103,14 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         uploads::create,
         uploads::list,
         uploads::content,
+        events::events,
+        events::post_message,
+        published::publish,
+        published::list,
+        published::content,
+        published::preview,
+        published::thread_file,
+        send_file::send_file,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -93,6 +118,8 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         (name = "threads", description = "Threads and agent tokens"),
         (name = "sandbox", description = "A thread's sandbox files"),
         (name = "uploads", description = "User → agent uploads with previews (seed 000)"),
+        (name = "events", description = "The thread's event channel, messages and send_file"),
+        (name = "published", description = "Agent → user published files (seed 000)"),
         (name = "operations", description = "Health, metrics and this document"),
     )
 )]

@@ -86,6 +86,18 @@ impl Drop for Spooled {
     }
 }
 
+/// A blob readable as a local file for as long as this value lives.
+#[derive(Debug)]
+pub struct LocalCopy {
+    path: PathBuf,
+}
+
+impl LocalCopy {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// Blobs as files under one directory: `<root>/<fan-out>/<key>`, temporary files in
 /// `<root>/.tmp` on the same file system so that the final rename is atomic.
 #[derive(Debug, Clone)]
@@ -185,10 +197,15 @@ impl Blobs {
         }
     }
 
-    /// The blob's file, when blobs are local files (the extraction worker reads it directly).
-    pub fn local_path(&self, key: &str) -> Option<PathBuf> {
+    /// A local file holding the blob's bytes, for readers that need a path (the extraction
+    /// worker). Local blobs are their own file; nothing is copied.
+    pub async fn local_copy(&self, key: &str) -> io::Result<LocalCopy> {
         match self {
-            Blobs::Local(local) => Some(local.path_of(key)),
+            Blobs::Local(local) => {
+                let path = local.path_of(key);
+                tokio::fs::metadata(&path).await?;
+                Ok(LocalCopy { path })
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 pub mod blobs;
 pub mod db;
 pub mod events;
+pub mod published;
 pub mod sandbox;
 pub mod spaces;
 pub mod threads;

@@ -8,8 +8,8 @@ use anyhow::Context;
 use clap::Args;
 use ferry_server::Config;
 use ferry_server::config::{
-    DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_SANDBOX_MAX_BYTES, DEFAULT_SPACE_MAX_BYTES,
-    DEFAULT_UPLOAD_MAX_BYTES,
+    DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
+    DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -56,6 +56,10 @@ pub struct ServeArgs {
     #[arg(long, env = "FERRY_UPLOAD_MAX_BYTES")]
     pub upload_max_bytes: Option<u64>,
 
+    /// Largest file an agent may publish, in bytes [default: 104857600]
+    #[arg(long, env = "FERRY_PUBLISH_MAX_BYTES")]
+    pub publish_max_bytes: Option<u64>,
+
     /// Longest document preview handed to the agent, in characters [default: 4000]
     #[arg(long, env = "FERRY_PREVIEW_MAX_CHARS")]
     pub preview_max_chars: Option<usize>,
@@ -76,6 +80,7 @@ struct FileSettings {
     space_max_bytes: Option<u64>,
     sandbox_max_bytes: Option<u64>,
     upload_max_bytes: Option<u64>,
+    publish_max_bytes: Option<u64>,
     preview_max_chars: Option<usize>,
     skills_dir: Option<PathBuf>,
 }
@@ -121,6 +126,10 @@ impl ServeArgs {
             .upload_max_bytes
             .or(file.upload_max_bytes)
             .unwrap_or(DEFAULT_UPLOAD_MAX_BYTES);
+        config.publish_max_bytes = self
+            .publish_max_bytes
+            .or(file.publish_max_bytes)
+            .unwrap_or(DEFAULT_PUBLISH_MAX_BYTES);
         config.preview_max_chars = self
             .preview_max_chars
             .or(file.preview_max_chars)

@@ -81,6 +81,29 @@ impl From<&Upload> for UploadView {
     }
 }
 
+impl UploadView {
+    /// The same upload without its preview text, for events that would pass the size limit
+    /// with it (the uploads route still has the preview).
+    pub fn without_preview(&self) -> UploadView {
+        let note = AttachmentNote {
+            file_name: &self.file_name,
+            file_type: &self.file_type,
+            storage_path: &self.storage_path,
+            sandbox_path: &self.sandbox_path,
+            is_image: self.kind == "image",
+            preview: None,
+            preview_error: Some(
+                "the preview is too long for an event; list the thread's uploads to read it",
+            ),
+        };
+        UploadView {
+            preview: None,
+            attachment_xml: note.to_xml(),
+            ..self.clone()
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UploadList {
     pub uploads: Vec<UploadView>,
@@ -238,10 +261,7 @@ async fn keep(state: &AppState, thread: &Thread, file: Received) -> ApiResult<Up
         blob_key: blob.key.clone(),
         created_at: ferry_core::Timestamp(0),
     };
-    let (upload, event) = state
-        .db
-        .insert_upload(upload, upload_event)
-        .await?;
+    let (upload, event) = state.db.insert_upload(upload, upload_event).await?;
     state.announce(event);
     Ok(UploadView::from(&upload))
 }
@@ -270,23 +290,7 @@ fn upload_event(upload: &Upload, id: i64, at: ferry_core::Timestamp) -> String {
     if json.len() <= MAX_EVENT_BYTES {
         return json;
     }
-    let slim = UploadView {
-        preview: None,
-        attachment_xml: AttachmentNote {
-            file_name: &upload.file_name,
-            file_type: &upload.file_type,
-            storage_path: &upload.storage_path,
-            sandbox_path: &upload.sandbox_path,
-            is_image: upload.kind == "image",
-            preview: None,
-            preview_error: Some(
-                "the preview is too long for an event; list the thread's uploads to read it",
-            ),
-        }
-        .to_xml(),
-        ..view
-    };
-    render(&slim)
+    render(&view.without_preview())
 }
 
 /// Lists a thread's uploads, oldest first, with their previews.

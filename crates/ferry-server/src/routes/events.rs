@@ -1,0 +1,287 @@
+//! The thread's event channel (API.md §8): SSE with replay, JSON polling, and messages.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use ferry_store::events::StoredEvent;
+use futures::Stream;
+use serde::Deserialize;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::access::{Action, thread_for};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::events::{MAX_EVENT_BYTES, Role, event_json};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::routes::uploads::UploadView;
+use crate::state::AppState;
+
+/// Events read from the database per query while catching up.
+const REPLAY_BATCH: u32 = 500;
+/// Events queued for one subscriber before its reader waits for the client.
+const SUBSCRIBER_QUEUE: usize = 64;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventParams {
+    /// Only events with an id above this (`Last-Event-ID` takes precedence).
+    after: Option<i64>,
+    /// `json`: answer the stored events as a JSON array instead of streaming.
+    format: Option<String>,
+    /// With `format=json`: at most this many events (default and maximum 1,000).
+    limit: Option<u32>,
+}
+
+/// The thread's events: Server-Sent Events that replay what the client missed, then stream
+/// live; or, with `format=json`, a JSON array for polling.
+#[utoipa::path(
+    get, path = "/api/threads/{id}/events", tag = "events",
+    params(("id" = String, Path), EventParams, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
+    responses(
+        (status = 200, description = "text/event-stream (id: is the event's number in the thread), or a JSON array with format=json"),
+        (status = 404, description = "NOT_FOUND"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn events(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(params): ApiQuery<EventParams>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let thread = thread_for(&state, &principal, &id, Action::Read).await?;
+    let last_event_id = match headers.get("last-event-id") {
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .ok_or_else(|| ApiError::invalid_request("Last-Event-ID must be an event id"))?,
+        ),
+        None => None,
+    };
+    let after = last_event_id.or(params.after).unwrap_or(0).max(0);
+    match params.format.as_deref() {
+        Some("json") => {
+            let limit = params.limit.unwrap_or(1000).clamp(1, 1000);
+            let events = state.db.events_after(&thread.id, after, limit).await?;
+            let body = format!(
+                "[{}]",
+                events
+                    .iter()
+                    .map(|e| e.json.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            Ok((
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response())
+        }
+        None | Some("sse") => Ok(Sse::new(subscribe(state, thread.id, after))
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            .into_response()),
+        Some(other) => Err(ApiError::invalid_request(format!(
+            "unknown format '{other}': use json, or leave it out for SSE"
+        ))),
+    }
+}
+
+/// A subscriber's stream: everything after `after` from the database, then live events.
+///
+/// A reader task feeds a small queue. It subscribes to the hub before reading the database,
+/// so nothing published in between is lost; it skips what it already sent, and whenever it
+/// sees a gap (an event that is not the next id) or lags behind the hub, it catches up from
+/// the database again. When the client goes away the queue closes and the task ends.
+fn subscribe(
+    state: AppState,
+    thread_id: String,
+    after: i64,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    let (tx, rx) = mpsc::channel::<Arc<StoredEvent>>(SUBSCRIBER_QUEUE);
+    tokio::spawn(async move {
+        let mut live = state.events.subscribe(&thread_id);
+        let mut last = after;
+        'catch_up: loop {
+            loop {
+                let batch = match state.db.events_after(&thread_id, last, REPLAY_BATCH).await {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "event replay failed; closing the stream");
+                        return;
+                    }
+                };
+                let full = batch.len() == REPLAY_BATCH as usize;
+                for event in batch {
+                    last = event.id;
+                    if tx.send(Arc::new(event)).await.is_err() {
+                        return;
+                    }
+                }
+                if !full {
+                    break;
+                }
+            }
+            loop {
+                match live.recv().await {
+                    Ok(event) if event.id <= last => continue,
+                    Ok(event) if event.id == last + 1 => {
+                        last = event.id;
+                        if tx.send(event).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue 'catch_up,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    });
+    futures::stream::unfold(rx, |mut rx| async move {
+        let event = rx.recv().await?;
+        let sse = Event::default().id(event.id.to_string()).data(&event.json);
+        Some((Ok(sse), rx))
+    })
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NewMessage {
+    pub text: Option<String>,
+    /// Uploads of this thread to attach (user messages only).
+    #[serde(default)]
+    pub upload_ids: Vec<String>,
+    /// service_role only: speak as `user` or `agent` (default `agent`).
+    pub role: Option<String>,
+}
+
+/// Posts a message: the owner speaks as `user`, the agent as `agent`.
+#[utoipa::path(
+    post, path = "/api/threads/{id}/messages", tag = "events",
+    params(("id" = String, Path)),
+    request_body = NewMessage,
+    responses(
+        (status = 201, description = "The stored message event"),
+        (status = 400, description = "INVALID_REQUEST"),
+        (status = 404, description = "NOT_FOUND"),
+        (status = 413, description = "REQUEST_TOO_LARGE: over 32 KiB as an event"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_message(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<NewMessage>,
+) -> ApiResult<Response> {
+    let thread = thread_for(&state, &principal, &id, Action::Read).await?;
+    let role = match (&principal, body.role.as_deref()) {
+        (Principal::User { .. }, None | Some("user")) => Role::User,
+        (Principal::Agent { agent_id, .. }, None | Some("agent")) => Role::Agent(agent_id),
+        (Principal::Service { .. }, None | Some("agent")) => {
+            Role::Agent(crate::auth::DEFAULT_AGENT_ID)
+        }
+        (Principal::Service { .. }, Some("user")) => Role::User,
+        (Principal::Service { .. }, Some(other)) => {
+            return Err(ApiError::invalid_request(format!(
+                "'role' must be user or agent, not '{other}'"
+            )));
+        }
+        (_, Some(_)) => {
+            return Err(ApiError::forbidden(
+                "only service_role may choose the role of a message",
+            ));
+        }
+    };
+    let text = body.text.unwrap_or_default();
+    if text.trim().is_empty() && body.upload_ids.is_empty() {
+        return Err(ApiError::invalid_request(
+            "a message needs 'text' (or, from the user, 'uploadIds')",
+        ));
+    }
+    let mut uploads = Vec::new();
+    if !body.upload_ids.is_empty() {
+        if role != Role::User {
+            return Err(ApiError::invalid_request(
+                "only user messages carry uploads; agents publish or send files",
+            ));
+        }
+        for upload_id in &body.upload_ids {
+            let upload = state
+                .db
+                .upload(&thread.id, upload_id)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::invalid_request(format!("no upload '{upload_id}' in this thread"))
+                })?;
+            uploads.push(UploadView::from(&upload));
+        }
+    }
+    // An event's size depends on its id and time only through their length, which the
+    // largest id bounds: check with that before storing anything.
+    let probe = message_json(
+        i64::MAX,
+        ferry_core::Timestamp(0),
+        role,
+        &thread.id,
+        &text,
+        &uploads,
+    );
+    if probe.len() > MAX_EVENT_BYTES {
+        return Err(ApiError::new(
+            ferry_core::ErrorCode::RequestTooLarge,
+            format!(
+                "the message is longer than an event may be ({} KiB); send long text as a file",
+                MAX_EVENT_BYTES / 1024
+            ),
+        ));
+    }
+    let event = state
+        .db
+        .append_event(&thread.id, "message", |id, at| {
+            message_json(id, at, role, &thread.id, &text, &uploads)
+        })
+        .await?;
+    let json = event.json.clone();
+    state.announce(event);
+    Ok((
+        StatusCode::CREATED,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        json,
+    )
+        .into_response())
+}
+
+fn message_json(
+    id: i64,
+    at: ferry_core::Timestamp,
+    role: Role<'_>,
+    thread_id: &str,
+    text: &str,
+    uploads: &[UploadView],
+) -> String {
+    let render = |uploads: &[UploadView]| {
+        let mut extra = serde_json::Map::new();
+        if !uploads.is_empty() {
+            extra.insert(
+                "uploads".into(),
+                serde_json::to_value(uploads).unwrap_or_default(),
+            );
+        }
+        event_json(id, at, "message", role, thread_id, Some(text), extra)
+    };
+    let json = render(uploads);
+    if json.len() <= MAX_EVENT_BYTES || uploads.is_empty() {
+        return json;
+    }
+    // Too long with the previews: keep each upload's note and place, drop the preview text
+    // (the uploads route still has it).
+    let slim: Vec<UploadView> = uploads.iter().map(UploadView::without_preview).collect();
+    render(&slim)
+}
