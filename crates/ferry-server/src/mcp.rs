@@ -1,0 +1,109 @@
+//! `/mcp`: the agent tools over streamable HTTP (API.md §11).
+//!
+//! The tools live in `ferry-mcp` as a thin client of the HTTP API; here they get an [`Api`]
+//! that sends each request through this server's own router, in process, with the bearer token
+//! of the MCP request. So every rule is the route's own, checked once, and a tool call can do
+//! exactly what its token could do over plain HTTP.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::FromRequestParts;
+use axum::http::Request;
+use axum::response::{IntoResponse, Response};
+use ferry_mcp::{Api, ApiRequest, ApiResponse, HttpOptions};
+use futures::future::BoxFuture;
+use http_body_util::BodyExt;
+use std::convert::Infallible;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use tower::{Service, ServiceExt};
+
+use crate::auth::Principal;
+use crate::state::AppState;
+
+/// The `/mcp` endpoint: refuses a request without a valid bearer token with the 401 envelope,
+/// then hands it to the MCP service.
+#[derive(Clone)]
+pub struct McpEndpoint {
+    state: AppState,
+    mcp: ferry_mcp::HttpService,
+}
+
+impl std::fmt::Debug for McpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("McpEndpoint { .. }")
+    }
+}
+
+/// The service mounted at `/mcp`.
+pub fn endpoint(state: AppState) -> McpEndpoint {
+    let api = Arc::new(InProcess {
+        state: state.clone(),
+        router: OnceLock::new(),
+    });
+    let options = HttpOptions::for_file_limit(state.config.space_max_bytes);
+    McpEndpoint {
+        state,
+        mcp: ferry_mcp::http_service(api, options),
+    }
+}
+
+impl Service<Request<Body>> for McpEndpoint {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let state = self.state.clone();
+        let mcp = self.mcp.clone();
+        Box::pin(async move {
+            let (mut parts, body) = request.into_parts();
+            if let Err(refused) = Principal::from_request_parts(&mut parts, &state).await {
+                return Ok(refused.into_response());
+            }
+            let answer = mcp.oneshot(Request::from_parts(parts, body)).await;
+            Ok(match answer {
+                Ok(response) => response.into_response(),
+                Err(never) => match never {},
+            })
+        })
+    }
+}
+
+/// The HTTP API of this very server, reached without a socket.
+#[derive(Debug)]
+struct InProcess {
+    state: AppState,
+    /// Built on first use: building it here eagerly would build `/mcp` inside `/mcp` forever.
+    router: OnceLock<Router>,
+}
+
+#[ferry_mcp::async_trait]
+impl Api for InProcess {
+    async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
+        let router = self
+            .router
+            .get_or_init(|| crate::router::router(self.state.clone()))
+            .clone();
+        let mut outgoing = Request::builder()
+            .method(request.method)
+            .uri(request.path_and_query)
+            .body(Body::from(request.body))?;
+        *outgoing.headers_mut() = request.headers;
+        let response = match router.oneshot(outgoing).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await?.to_bytes();
+        Ok(ApiResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    }
+}

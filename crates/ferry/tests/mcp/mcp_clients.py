@@ -1,0 +1,480 @@
+"""ferry's agent tools driven by the official MCP Python SDK, over both transports.
+
+    python3 mcp_clients.py --ferry PATH/TO/ferry --url http://127.0.0.1:PORT --token USER_TOKEN
+
+The server must be running at --url and accept --token (a user token). For each transport —
+stdio (`ferry mcp --url … --token …` started by the SDK's stdio client) and streamable HTTP
+(`/mcp` with the bearer header) — this script makes its own thread and agent token, then checks
+what an MCP client that has never seen ferry would see: the handshake and instructions, the
+seven tools and their exact schemas and annotations, and every tool working against the HTTP
+API with the API's own rules and errors, unchanged.
+
+Exits non-zero on the first failed check, printing what differed. Used by
+crates/ferry/tests/mcp_clients.rs; runnable by hand against any ferry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import sys
+import uuid
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import httpx
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+TOOLS = [
+    "send_file",
+    "publish_file_to_user",
+    "list_space_files",
+    "read_space_file",
+    "write_space_file",
+    "say",
+    "list_uploads",
+]
+
+# API.md §11 and seed 004's reference schemas, with the descriptions left out (they are
+# checked to exist, not compared word for word).
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "send_file": {
+        "type": "object",
+        "properties": {"filePath": {"type": "string"}},
+        "required": ["filePath"],
+        "additionalProperties": False,
+    },
+    "publish_file_to_user": {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string"},
+            "display_name": {"type": "string"},
+            "description": {"type": "string"},
+        },
+        "required": ["file_path", "display_name"],
+        "additionalProperties": False,
+    },
+    "list_space_files": {
+        "type": "object",
+        "properties": {
+            "spaceName": {"type": "string"},
+            "dir": {"type": "string"},
+            "recursive": {"type": "boolean", "default": False},
+        },
+        "required": ["spaceName"],
+        "additionalProperties": False,
+    },
+    "read_space_file": {
+        "type": "object",
+        "properties": {"spaceName": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["spaceName", "path"],
+        "additionalProperties": False,
+    },
+    "write_space_file": {
+        "type": "object",
+        "properties": {
+            "spaceName": {"type": "string"},
+            "path": {"type": "string"},
+            "content": {"type": "string"},
+            "contentType": {"type": "string"},
+            "ifNoneMatch": {"type": "string", "enum": ["*"]},
+        },
+        "required": ["spaceName", "path", "content", "contentType"],
+        "additionalProperties": False,
+    },
+    "say": {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+    "list_uploads": {"type": "object", "properties": {}, "additionalProperties": False},
+}
+
+READ_ONLY = {"list_space_files", "read_space_file", "list_uploads"}
+
+# Phrases of seed 004's guidance and seed 003's delivery rule the instructions must carry.
+INSTRUCTION_PHRASES = [
+    "confirm before overwriting",
+    "ideas/",
+    "YYYYMMDD-HHmm-<short-title>.md",
+    "text/markdown; charset=utf-8",
+    "list_space_files first",
+    "INVALID_PATH",
+    'ifNoneMatch: "*"',
+    "never attached automatically",
+    "send_file",
+    "publish_file_to_user",
+    "<file>",
+]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition: bool, what: str, *details: Any) -> None:
+    if not condition:
+        raise Failure(what + "".join(f"\n  {d!r}" for d in details))
+
+
+def without_descriptions(schema: dict[str, Any]) -> dict[str, Any]:
+    stripped = {k: v for k, v in schema.items() if k != "description"}
+    if "properties" in schema:
+        stripped["properties"] = {
+            name: {k: v for k, v in spec.items() if k != "description"} for name, spec in schema["properties"].items()
+        }
+    return stripped
+
+
+def failures_in(error: BaseException) -> list[Failure]:
+    """The Failures inside an error, which task groups wrap in exception groups."""
+    if isinstance(error, Failure):
+        return [error]
+    if isinstance(error, BaseExceptionGroup):
+        return [f for inner in error.exceptions for f in failures_in(inner)]
+    return []
+
+
+def text_of(result: types.CallToolResult) -> str:
+    texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
+    check(len(texts) == 1, "one text block expected", result)
+    return texts[0]
+
+
+def ok(result: types.CallToolResult, what: str) -> dict[str, Any]:
+    check(not result.isError, f"{what} failed", result)
+    body = json.loads(text_of(result))
+    check(result.structuredContent == body, f"{what}: structuredContent is the text's JSON", result)
+    return body
+
+
+def envelope(result: types.CallToolResult, code: str, what: str) -> dict[str, Any]:
+    check(result.isError is True, f"{what}: isError expected", result)
+    body = json.loads(text_of(result))
+    check(body.get("error", {}).get("code") == code, f"{what}: envelope with {code} expected", body)
+    check(bool(body["error"].get("message")), f"{what}: the envelope needs a message", body)
+    return body
+
+
+class Ferry:
+    """The HTTP API, for setting up and for checking what the tools did."""
+
+    def __init__(self, url: str, user_token: str) -> None:
+        self.url = url.rstrip("/")
+        self.user = user_token
+        self.http = httpx.AsyncClient(base_url=self.url, timeout=30)
+
+    async def request(self, method: str, path: str, token: str, **kwargs: Any) -> httpx.Response:
+        headers = {"authorization": f"Bearer {token}", **kwargs.pop("headers", {})}
+        return await self.http.request(method, path, headers=headers, **kwargs)
+
+    async def new_thread(self, title: str) -> tuple[str, str]:
+        reply = await self.request("POST", "/api/threads", self.user, json={"title": title})
+        check(reply.status_code == 201, "creating a thread", reply.text)
+        thread = reply.json()["id"]
+        reply = await self.request("POST", f"/api/threads/{thread}/agent-token", self.user)
+        check(reply.status_code in (200, 201), "minting an agent token", reply.text)
+        return thread, reply.json()["token"]
+
+    async def events(self, thread: str) -> list[dict[str, Any]]:
+        reply = await self.request(
+            "GET", f"/api/threads/{thread}/events", self.user, params={"after": 0, "format": "json"}
+        )
+        check(reply.status_code == 200, "reading events", reply.text)
+        body = reply.json()
+        return body["events"] if isinstance(body, dict) else body
+
+
+@asynccontextmanager
+async def stdio_session(ferry_exe: str, url: str, token: str) -> AsyncIterator[ClientSession]:
+    # The token goes through the environment, as the docs recommend, and --url as a flag: both
+    # ways of configuring `ferry mcp` are used.
+    params = StdioServerParameters(
+        command=ferry_exe, args=["mcp", "--url", url], env={"FERRY_TOKEN": token, "FERRY_LOG": "warn"}
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
+    client = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    async with client:
+        async with streamable_http_client(f"{url}/mcp", http_client=client) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                yield session
+
+
+async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str, agent: str) -> None:
+    space = f"mcp-{name}-{uuid.uuid4().hex[:8]}"
+
+    # The handshake: who the server is, and the guidance every agent gets.
+    init = await session.initialize()
+    check(init.serverInfo.name == "ferry", "serverInfo.name", init.serverInfo)
+    check(init.capabilities.tools is not None, "the server offers tools", init.capabilities)
+    instructions = init.instructions or ""
+    for phrase in INSTRUCTION_PHRASES:
+        check(phrase in instructions, f"instructions mention {phrase!r}", instructions)
+
+    # Discovery: exactly the seven tools, with the contract's schemas and honest annotations.
+    listed = (await session.list_tools()).tools
+    check([t.name for t in listed] == TOOLS, "the tools, in order", [t.name for t in listed])
+    for tool in listed:
+        check(
+            without_descriptions(tool.inputSchema) == SCHEMAS[tool.name],
+            f"{tool.name}: input schema",
+            tool.inputSchema,
+            SCHEMAS[tool.name],
+        )
+        for prop, spec in tool.inputSchema.get("properties", {}).items():
+            check(bool(spec.get("description")), f"{tool.name}.{prop} has a description")
+        check(bool(tool.description) and len(tool.description) > 40, f"{tool.name}: description")
+        hints = tool.annotations
+        check(hints is not None, f"{tool.name}: annotations")
+        check(hints.readOnlyHint is (tool.name in READ_ONLY), f"{tool.name}: readOnlyHint", hints)
+        if tool.name in READ_ONLY:
+            check(hints.idempotentHint is True, f"{tool.name}: idempotentHint", hints)
+        expected_destructive = tool.name == "write_space_file"
+        check(hints.destructiveHint is expected_destructive, f"{tool.name}: destructiveHint", hints)
+
+    # Spaces: write → read → list a Markdown note.
+    note = "# Tea shop\n\nOpen at 7; matcha on Fridays. — ünïcödé ✓\n"
+    path = "ideas/20261121-0930-tea-shop.md"
+    written = ok(
+        await session.call_tool(
+            "write_space_file",
+            {"spaceName": space, "path": path, "content": note, "contentType": "text/markdown; charset=utf-8"},
+        ),
+        "write_space_file",
+    )
+    check(written["path"] == path and written["size"] == len(note.encode()), "write answer", written)
+    check(written["contentType"] == "text/markdown; charset=utf-8" and written.get("etag"), "write answer", written)
+
+    read = ok(await session.call_tool("read_space_file", {"spaceName": space, "path": path}), "read_space_file")
+    check(set(read) == {"contentBase64", "contentType", "size"}, "read answer fields", read)
+    check(base64.b64decode(read["contentBase64"]).decode() == note, "round trip", read)
+    check(read["contentType"] == "text/markdown; charset=utf-8" and read["size"] == len(note.encode()), "read", read)
+
+    listing = ok(await session.call_tool("list_space_files", {"spaceName": space}), "list_space_files")
+    check(listing["files"] == [{"path": "ideas", "type": "dir"}], "top level lists the folder", listing)
+    listing = ok(
+        await session.call_tool("list_space_files", {"spaceName": space, "dir": "ideas", "recursive": True}),
+        "list_space_files recursive",
+    )
+    check([f["path"] for f in listing["files"]] == [path], "the note is listed", listing)
+    check(listing["files"][0]["etag"] == written["etag"], "listing carries the etag", listing)
+    direct = await ferry.request("GET", f"/api/spaces/{space}/files", ferry.user, params={"dir": "ideas", "recursive": "true"})
+    check(direct.json() == listing, "the listing is the server's, unchanged", direct.text, listing)
+
+    # Create-only on an existing path: the server's 409 envelope, byte for byte, with isError.
+    conflict = await session.call_tool(
+        "write_space_file",
+        {"spaceName": space, "path": path, "content": "other", "contentType": "text/plain", "ifNoneMatch": "*"},
+    )
+    envelope(conflict, "ALREADY_EXISTS", "create-only on an existing path")
+    direct = await ferry.request(
+        "PUT",
+        f"/api/spaces/{space}/files/{path}",
+        ferry.user,
+        headers={"content-type": "text/plain", "if-none-match": "*"},
+        content=b"other",
+    )
+    check(direct.status_code == 409 and text_of(conflict) == direct.text, "envelope unchanged", text_of(conflict), direct.text)
+    unchanged = ok(await session.call_tool("read_space_file", {"spaceName": space, "path": path}), "read after 409")
+    check(base64.b64decode(unchanged["contentBase64"]).decode() == note, "409 left the note alone")
+
+    # Binary content goes in and out as base64.
+    png = bytes(range(256)) * 3
+    ok(
+        await session.call_tool(
+            "write_space_file",
+            {"spaceName": space, "path": "images/dot.png", "content": base64.b64encode(png).decode(), "contentType": "image/png"},
+        ),
+        "binary write",
+    )
+    back = ok(await session.call_tool("read_space_file", {"spaceName": space, "path": "images/dot.png"}), "binary read")
+    check(base64.b64decode(back["contentBase64"]) == png and back["contentType"] == "image/png", "binary round trip")
+
+    # The server's rules hold unchanged: traversal, bad names, a missing type, a missing file.
+    for bad in ["../secret.md", "ideas/../../etc/passwd", "/etc/passwd", "a//b.md", "%2e%2e/x.md"]:
+        result = await session.call_tool("read_space_file", {"spaceName": space, "path": bad})
+        if bad == "%2e%2e/x.md":
+            # Written literally, percent signs are part of the name: encoded once, decoded once.
+            envelope(result, "NOT_FOUND", f"read {bad!r}")
+        else:
+            envelope(result, "INVALID_PATH", f"read {bad!r}")
+    envelope(
+        await session.call_tool("write_space_file", {"spaceName": space, "path": "ideas/../x.md", "content": "x", "contentType": "text/plain"}),
+        "INVALID_PATH",
+        "write with ..",
+    )
+    envelope(await session.call_tool("list_space_files", {"spaceName": ".hidden"}), "INVALID_PATH", "bad space name")
+    envelope(
+        await session.call_tool("write_space_file", {"spaceName": space, "path": "x.md", "content": "x", "contentType": ""}),
+        "UNSUPPORTED_MEDIA_TYPE",
+        "empty content type",
+    )
+    envelope(await session.call_tool("read_space_file", {"spaceName": space, "path": "ideas/none.md"}), "NOT_FOUND", "missing file")
+    envelope(
+        await session.call_tool("read_space_file", {"spaceName": space, "path": path, "extra": 1}),
+        "INVALID_REQUEST",
+        "an argument outside the schema",
+    )
+
+    # Deliverables: an agent's file in the sandbox, published and sent.
+    report = "# Report\n\nAll good.\n"
+    put = await ferry.request(
+        "PUT", f"/api/threads/{thread}/sandbox/outputs/report.md", agent, headers={"content-type": "text/markdown"}, content=report.encode()
+    )
+    check(put.status_code in (200, 201), "writing the sandbox file", put.text)
+
+    published = await session.call_tool(
+        "publish_file_to_user",
+        {"file_path": "/sandbox/outputs/report.md", "display_name": "Weekly Report", "description": "This week"},
+    )
+    check(not published.isError, "publish failed", published)
+    answer = json.loads(next(c.text for c in published.content if isinstance(c, types.TextContent)))
+    check(published.structuredContent == answer, "publish: structuredContent", published)
+    check(answer["success"] is True and answer["display_name"] == "Weekly Report", "publish answer", answer)
+    check(answer["sandbox_path"] == "/sandbox/outputs/report.md" and answer["revision"] == 1, "publish answer", answer)
+    links = [c for c in published.content if isinstance(c, types.ResourceLink)]
+    check(len(links) == 1, "publish returns one resource_link", published.content)
+    link = links[0]
+    expected_uri = f"{ferry.url}/api/threads/{thread}/published/{answer['id']}/content?revision=1"
+    check(str(link.uri) == expected_uri, "resource_link uri", str(link.uri), expected_uri)
+    check(link.name == "report.md" and link.title == "Weekly Report", "resource_link names", link)
+    check(link.mimeType == answer["mime_type"] and link.size == len(report.encode()), "resource_link type and size", link)
+    fetched = await ferry.request("GET", str(link.uri), ferry.user)
+    check(fetched.status_code == 200 and fetched.content == report.encode(), "the link serves the file", fetched.status_code)
+    again = ok(
+        await session.call_tool("publish_file_to_user", {"file_path": "/sandbox/outputs/report.md", "display_name": "Weekly Report"}),
+        "publishing a revision",
+    )
+    check(again["id"] == answer["id"] and again["revision"] == 2, "same display_name, new revision", again)
+    envelope(
+        await session.call_tool("publish_file_to_user", {"file_path": "/sandbox/outputs/none.pdf", "display_name": "X"}),
+        "NOT_FOUND",
+        "publishing a missing file",
+    )
+
+    sent = ok(await session.call_tool("send_file", {"filePath": "/sandbox/outputs/report.md"}), "send_file")
+    check(sent["filename"] == "report.md" and sent["encoding"] == "utf-8", "send_file answer", sent)
+    events = await ferry.events(thread)
+    file_sends = [e for e in events if e["type"] == "file_send"]
+    check(len(file_sends) == 1, "one file_send event", events)
+    contents = file_sends[0]["fileContents"]
+    check(contents["filename"] == "report.md" and contents["content"] == report, "file_send carries the file", contents)
+    check(file_sends[0]["content"] == "Sent file: report.md", "file_send content", file_sends[0])
+    check(any(e["type"] == "file_published" for e in events), "publish produced file_published", events)
+
+    put = await ferry.request(
+        "PUT", f"/api/threads/{thread}/sandbox/outputs/chart.png", agent, headers={"content-type": "image/png"}, content=png
+    )
+    check(put.status_code in (200, 201), "writing a binary sandbox file", put.text)
+    refused = envelope(
+        await session.call_tool("send_file", {"filePath": "/sandbox/outputs/chart.png"}),
+        "UNSUPPORTED_FILE_TYPE",
+        "send_file of a PNG",
+    )
+    check("publish_file_to_user" in refused["error"]["message"], "the refusal points to publish", refused)
+    envelope(await session.call_tool("send_file", {"filePath": "/sandbox/outputs/none.md"}), "NOT_FOUND", "send_file of a missing file")
+
+    # Say mode: each <say> block is one message; a <file> tag attaches to the last.
+    said = ok(
+        await session.call_tool(
+            "say",
+            {"text": "<say>Here is the report</say> thinking… <say>Anything else?</say><file mode=\"doc\">/sandbox/outputs/report.md</file>"},
+        ),
+        "say",
+    )
+    check(len(said["messages"]) == 2, "two messages", said)
+    check(len(said["files"]) == 1, "one file attached", said)
+    events = await ferry.events(thread)
+    messages = [e for e in events if e["type"] == "message" and e.get("role") == "agent"]
+    check([m["content"] for m in messages] == ["Here is the report", "Anything else?"], "say messages", messages)
+    check(len(messages[-1].get("files") or []) == 1 and not messages[0].get("files"), "the file is on the last message", messages)
+
+    # The user's uploads, with their previews.
+    uploaded = await ferry.request(
+        "POST",
+        f"/api/threads/{thread}/uploads",
+        ferry.user,
+        params={"filename": "sales.csv"},
+        headers={"content-type": "text/csv"},
+        content=b"region,q1,q2\nNorth,125000,132000\nSouth,98000,101000\n",
+    )
+    check(uploaded.status_code == 201, "uploading a CSV", uploaded.text)
+    uploads = ok(await session.call_tool("list_uploads", {}), "list_uploads")
+    check([u["fileName"] for u in uploads["uploads"]] == ["sales.csv"], "list_uploads", uploads)
+    check("North" in (uploads["uploads"][0].get("preview") or ""), "the upload's preview", uploads)
+    check(uploads["uploads"][0]["sandboxPath"] == "/sandbox/user_uploads/sales.csv", "sandboxPath", uploads)
+
+    print(f"{name}: ok")
+
+
+async def user_token_without_thread(ferry_exe: str, ferry: Ferry) -> None:
+    async with stdio_session(ferry_exe, ferry.url, ferry.user) as session:
+        await session.initialize()
+        result = await session.call_tool("list_uploads", {})
+        body = envelope(result, "INVALID_REQUEST", "a thread tool with a user token")
+        check("agent token" in body["error"]["message"], "the message says what to use", body)
+        ok(await session.call_tool("list_space_files", {"spaceName": "anything"}), "space tools work with a user token")
+    print("user token over stdio: ok")
+
+
+async def http_needs_a_token(ferry: Ferry) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+    reply = await ferry.http.post("/mcp", json=init, headers=headers)
+    check(reply.status_code == 401, "/mcp without a token", reply.status_code, reply.text)
+    check(reply.json()["error"]["code"] == "UNAUTHENTICATED", "/mcp: the 401 envelope", reply.text)
+    reply = await ferry.http.post("/mcp", json=init, headers={**headers, "authorization": "Bearer not-a-jwt"})
+    check(reply.status_code == 401 and reply.json()["error"]["code"] == "UNAUTHENTICATED", "/mcp with a bad token", reply.text)
+    print("http without a token: ok")
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ferry", required=True, help="the ferry binary")
+    parser.add_argument("--url", required=True, help="the running server, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--token", required=True, help="a user token for that server")
+    parser.add_argument("--transport", choices=["stdio", "http", "both"], default="both")
+    args = parser.parse_args()
+    ferry = Ferry(args.url, args.token)
+    try:
+        await http_needs_a_token(ferry)
+        if args.transport in ("stdio", "both"):
+            thread, agent = await ferry.new_thread("mcp over stdio")
+            async with stdio_session(args.ferry, ferry.url, agent) as session:
+                await exercise("stdio", ferry, session, thread, agent)
+            await user_token_without_thread(args.ferry, ferry)
+        if args.transport in ("http", "both"):
+            thread, agent = await ferry.new_thread("mcp over http")
+            async with http_session(ferry.url, agent) as session:
+                await exercise("http", ferry, session, thread, agent)
+    except BaseException as error:  # noqa: BLE001 - report a check's failure plainly
+        failures = failures_in(error)
+        if not failures:
+            raise
+        for failure in failures:
+            print(f"FAILED: {failure}", file=sys.stderr)
+        return 1
+    finally:
+        await ferry.http.aclose()
+    print("all MCP client checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,208 @@
+//! The agent tools over MCP, driven by real clients (API.md §11).
+//!
+//! The official MCP Python SDK drives both transports of the real binary — `ferry mcp` on
+//! stdio and `/mcp` on `ferry serve` — through `tests/mcp/mcp_clients.py`. The JSON-RPC tests
+//! below need no Python: they speak the streamable HTTP transport by hand, so `/mcp` is checked
+//! on every machine.
+
+mod support;
+#[path = "mcp/python.rs"]
+mod python;
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+use support::TestApp;
+use support::binary;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_drives_both_transports() {
+    let Some(python) = python::with_modules(
+        "the MCP Python SDK test",
+        &["mcp", "mcp.client.streamable_http", "httpx"],
+    ) else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let server = binary::start(data.path(), &[]);
+    let user = binary::token(&["--user", "mcp-tester"]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_clients.py");
+    let url = format!("http://{}", server.addr);
+    let out = python::run(
+        &python,
+        &script,
+        &[
+            "--ferry",
+            support::ferry_exe(),
+            "--url",
+            &url,
+            "--token",
+            &user,
+        ],
+        &[],
+        Duration::from_secs(240),
+    )
+    .await;
+    assert!(out.contains("stdio: ok"), "{out}");
+    assert!(out.contains("http: ok"), "{out}");
+    assert!(out.contains("all MCP client checks passed"), "{out}");
+}
+
+/// One JSON-RPC request to `/mcp`; the answer's status and body.
+async fn rpc(addr: std::net::SocketAddr, token: Option<&str>, message: Value) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&message);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let reply = request.send().await.unwrap();
+    let status = reply.status().as_u16();
+    let text = reply.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    (status, body)
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": tool, "arguments": arguments }
+    })
+}
+
+#[tokio::test]
+async fn mcp_over_http_needs_a_bearer_token() {
+    let app = TestApp::new().await;
+    let addr = app.spawn().await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "raw", "version": "1" }
+        }
+    });
+    let (status, body) = rpc(addr, None, initialize.clone()).await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["code"], "UNAUTHENTICATED");
+    let (status, body) = rpc(addr, Some("not-a-jwt"), initialize.clone()).await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["code"], "UNAUTHENTICATED");
+    let (status, body) = rpc(addr, Some(&app.user("u")), initialize).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["serverInfo"]["name"], "ferry");
+    assert!(
+        body["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("YYYYMMDD-HHmm-<short-title>.md")
+    );
+}
+
+#[tokio::test]
+async fn mcp_over_http_acts_with_the_callers_token() {
+    let app = TestApp::new().await;
+    let addr = app.spawn().await;
+    let (alice, bob) = (app.user("alice"), app.user("bob"));
+
+    let (_, listed) = rpc(
+        addr,
+        Some(&alice),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "send_file",
+            "publish_file_to_user",
+            "list_space_files",
+            "read_space_file",
+            "write_space_file",
+            "say",
+            "list_uploads"
+        ]
+    );
+
+    let (_, written) = rpc(
+        addr,
+        Some(&alice),
+        call(
+            2,
+            "write_space_file",
+            json!({"spaceName": "notes", "path": "ideas/a b.md", "content": "# A", "contentType": "text/markdown; charset=utf-8"}),
+        ),
+    )
+    .await;
+    let result = &written["result"];
+    assert_eq!(result["isError"], false, "{written}");
+    assert_eq!(result["structuredContent"]["path"], "ideas/a b.md");
+    assert_eq!(result["structuredContent"]["size"], 3);
+
+    // The file is alice's: the HTTP API shows it to her, and bob's token does not reach it.
+    let direct = app
+        .get("/api/spaces/notes/files/ideas/a%20b.md", &alice)
+        .await;
+    direct.expect(200, None);
+    assert_eq!(direct.text(), "# A");
+    let (_, bobs) = rpc(
+        addr,
+        Some(&bob),
+        call(3, "read_space_file", json!({"spaceName": "notes", "path": "ideas/a b.md"})),
+    )
+    .await;
+    assert_eq!(bobs["result"]["isError"], true, "{bobs}");
+    let envelope: Value =
+        serde_json::from_str(bobs["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(envelope["error"]["code"], "NOT_FOUND");
+
+    let (_, read) = rpc(
+        addr,
+        Some(&alice),
+        call(4, "read_space_file", json!({"spaceName": "notes", "path": "ideas/a b.md"})),
+    )
+    .await;
+    assert_eq!(
+        read["result"]["structuredContent"],
+        json!({"contentBase64": "IyBB", "contentType": "text/markdown; charset=utf-8", "size": 3})
+    );
+
+    // The traversal reaches the server's validator as written.
+    let (_, traversal) = rpc(
+        addr,
+        Some(&alice),
+        call(5, "read_space_file", json!({"spaceName": "notes", "path": "../x"})),
+    )
+    .await;
+    assert_eq!(traversal["result"]["isError"], true);
+    assert_eq!(
+        traversal["result"]["structuredContent"]["error"]["code"],
+        "INVALID_PATH"
+    );
+
+    // An unknown tool is a protocol error, not a tool result.
+    let (_, unknown) = rpc(addr, Some(&alice), call(6, "delete_everything", json!({}))).await;
+    assert!(unknown["error"]["code"].is_i64(), "{unknown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ferry_mcp_on_stdio_reports_a_bad_url_on_stderr() {
+    // Without a server the command still speaks MCP on stdout; configuration errors that stop
+    // it go to stderr, never into the protocol stream.
+    let out = tokio::process::Command::new(support::ferry_exe())
+        .args(["mcp", "--url", "not a url", "--token", "t"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "stdout must stay clean");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a URL"));
+}
