@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod mcp;
 pub mod metrics;
 pub mod previews;
 pub mod router;

@@ -28,6 +28,8 @@ enum Command {
     Serve(ServeArgs),
     /// Print a signed bearer token for a user, an agent or an orchestrator.
     Token(TokenArgs),
+    /// Serve the agent tools over MCP on stdin/stdout, acting on a ferry server with a token.
+    Mcp(ferry_mcp::McpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -83,6 +85,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Token(args) => token(args),
+        Command::Mcp(args) => mcp(args),
     }
 }
 
@@ -136,6 +139,23 @@ async fn shutdown_signal() {
         _ = term.recv() => {},
     }
     tracing::info!("shutting down: finishing requests in flight");
+}
+
+/// `ferry mcp`: stdout is the MCP channel, so logs go to stderr only, quiet unless FERRY_LOG
+/// asks for more.
+fn mcp(args: ferry_mcp::McpArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(ferry_mcp::run_stdio(args))
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {
