@@ -1,0 +1,77 @@
+//! The web UI in a real browser: runs the Playwright suite in `e2e/` (playwright-core driving
+//! Debian's Chromium) against the `ferry` binary this build made.
+//!
+//! It needs `/usr/bin/chromium` (or `FERRY_CHROMIUM`), `node`, and `npm ci` run in `e2e/`.
+//! Without them the test says so loudly and passes, unless `FERRY_CI=1`, where it fails: CI
+//! installs all three, so a skip there would hide a broken UI. Screenshots of each main screen
+//! land in `target/e2e-artifacts/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/ferry sits two levels below the workspace")
+        .to_path_buf()
+}
+
+/// What is missing for the browser tests, if anything.
+fn missing_peers(e2e: &Path, chromium: &Path) -> Vec<String> {
+    let mut missing = Vec::new();
+    if !chromium.exists() {
+        missing.push(format!("{} (apt-get install chromium)", chromium.display()));
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        missing.push("node".to_owned());
+    }
+    if !e2e
+        .join("node_modules")
+        .join("playwright-core")
+        .join("package.json")
+        .exists()
+    {
+        missing.push("e2e/node_modules (run `npm ci` in e2e/)".to_owned());
+    }
+    missing
+}
+
+#[test]
+fn the_web_ui_works_in_chromium() {
+    let root = repo_root();
+    let e2e = root.join("e2e");
+    let chromium = std::env::var_os("FERRY_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let missing = missing_peers(&e2e, &chromium);
+    if !missing.is_empty() {
+        let ci = std::env::var("FERRY_CI").is_ok_and(|v| v == "1");
+        let message = format!(
+            "SKIPPED: browser tests need chromium and `npm ci` in e2e/ — missing: {}",
+            missing.join(", ")
+        );
+        assert!(!ci, "{message} (FERRY_CI=1: failing instead of skipping)");
+        eprintln!("\n{}\n{message}\n{}\n", "!".repeat(78), "!".repeat(78));
+        return;
+    }
+    let artifacts = std::env::var_os("FERRY_E2E_ARTIFACTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target").join("e2e-artifacts"));
+    let status = Command::new("node")
+        .arg(e2e.join("run.mjs"))
+        .current_dir(&e2e)
+        .env("FERRY_BIN", env!("CARGO_BIN_EXE_ferry"))
+        .env("FERRY_CHROMIUM", &chromium)
+        .env("FERRY_E2E_ARTIFACTS", &artifacts)
+        // The suite starts its own servers with their own secret.
+        .env_remove("FERRY_JWT_SECRET")
+        .env_remove("FERRY_DATA")
+        .status()
+        .expect("node runs");
+    assert!(
+        status.success(),
+        "the browser tests failed ({status}); screenshots are in {}",
+        artifacts.display()
+    );
+}

@@ -1,0 +1,622 @@
+// ferry's browser tests: the real binary, Debian's Chromium driven by playwright-core, and an
+// agent speaking HTTP from here. One scenario, in order, as a person and an agent would go:
+// sign in, create a thread, upload, send, receive published files, previews, downloads,
+// send_file, say, a dropped connection, a reload, a second user, spaces, small and large
+// screens. Screenshots of each main screen go to target/e2e-artifacts/.
+//
+//   FERRY_BIN=target/debug/ferry node e2e/run.mjs
+//
+// FERRY_CHROMIUM overrides /usr/bin/chromium; FERRY_E2E_ARTIFACTS the screenshot folder.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startFerry, client } from './lib/server.mjs';
+import { makePng, MARKDOWN, sha256, writeBigFile, fixture, writeFile } from './lib/fixtures.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, '..');
+const BIN = process.env.FERRY_BIN || join(REPO, 'target', 'debug', 'ferry');
+const CHROMIUM = process.env.FERRY_CHROMIUM || '/usr/bin/chromium';
+const ARTIFACTS = process.env.FERRY_E2E_ARTIFACTS || join(REPO, 'target', 'e2e-artifacts');
+const UPLOAD_LIMIT = 32 * 1024 * 1024;
+const BIG = 30 * 1000 * 1000;
+
+const S = {}; // what the scenario has made so far
+const requestUrls = [];
+const problems = []; // console errors, CSP violations, page errors
+
+function fmtSize(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+// The steps build on each other: after the first failure the rest are skipped, not piled up.
+let broken = null;
+function step(name, fn, { independent = false } = {}) {
+  test(name, { timeout: 120000 }, async (t) => {
+    if (broken) {
+      t.skip(`skipped: "${broken}" failed`);
+      return;
+    }
+    try {
+      await fn(t);
+    } catch (e) {
+      if (!independent) broken = name;
+      throw e;
+    }
+  });
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: false });
+}
+
+function watch(page) {
+  page.on('console', (m) => {
+    if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+}
+
+async function signIn(page, token) {
+  await page.goto(`${S.ferry.base}/#token=${token}`);
+  await page.locator('.topbar .who').waitFor();
+}
+
+before(async () => {
+  assert.ok(existsSync(BIN), `no ferry binary at ${BIN} (set FERRY_BIN)`);
+  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  S.tmp = mkdtempSync(join(tmpdir(), 'ferry-e2e-'));
+  S.ferry = await startFerry(BIN, { FERRY_UPLOAD_MAX_BYTES: String(UPLOAD_LIMIT) });
+  S.alice = S.ferry.token(['--user', 'alice']);
+  S.bob = S.ferry.token(['--user', 'bob']);
+  S.files = {
+    notes: writeFile(join(S.tmp, 'meeting notes.txt'), Buffer.from('Agenda\n1. Budget\n2. Lease\n')),
+    photo: writeFile(join(S.tmp, 'shop-front.png'), makePng(120, 80)),
+    big: join(S.tmp, 'survey-raw.bin'),
+    huge: join(S.tmp, 'too-big.bin'),
+    cancel: join(S.tmp, 'cancel-me.bin'),
+  };
+  writeBigFile(S.files.big, BIG);
+  writeBigFile(S.files.huge, UPLOAD_LIMIT + 2 * 1024 * 1024);
+  writeBigFile(S.files.cancel, BIG);
+  S.context = await chromium.launchPersistentContext(join(S.tmp, 'profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
+      '--no-first-run', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1440, height: 900 },
+    acceptDownloads: true,
+  });
+  S.context.setDefaultTimeout(15000);
+  S.context.on('request', (r) => requestUrls.push(r.url()));
+  S.page = S.context.pages()[0] || await S.context.newPage();
+  watch(S.page);
+});
+
+after(async () => {
+  await S.context?.close();
+  await S.ferry?.stop();
+  if (S.tmp) rmSync(S.tmp, { recursive: true, force: true });
+});
+
+step('the app page is served with a strict Content-Security-Policy at each address', async () => {
+  for (const path of ['/', '/t/some-thread', '/spaces', '/spaces/notes']) {
+    const r = await fetch(`${S.ferry.base}${path}`);
+    assert.equal(r.status, 200, path);
+    assert.match(r.headers.get('content-type'), /^text\/html/);
+    const csp = r.headers.get('content-security-policy');
+    assert.ok(csp, `${path} has a CSP`);
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+    const html = await r.text();
+    assert.doesNotMatch(html, /<script>|<script [^>]*>[^<]/, 'no inline script');
+    S.assetPath = /src="(\/assets\/[^"]+\/app\.js)"/.exec(html)[1];
+  }
+  const js = await fetch(`${S.ferry.base}${S.assetPath}`);
+  assert.equal(js.status, 200);
+  assert.match(js.headers.get('content-type'), /^text\/javascript/);
+  assert.ok(js.headers.get('cache-control'));
+  assert.ok(js.headers.get('etag'));
+  const again = await fetch(`${S.ferry.base}${S.assetPath}`, { headers: { 'If-None-Match': js.headers.get('etag') } });
+  assert.equal(again.status, 304);
+  const api404 = await fetch(`${S.ferry.base}/api/nope`);
+  assert.equal(api404.status, 404, 'API addresses still answer the JSON envelope');
+  assert.equal((await api404.json()).error.code, 'NOT_FOUND');
+});
+
+step('without a token the app explains how to sign in; an expired one says so', async () => {
+  const { page } = S;
+  await page.goto(`${S.ferry.base}/`);
+  await page.getByRole('heading', { name: 'Sign in to ferry' }).waitFor();
+  await shot(page, '01-sign-in');
+  const expired = S.ferry.token(['--user', 'alice', '--ttl', '1s']);
+  await new Promise((r) => setTimeout(r, 2100));
+  await page.goto(`${S.ferry.base}/t/anything#token=${expired}`);
+  await page.getByRole('heading', { name: 'Your sign-in has expired' }).waitFor();
+  assert.ok(!page.url().includes(expired), 'the expired token left the address bar too');
+  await shot(page, '02-expired');
+});
+
+step('signing in from the printed link keeps the token out of the address bar', async () => {
+  const { page } = S;
+  await signIn(page, S.alice);
+  assert.equal(page.url(), `${S.ferry.base}/`);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('ferry.token')), S.alice);
+  assert.equal(await page.evaluate(() => window.history.length >= 1 && !window.location.href.includes('token')), true);
+  await page.getByText('Signed in as').waitFor();
+  await page.getByRole('heading', { name: 'Files between you and your agents' }).waitFor();
+  await shot(page, '03-home');
+});
+
+step('a person creates a thread and it has its own address', async () => {
+  const { page } = S;
+  await page.getByPlaceholder('New thread title').fill('Tea shop launch');
+  await page.getByRole('button', { name: 'New thread' }).click();
+  await page.waitForURL(/\/t\/[^/]+$/);
+  S.threadId = decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
+  await page.getByRole('heading', { name: 'Tea shop launch' }).waitFor();
+  await page.locator('.conn-live').waitFor();
+  await page.getByRole('link', { name: /Tea shop launch/ }).waitFor();
+  const agentToken = await client(S.ferry.base, S.alice).post(`/api/threads/${S.threadId}/agent-token`, {});
+  S.agent = client(S.ferry.base, agentToken.token);
+  S.agentToken = agentToken.token;
+});
+
+step('three files upload at once, each with its own progress bar', async () => {
+  const { page } = S;
+  const cdp = await S.context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  // Slow the upload down (on loopback it would finish before anyone saw it).
+  await cdp.send('Network.emulateNetworkConditions', {
+    offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 12 * 1024 * 1024,
+  });
+  await page.locator('input[type=file]').setInputFiles([S.files.notes, S.files.photo, S.files.big]);
+  const items = page.locator('.pending-file');
+  await assert.doesNotReject(items.nth(2).waitFor());
+  assert.equal(await items.count(), 3);
+  const big = page.locator('.pending-file[data-name="survey-raw.bin"]');
+  const seen = new Set();
+  let shotTaken = false;
+  const deadline = Date.now() + 60000;
+  while (Date.now() < deadline) {
+    const state = await big.getAttribute('class');
+    const value = Number(await big.locator('progress').getAttribute('value').catch(() => '0'));
+    seen.add(value);
+    if (!shotTaken && value >= 20 && value < 90) {
+      await shot(page, '04-uploading');
+      shotTaken = true;
+    }
+    if (state.includes('state-done') || state.includes('state-error')) break;
+    await page.waitForTimeout(80);
+  }
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  assert.ok([...seen].some((v) => v > 0 && v < 100), `progress moved through intermediate values: ${[...seen].join(',')}`);
+  assert.ok(shotTaken, 'a screenshot shows the upload in progress');
+  await page.locator('.pending-file.state-done').nth(2).waitFor();
+  assert.equal(await page.locator('.pending-file.state-done').count(), 3);
+  assert.equal(await page.getByRole('button', { name: 'Send message' }).isEnabled(), true);
+  await cdp.detach();
+});
+
+step('a file over the limit shows the limit in words; a cancelled upload leaves nothing', async () => {
+  const { page } = S;
+  await page.locator('input[type=file]').setInputFiles([S.files.huge]);
+  const huge = page.locator('.pending-file[data-name="too-big.bin"]');
+  await huge.locator('.pending-status', { hasText: 'Too large' }).waitFor({ timeout: 30000 });
+  assert.match(await huge.locator('.pending-status').textContent(), /Too large — the limit is 32 MiB/);
+  await shot(page, '05-too-large');
+  await huge.getByRole('button', { name: 'Dismiss too-big.bin' }).click();
+  assert.equal(await huge.count(), 0);
+
+  const cdp = await S.context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 2 * 1024 * 1024 });
+  await page.locator('input[type=file]').setInputFiles([S.files.cancel]);
+  const cancel = page.locator('.pending-file[data-name="cancel-me.bin"]');
+  await cancel.waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('.pending-file[data-name="cancel-me.bin"] progress')?.value) > 0);
+  await cancel.getByRole('button', { name: 'Cancel upload of cancel-me.bin' }).click();
+  assert.equal(await cancel.count(), 0);
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await cdp.detach();
+  const { uploads } = await client(S.ferry.base, S.alice).get(`/api/threads/${S.threadId}/uploads`);
+  assert.deepEqual(uploads.map((u) => u.fileName).sort(), ['meeting notes.txt', 'shop-front.png', 'survey-raw.bin']);
+  S.uploads = uploads;
+});
+
+step('sending a message posts the text with the uploads, shown as chips', async () => {
+  const { page } = S;
+  await page.getByLabel('Message', { exact: true }).fill('Here are the notes, a photo of the shop and the survey.');
+  await page.keyboard.press('Enter');
+  const message = page.locator('.event-message.from-user').last();
+  await message.locator('.bubble', { hasText: 'Here are the notes' }).waitFor();
+  await message.locator('.chip').nth(2).waitFor();
+  assert.deepEqual((await message.locator('.chip-name').allTextContents()).sort(), ['meeting notes.txt', 'shop-front.png', 'survey-raw.bin']);
+  assert.equal(await page.locator('.pending-file').count(), 0, 'sent uploads leave the composer');
+  const events = await S.agent.get(`/api/threads/${S.threadId}/events?after=0&format=json`);
+  const sent = events.filter((e) => e.type === 'message' && e.role === 'user').pop();
+  assert.equal(sent.uploads.length, 3);
+  assert.ok(sent.uploads.every((u) => u.attachmentXml.includes('hidden="true"')));
+  await shot(page, '06-message-with-chips');
+});
+
+step('files the agent publishes appear live as cards', async () => {
+  const { page, agent } = S;
+  const pdf = fixture(REPO, 'two-pages.pdf');
+  const xlsx = fixture(REPO, 'seed.xlsx');
+  const png = makePng(96, 64);
+  const md = Buffer.from(MARKDOWN);
+  S.published = {
+    md: { path: 'outputs/launch-plan.md', bytes: md, type: 'text/markdown; charset=utf-8', name: 'Launch plan', desc: 'Weeks, tasks and owners', label: 'MD' },
+    png: { path: 'outputs/chart.png', bytes: png, type: 'image/png', name: 'Sales chart', desc: 'Visitors per week', label: 'PNG' },
+    xlsx: { path: 'outputs/budget.xlsx', bytes: xlsx, type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', name: 'Budget', desc: 'Revenue per region and quarter', label: 'XLSX' },
+    pdf: { path: 'outputs/report.pdf', bytes: pdf, type: 'application/pdf', name: 'Quarterly report', desc: 'Two pages', label: 'PDF' },
+  };
+  for (const f of Object.values(S.published)) {
+    await agent.put(`/api/threads/${S.threadId}/sandbox/${f.path}`, f.bytes, f.type);
+    f.answer = await agent.post(`/api/threads/${S.threadId}/published`, {
+      file_path: `/sandbox/${f.path}`, display_name: f.name, description: f.desc,
+    });
+    const card = page.locator('.card-ready', { has: page.getByRole('button', { name: new RegExp(`^Preview ${f.name} `) }) });
+    await card.waitFor({ timeout: 10000 });
+    assert.equal(await card.locator('.card-meta').textContent(), `${f.label} · ${fmtSize(f.bytes.length)}`);
+    assert.equal(await card.locator('.card-desc').textContent(), f.desc);
+    f.card = card.first();
+  }
+  assert.equal(S.published.md.answer.preview_kind, 'html');
+  assert.equal(S.published.png.answer.preview_kind, 'image');
+  assert.equal(S.published.xlsx.answer.preview_kind, 'html');
+  assert.equal(S.published.pdf.answer.preview_kind, 'pdf');
+  await page.waitForTimeout(200);
+  await shot(page, '07-published-cards');
+});
+
+async function openPanel(f) {
+  const { page } = S;
+  // Click the card itself (near its icon), not its Download button.
+  await f.card.click({ position: { x: 24, y: 24 } });
+  const panel = page.getByRole('dialog');
+  await panel.getByRole('heading', { name: f.name }).waitFor();
+  return panel;
+}
+
+async function closeWithEscape(f) {
+  const { page } = S;
+  await page.keyboard.press('Escape');
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+  const focused = await page.evaluate(() => document.activeElement?.getAttribute('aria-label') || '');
+  assert.match(focused, new RegExp(`^Preview ${f.name} `), 'focus goes back to the card');
+}
+
+function previewFrame(page) {
+  return page.frames().find((fr) => fr.url().startsWith('blob:') && fr !== page.mainFrame());
+}
+
+step('each card opens the right preview in the side panel', async () => {
+  const { page } = S;
+  const { md, png, xlsx, pdf } = S.published;
+
+  // Markdown → server-rendered HTML in a sandboxed frame, styled by its own stylesheet.
+  let panel = await openPanel(md);
+  let frameEl = panel.locator('iframe.preview-html');
+  await frameEl.waitFor();
+  assert.equal(await frameEl.getAttribute('sandbox'), '', 'no allow-scripts, no allow-same-origin');
+  let frame;
+  await page.waitForFunction(() => document.querySelector('iframe.preview-html')?.src.startsWith('blob:'));
+  for (let i = 0; i < 50 && !(frame = previewFrame(page)); i++) await page.waitForTimeout(50);
+  await frame.locator('h1', { hasText: 'Launch plan' }).waitFor();
+  assert.equal(await frame.locator('table td', { hasText: 'Find a location' }).count(), 1);
+  const margin = await frame.evaluate(() => getComputedStyle(document.body).marginLeft);
+  assert.equal(margin, '20px', 'the preview\'s own stylesheet applies inside the frame');
+  assert.equal(await panel.locator('.panel-meta').textContent(), `launch-plan.md · MD · ${fmtSize(md.bytes.length)} · ${md.desc}`);
+  await shot(page, '08-preview-markdown');
+  await closeWithEscape(md);
+
+  // PNG → the image itself.
+  panel = await openPanel(png);
+  const img = panel.locator('img.preview-image');
+  await img.waitFor();
+  await page.waitForFunction(() => document.querySelector('img.preview-image')?.naturalWidth > 0);
+  assert.equal(await img.evaluate((el) => el.naturalWidth), 96);
+  await shot(page, '09-preview-image');
+  await panel.getByRole('button', { name: 'Close preview' }).click();
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+
+  // XLSX → tables per sheet.
+  panel = await openPanel(xlsx);
+  await panel.locator('iframe.preview-html').waitFor();
+  frame = null;
+  for (let i = 0; i < 50 && !(frame = previewFrame(page)); i++) await page.waitForTimeout(50);
+  await frame.locator('td, th', { hasText: 'North' }).first().waitFor();
+  assert.ok(await frame.locator('td, th', { hasText: 'Revenue' }).count() > 0);
+  await shot(page, '10-preview-xlsx');
+  await closeWithEscape(xlsx);
+
+  // PDF → the browser's viewer on the bytes (not sandboxed).
+  const served = page.waitForResponse((r) => r.url().includes(`/published/${pdf.answer.id}/preview`));
+  panel = await openPanel(pdf);
+  const pdfResponse = await served;
+  assert.equal(pdfResponse.status(), 200);
+  assert.equal(pdfResponse.headers()['content-type'], 'application/pdf');
+  const pdfFrame = panel.locator('iframe.preview-pdf');
+  await pdfFrame.waitFor();
+  assert.equal(await pdfFrame.getAttribute('sandbox'), null);
+  const src = await pdfFrame.getAttribute('src');
+  assert.match(src, /^blob:/);
+  let viewer;
+  for (let i = 0; i < 60 && !(viewer = page.frames().find((fr) => fr.url() === src)); i++) await page.waitForTimeout(50);
+  assert.ok(viewer, 'the PDF frame loaded');
+  await page.waitForFunction(() => true);
+  let contentType = '';
+  for (let i = 0; i < 60 && contentType !== 'application/pdf'; i++) {
+    contentType = await viewer.evaluate(() => document.contentType).catch(() => '');
+    if (contentType !== 'application/pdf') await page.waitForTimeout(50);
+  }
+  assert.equal(contentType, 'application/pdf', 'the browser shows the bytes as a PDF');
+  await page.waitForTimeout(800);
+  await shot(page, '11-preview-pdf');
+  await closeWithEscape(pdf);
+});
+
+step('a new revision appears, and the panel can show the older one', async () => {
+  const { page, agent, published: { md } } = S;
+  const v2 = Buffer.from(MARKDOWN.replace('# Launch plan', '# Launch plan, revised').replace('Ana', 'Chloé'));
+  await agent.put(`/api/threads/${S.threadId}/sandbox/${md.path}`, v2, md.type);
+  const answer = await agent.post(`/api/threads/${S.threadId}/published`, {
+    file_path: `/sandbox/${md.path}`, display_name: md.name, description: 'Now with Chloé',
+  });
+  assert.equal(answer.revision, 2);
+  assert.equal(answer.id, md.answer.id);
+  const card = page.locator('.card-ready', { hasText: 'Now with Chloé' });
+  await card.waitFor();
+  assert.equal(await card.locator('.rev-badge').textContent(), 'rev 2');
+  await card.click({ position: { x: 24, y: 24 } });
+  const panel = page.getByRole('dialog');
+  const select = panel.getByLabel('Revision', { exact: true });
+  await page.waitForFunction(() => document.querySelectorAll('#panel-revision option').length === 2);
+  assert.equal(await select.inputValue(), '2');
+  let frame;
+  for (let i = 0; i < 60 && !(frame = previewFrame(page)); i++) await page.waitForTimeout(50);
+  await frame.locator('h1', { hasText: 'Launch plan, revised' }).waitFor();
+  await select.selectOption('1');
+  await page.waitForFunction(() => document.querySelector('.panel-meta')?.textContent.includes('Weeks, tasks and owners'));
+  frame = null;
+  for (let i = 0; i < 60; i++) {
+    frame = previewFrame(page);
+    if (frame && await frame.locator('td', { hasText: 'Ana' }).count().catch(() => 0)) break;
+    await page.waitForTimeout(50);
+  }
+  assert.equal(await frame.locator('h1').textContent(), 'Launch plan');
+  await shot(page, '12-preview-revision-1');
+  // Download from the panel saves the revision shown.
+  const [download] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: /^Download launch-plan\.md, revision 1/ }).click()]);
+  const saved = join(S.tmp, 'panel-download.md');
+  await download.saveAs(saved);
+  assert.equal(sha256(readFileSync(saved)), sha256(md.bytes));
+  await page.keyboard.press('Escape');
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+});
+
+step('Download saves the right bytes under the right name', async () => {
+  const { page } = S;
+  for (const f of Object.values(S.published)) {
+    const button = f.card.getByRole('button', { name: `Download ${f.answer.filename}` });
+    const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+    assert.equal(download.suggestedFilename(), f.answer.filename);
+    const saved = join(S.tmp, `dl-${f.answer.filename}`);
+    await download.saveAs(saved);
+    assert.equal(sha256(readFileSync(saved)), sha256(f.bytes), `${f.answer.filename} downloads intact`);
+  }
+  assert.equal(await page.getByRole('dialog').count(), 0, 'the Download button does not open the preview');
+  // A chip on the user's message downloads the upload.
+  const chip = page.getByRole('button', { name: /^Download shop-front\.png/ });
+  const [download] = await Promise.all([page.waitForEvent('download'), chip.click()]);
+  assert.equal(download.suggestedFilename(), 'shop-front.png');
+  const saved = join(S.tmp, 'chip.png');
+  await download.saveAs(saved);
+  assert.equal(sha256(readFileSync(saved)), sha256(readFileSync(S.files.photo)));
+});
+
+step('a file the agent sends is shown inline, collapsible, with a download', async () => {
+  const { page, agent } = S;
+  const text = '# To do\n\n- call the landlord\n- order 12 kg of sencha\n';
+  await agent.put(`/api/threads/${S.threadId}/sandbox/outputs/todo.md`, Buffer.from(text), 'text/markdown; charset=utf-8');
+  await agent.post(`/api/threads/${S.threadId}/send-file`, { filePath: '/sandbox/outputs/todo.md' });
+  const block = page.locator('.file-send', { hasText: 'todo.md' });
+  await block.waitFor();
+  const content = block.locator('pre');
+  assert.equal(await content.textContent(), text);
+  const toggle = block.locator('.file-send-toggle');
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+  await toggle.click();
+  assert.equal(await content.isVisible(), false);
+  await toggle.click();
+  assert.equal(await content.isVisible(), true);
+  const [download] = await Promise.all([page.waitForEvent('download'), block.getByRole('button', { name: 'Download todo.md' }).click()]);
+  assert.equal(download.suggestedFilename(), 'todo.md');
+  const saved = join(S.tmp, 'todo.md');
+  await download.saveAs(saved);
+  assert.equal(readFileSync(saved, 'utf8'), text);
+  await shot(page, '13-file-send');
+});
+
+step('a say message shows its attachments, photos inline', async () => {
+  const { page, agent } = S;
+  const answer = await agent.post(`/api/threads/${S.threadId}/say`, {
+    text: 'thinking… <say>Here is the chart and the report.</say><file mode="photo">/sandbox/outputs/chart.png</file><file mode="doc">/sandbox/outputs/report.pdf</file>',
+  });
+  assert.equal(answer.files.length, 2, JSON.stringify(answer));
+  const message = page.locator('.event-message.from-agent', { hasText: 'Here is the chart and the report.' });
+  await message.waitFor();
+  const photo = message.locator('img.photo');
+  await photo.waitFor();
+  await page.waitForFunction(() => [...document.querySelectorAll('img.photo')].some((i) => i.naturalWidth > 0));
+  assert.equal(await photo.evaluate((el) => el.naturalWidth), 96);
+  await message.locator('.card', { hasText: /report|Quarterly report/ }).waitFor();
+  assert.ok(!(await message.textContent()).includes('thinking'), 'text outside <say> is not shown');
+  S.sayCards = await message.locator('.card-open').count();
+  await shot(page, '14-say-attachments');
+}, { independent: true });
+
+step('a dropped connection resumes with no gap and no duplicate', async () => {
+  const { page, agent } = S;
+  const cdp = await S.context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: true, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  // Make sure the stream notices (offline emulation fails requests; a drop is a drop).
+  await page.evaluate(() => window.ferryDebug.stream.reconnectNow());
+  await page.locator('.conn-reconnecting').waitFor();
+  for (let i = 1; i <= 3; i++) {
+    await agent.post(`/api/threads/${S.threadId}/messages`, { text: `While you were away ${i}` });
+  }
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await cdp.detach();
+  await page.locator('.event-message', { hasText: 'While you were away 3' }).waitFor({ timeout: 30000 });
+  await page.locator('.conn-live').waitFor();
+  await agent.post(`/api/threads/${S.threadId}/messages`, { text: 'Welcome back' });
+  await page.locator('.event-message', { hasText: 'Welcome back' }).waitFor();
+  const ids = await page.locator('.log > li').evaluateAll((els) => els.map((e) => Number(e.dataset.eventId)));
+  assert.equal(new Set(ids).size, ids.length, 'no event shown twice');
+  assert.deepEqual([...ids].sort((a, b) => a - b), ids, 'events in order');
+  for (let i = 1; i <= 3; i++) assert.equal(await page.locator('.event-message', { hasText: `While you were away ${i}` }).count(), 1);
+  S.shownIds = ids;
+});
+
+step('a reload shows the same thread, everything once', async () => {
+  const { page } = S;
+  await page.reload();
+  await page.locator('.event-message', { hasText: 'Welcome back' }).waitFor();
+  await page.locator('.conn-live').waitFor();
+  const ids = await page.locator('.log > li').evaluateAll((els) => els.map((e) => Number(e.dataset.eventId)));
+  assert.deepEqual(ids, S.shownIds);
+  assert.equal(await page.locator('.card-ready .card-open').count(), 5 + (S.sayCards || 0), 'four cards, a revision, and the say attachment');
+  assert.equal(await page.locator('.file-send').count(), 1);
+  assert.equal(await page.locator('.chip').count(), 3);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('ferry.token')), S.alice, 'still signed in');
+  await shot(page, '15-after-reload');
+});
+
+step('a second user sees none of it', async () => {
+  const page = await S.context.newPage();
+  watch(page);
+  await signIn(page, S.bob);
+  assert.equal(await page.locator('.thread-link').count(), 0);
+  await page.goto(`${S.ferry.base}/t/${encodeURIComponent(S.threadId)}`);
+  await page.getByRole('heading', { name: 'Thread not found' }).waitFor();
+  const bob = client(S.ferry.base, S.bob);
+  assert.deepEqual((await bob.get('/api/threads')).threads, []);
+  for (const path of [`/api/threads/${S.threadId}`, `/api/threads/${S.threadId}/published`, `/api/threads/${S.threadId}/uploads`,
+    `/api/threads/${S.threadId}/events?format=json`, `/api/threads/${S.threadId}/published/${S.published.pdf.answer.id}/content`]) {
+    await assert.rejects(bob.get(path), (e) => e.status === 404, path);
+  }
+  await shot(page, '16-second-user');
+  await page.close();
+});
+
+step('spaces: open a space by name, browse its tree, open a file', async () => {
+  const { page, agent } = S;
+  const note = '# Tea shop\n\nIdeas for the opening week.\n';
+  await agent.put('/api/spaces/notes/files/ideas/20261121-0930-tea-shop.md', Buffer.from(note), 'text/markdown; charset=utf-8');
+  await agent.put('/api/spaces/notes/files/ideas/archive/20261101-old.md', Buffer.from('old idea\n'), 'text/markdown; charset=utf-8');
+  await agent.put('/api/spaces/notes/files/logo.png', makePng(32, 32), 'image/png');
+  await page.getByRole('link', { name: 'Spaces' }).click();
+  await page.waitForURL(/\/spaces$/);
+  await page.getByLabel('Space name').fill('notes');
+  await page.getByRole('button', { name: 'Open', exact: true }).click();
+  await page.waitForURL(/\/spaces\/notes$/);
+  const tree = page.getByRole('list', { name: 'Files in notes' });
+  await tree.waitFor();
+  await tree.locator('summary', { hasText: 'ideas' }).waitFor();
+  await tree.locator('summary', { hasText: 'archive' }).waitFor();
+  await page.getByRole('button', { name: /^Open ideas\/20261121-0930-tea-shop\.md/ }).click();
+  await page.locator('.viewer-text').waitFor();
+  assert.equal(await page.locator('.viewer-text').textContent(), note);
+  await page.getByRole('navigation', { name: 'Recent spaces' }).getByRole('link', { name: 'notes' }).waitFor();
+  await shot(page, '17-spaces');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /^Download logo\.png/ }).click()]);
+  assert.equal(download.suggestedFilename(), 'logo.png');
+  await page.reload();
+  await tree.waitFor();
+  await page.getByRole('link', { name: 'Threads' }).click();
+  await page.waitForURL(`${S.ferry.base}/`);
+});
+
+step('keyboard alone: reach a card, open and close its preview, send a message', async () => {
+  const { page } = S;
+  await page.goto(`${S.ferry.base}/t/${encodeURIComponent(S.threadId)}`);
+  await page.locator('.conn-live').waitFor();
+  const opener = page.getByRole('button', { name: /^Preview Sales chart / });
+  await opener.focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('dialog').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Close preview');
+  await page.keyboard.press('Escape');
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+  assert.match(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), /^Preview Sales chart /);
+  await page.keyboard.press('Tab');
+  assert.match(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), /^Download chart\.png/);
+  await page.getByLabel('Message', { exact: true }).focus();
+  await page.keyboard.type('Thanks!');
+  await page.keyboard.press('Enter');
+  await page.locator('.event-message.from-user', { hasText: 'Thanks!' }).waitFor();
+  // Every control has a name.
+  const unnamed = await page.evaluate(() => [...document.querySelectorAll('button, a[href], input, select, textarea')]
+    .filter((el) => !el.hidden && el.type !== 'file')
+    .filter((el) => !(el.getAttribute('aria-label') || el.textContent.trim() || el.labels?.length || el.getAttribute('aria-labelledby') || el.title))
+    .map((el) => el.outerHTML.slice(0, 80)));
+  assert.deepEqual(unnamed, []);
+});
+
+step('readable at 375 px and at 1440 px', async () => {
+  const { page } = S;
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.locator('.card-ready').first().waitFor();
+  await shot(page, '18-thread-1440');
+  await page.setViewportSize({ width: 375, height: 812 });
+  await page.waitForTimeout(200);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `no sideways scrolling at 375 px (${overflow}px too wide)`);
+  await page.locator('.log-scroller').evaluate((el) => { el.scrollTop = 0; });
+  await shot(page, '19-thread-375');
+  await page.locator('.log-scroller').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+  await shot(page, '20-thread-375-bottom');
+  await S.published.xlsx.card.click({ position: { x: 20, y: 20 } });
+  await page.getByRole('dialog').waitFor();
+  const box = await page.getByRole('dialog').boundingBox();
+  assert.ok(box.width >= 370 && box.x <= 1, 'the panel takes the whole width');
+  await page.waitForTimeout(300);
+  await shot(page, '21-preview-375');
+  await page.keyboard.press('Escape');
+  await page.getByRole('button', { name: 'Show threads' }).click();
+  await page.locator('.sidebar-open').waitFor();
+  await shot(page, '22-threads-drawer-375');
+  await page.keyboard.press('Escape');
+  await page.goto(`${S.ferry.base}/spaces/notes`);
+  await page.getByRole('list', { name: 'Files in notes' }).waitFor();
+  await shot(page, '23-spaces-375');
+  await page.setViewportSize({ width: 1440, height: 900 });
+});
+
+step('no request URL and no server log line ever carries a token; no console errors', async () => {
+  const tokens = [S.alice, S.bob, S.agentToken];
+  for (const url of requestUrls) {
+    const withoutFragment = url.split('#')[0];
+    for (const t of tokens) assert.ok(!withoutFragment.includes(t), `a request URL carries a token: ${url.slice(0, 120)}`);
+  }
+  assert.ok(requestUrls.length > 20);
+  const log = S.ferry.log.join('');
+  for (const t of tokens) assert.ok(!log.includes(t), 'the server log carries a token');
+  const real = problems.filter((p) => !/Failed to load resource: the server responded with a status of (404|413)/.test(p)
+    && !/net::ERR_INTERNET_DISCONNECTED|Failed to fetch|ERR_NETWORK|network error/i.test(p));
+  assert.deepEqual(real, []);
+});

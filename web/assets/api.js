@@ -1,0 +1,140 @@
+// Talking to ferry's API: the bearer token goes in the Authorization header of every
+// request, errors arrive as `{ error: { code, message } }` envelopes, and a 401 anywhere
+// signs the person out with an explanation.
+import { getToken } from './auth.js';
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || code || `HTTP ${status}`);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code || '';
+  }
+}
+
+const listeners = new Set();
+
+/** Called with the ApiError whenever the server answers 401. */
+export function onUnauthenticated(fn) {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
+function unauthenticated(error) {
+  for (const fn of listeners) fn(error);
+}
+
+export function authHeaders(extra = {}) {
+  const token = getToken();
+  return token ? { ...extra, Authorization: `Bearer ${token}` } : { ...extra };
+}
+
+/** Reads an error envelope from a failed answer (or makes one up from the status). */
+export async function errorFrom(response) {
+  let code = '';
+  let message = '';
+  try {
+    const body = await response.json();
+    code = body?.error?.code || '';
+    message = body?.error?.message || '';
+  } catch {
+    // not an envelope
+  }
+  if (!message) message = `${response.status} ${response.statusText || 'error'}`.trim();
+  const error = new ApiError(response.status, code, message);
+  if (response.status === 401) unauthenticated(error);
+  return error;
+}
+
+/** The URL path of an API route from its segments, each percent-encoded. */
+export function route(...segments) {
+  return `/api/${segments.map((s) => encodeURIComponent(String(s))).join('/')}`;
+}
+
+/**
+ * fetch() with the token. `json` sends a JSON body; `query` adds query parameters (never
+ * the token). Answers the Response when ok, throws ApiError otherwise.
+ */
+export async function request(path, { method = 'GET', json, body, headers = {}, query, signal } = {}) {
+  let url = path;
+  if (query) {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) params.set(k, String(v));
+    const qs = params.toString();
+    if (qs) url += `?${qs}`;
+  }
+  const init = { method, headers: authHeaders(headers), signal, cache: 'no-store' };
+  if (json !== undefined) {
+    init.body = JSON.stringify(json);
+    init.headers['Content-Type'] = 'application/json';
+  } else if (body !== undefined) {
+    init.body = body;
+  }
+  let response;
+  try {
+    response = await fetch(url, init);
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, 'NETWORK', 'The server could not be reached. Check your connection and try again.');
+  }
+  if (!response.ok) throw await errorFrom(response);
+  return response;
+}
+
+export async function getJson(path, options) {
+  const response = await request(path, options);
+  return response.json();
+}
+
+export async function sendJson(method, path, json, options = {}) {
+  const response = await request(path, { ...options, method, json });
+  const text = await response.text();
+  return text ? JSON.parse(text) : null;
+}
+
+export async function getBlob(path, options) {
+  const response = await request(path, options);
+  return response.blob();
+}
+
+/**
+ * Uploads one file as multipart/form-data (a `file` part) with XMLHttpRequest, whose upload
+ * progress events drive the progress bar. Answers `{ promise, abort }`; the promise
+ * resolves with the upload object and rejects with ApiError (status 0 for network errors,
+ * code 'ABORTED' when cancelled).
+ */
+export function uploadFile(threadId, file, onProgress) {
+  const xhr = new XMLHttpRequest();
+  const promise = new Promise((resolve, reject) => {
+    xhr.open('POST', route('threads', threadId, 'uploads'));
+    const token = getToken();
+    if (token) xhr.setRequestHeader('Authorization', `Bearer ${token}`);
+    xhr.responseType = 'text';
+    xhr.upload.addEventListener('progress', (e) => {
+      if (e.lengthComputable) onProgress?.(e.loaded, e.total);
+    });
+    xhr.addEventListener('load', () => {
+      let body = null;
+      try {
+        body = xhr.responseText ? JSON.parse(xhr.responseText) : null;
+      } catch {
+        body = null;
+      }
+      if (xhr.status >= 200 && xhr.status < 300) {
+        const upload = body?.uploads?.[0];
+        if (upload) resolve(upload);
+        else reject(new ApiError(xhr.status, 'INTERNAL', 'The server answered without the upload.'));
+        return;
+      }
+      const error = new ApiError(xhr.status, body?.error?.code, body?.error?.message || `${xhr.status} ${xhr.statusText}`);
+      if (xhr.status === 401) unauthenticated(error);
+      reject(error);
+    });
+    xhr.addEventListener('error', () => reject(new ApiError(0, 'NETWORK', 'The upload was interrupted (network error).')));
+    xhr.addEventListener('abort', () => reject(new ApiError(0, 'ABORTED', 'Cancelled')));
+    const form = new FormData();
+    form.append('file', file, file.name);
+    xhr.send(form);
+  });
+  return { promise, abort: () => xhr.abort() };
+}

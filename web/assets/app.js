@@ -1,0 +1,346 @@
+// ferry's web app: sign-in, the shell (threads sidebar, main area, preview panel) and the
+// routes `/`, `/t/{thread}`, `/spaces` and `/spaces/{space}`.
+import { h, replace, announce } from './dom.js';
+import { icon } from './icons.js';
+import { formatWhen } from './format.js';
+import { adoptTokenFromLocation, getToken, setToken, clearToken, tokenState } from './auth.js';
+import { route, getJson, sendJson, onUnauthenticated } from './api.js';
+import { ThreadView, threadNotFound, loadingView } from './thread-view.js';
+import { PreviewPanel } from './preview.js';
+import { SpacesView } from './spaces.js';
+
+const root = document.getElementById('app');
+
+const app = {
+  claims: null,
+  view: null,
+  threads: [],
+  preview: null,
+  expiryTimer: null,
+  els: {},
+};
+
+// ---- sign-in -------------------------------------------------------------------------------
+
+function signInScreen(reason, detail) {
+  app.view?.destroy?.();
+  app.view = null;
+  app.preview?.close();
+  clearTimeout(app.expiryTimer);
+  const titles = {
+    missing: 'Sign in to ferry',
+    malformed: 'That sign-in link is not valid',
+    expired: 'Your sign-in has expired',
+    rejected: 'Please sign in again',
+    signedOut: 'You are signed out',
+  };
+  const explanations = {
+    missing: 'ferry signs you in with a link that carries your access token.',
+    malformed: 'The token in the link could not be read. It may have been cut off when it was copied.',
+    expired: 'The token you signed in with is no longer valid, so ferry cannot show your threads.',
+    rejected: 'The server did not accept your token.',
+    signedOut: 'Your token was removed from this tab.',
+  };
+  const input = h('input', {
+    id: 'token-input', class: 'input', type: 'password', autocomplete: 'off', spellcheck: 'false',
+    'aria-describedby': 'token-help',
+  });
+  const error = h('p', { class: 'form-error', role: 'alert' });
+  error.hidden = true;
+  document.title = 'Sign in · ferry';
+  root.removeAttribute('aria-busy');
+  root.dataset.route = 'signin';
+  replace(root, h('main', { id: 'main', class: 'signin', tabindex: '-1' },
+    h('div', { class: 'signin-card' },
+      h('div', { class: 'brand brand-large' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'ferry'),
+      h('h1', { id: 'signin-title', text: titles[reason] || titles.missing }),
+      h('p', { class: 'signin-reason', text: explanations[reason] || explanations.missing }),
+      detail ? h('p', { class: 'note', text: `The server said: ${detail}` }) : null,
+      h('p', {}, 'Open the sign-in link that ', h('code', { text: 'ferry serve' }),
+        ' printed when it started (it ends in ', h('code', { text: '/#token=…' }), '), or ask whoever runs ferry for a new one: ',
+        h('code', { text: 'ferry token --user NAME' }), ' prints a token.'),
+      h('form', {
+        class: 'token-form', 'aria-labelledby': 'signin-title',
+        onsubmit: (e) => {
+          e.preventDefault();
+          const token = input.value.trim();
+          const state = tokenState(token);
+          if (state.state !== 'ok') {
+            error.textContent = state.state === 'expired' ? 'That token has expired.' : 'That does not look like a ferry token.';
+            error.hidden = false;
+            input.focus();
+            return;
+          }
+          setToken(token);
+          input.value = '';
+          boot();
+        },
+      },
+      h('label', { for: 'token-input', class: 'field-label', text: 'Or paste an access token' }),
+      h('div', { class: 'field-row' }, input, h('button', { type: 'submit', class: 'btn btn-primary', text: 'Sign in' })),
+      h('p', { id: 'token-help', class: 'field-help', text: 'The token stays in this browser tab only, and is forgotten when you close it.' }),
+      error))));
+  root.querySelector('h1').setAttribute('tabindex', '-1');
+  root.querySelector('h1').focus();
+}
+
+// ---- the shell -----------------------------------------------------------------------------
+
+function buildShell() {
+  const sub = app.claims.sub;
+  const menu = h('button', {
+    type: 'button', class: 'btn btn-icon menu-toggle', 'aria-label': 'Show threads', 'aria-expanded': 'false', 'aria-controls': 'sidebar',
+    onclick: () => toggleSidebar(),
+  }, icon('menu'));
+  const titleInput = h('input', {
+    id: 'new-thread-title', class: 'input', name: 'title', maxlength: '500', autocomplete: 'off',
+    placeholder: 'New thread title',
+  });
+  const createError = h('p', { class: 'form-error', role: 'alert' });
+  createError.hidden = true;
+  const list = h('ul', { class: 'thread-list', 'aria-label': 'Your threads' });
+  const sidebar = h('aside', { id: 'sidebar', class: 'sidebar', 'aria-label': 'Threads' },
+    h('form', {
+      class: 'new-thread', 'aria-label': 'Create a thread',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        createError.hidden = true;
+        const button = e.submitter || e.target.querySelector('button');
+        button.disabled = true;
+        try {
+          const title = titleInput.value.trim();
+          const thread = await sendJson('POST', route('threads'), title ? { title } : {});
+          titleInput.value = '';
+          app.threads = [thread, ...app.threads.filter((t) => t.id !== thread.id)];
+          renderThreadList();
+          announce(`Thread ${thread.title || 'Untitled thread'} created`);
+          navigate(`/t/${encodeURIComponent(thread.id)}`);
+        } catch (err) {
+          createError.textContent = `The thread was not created: ${err.message}`;
+          createError.hidden = false;
+        } finally {
+          button.disabled = false;
+        }
+      },
+    },
+    h('label', { for: 'new-thread-title', class: 'visually-hidden', text: 'New thread title (optional)' }),
+    h('div', { class: 'field-row' }, titleInput,
+      h('button', { type: 'submit', class: 'btn btn-primary new-thread-button' }, icon('plus'), h('span', { class: 'label', text: 'New thread' }))),
+    createError),
+    h('h2', { class: 'sidebar-title', id: 'threads-heading', text: 'Threads' }),
+    list);
+  const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
+  const layout = h('div', { class: 'layout' }, sidebar, main);
+  const announcer = h('div', { id: 'announcer', class: 'visually-hidden', 'aria-live': 'polite', 'aria-atomic': 'true' });
+  replace(root,
+    h('header', { class: 'topbar' },
+      menu,
+      h('a', { class: 'brand', href: '/', 'data-nav': '', 'aria-label': 'ferry, home' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'ferry'),
+      h('nav', { class: 'topnav', 'aria-label': 'Main' },
+        h('a', { href: '/', 'data-nav': '', class: 'nav-threads', text: 'Threads' }),
+        h('a', { href: '/spaces', 'data-nav': '', class: 'nav-spaces', text: 'Spaces' })),
+      h('span', { class: 'who', title: `Signed in as ${sub}` }, h('span', { class: 'who-label', text: 'Signed in as ' }), h('strong', { text: sub })),
+      h('button', {
+        type: 'button', class: 'btn btn-icon signout', 'aria-label': 'Sign out', title: 'Sign out',
+        onclick: () => {
+          clearToken();
+          signInScreen('signedOut');
+        },
+      }, icon('signout'))),
+    layout,
+    announcer);
+  root.removeAttribute('aria-busy');
+  app.els = { menu, list, sidebar, main, layout };
+  app.preview = new PreviewPanel(layout);
+}
+
+function toggleSidebar(force) {
+  const open = force ?? !root.classList.contains('sidebar-open');
+  root.classList.toggle('sidebar-open', open);
+  app.els.menu.setAttribute('aria-expanded', String(open));
+  app.els.menu.setAttribute('aria-label', open ? 'Hide threads' : 'Show threads');
+  if (open) app.els.sidebar.querySelector('input, a')?.focus();
+}
+
+function renderThreadList(currentId = app.currentThreadId) {
+  const { list } = app.els;
+  if (!list) return;
+  if (!app.threads.length) {
+    replace(list, h('li', { class: 'thread-empty', text: 'No threads yet. Create one to start.' }));
+    return;
+  }
+  replace(list, app.threads.map((t) => h('li', {},
+    h('a', {
+      href: `/t/${encodeURIComponent(t.id)}`, 'data-nav': '', class: 'thread-link',
+      'aria-current': t.id === currentId ? 'page' : null,
+    },
+    icon('chat'),
+    h('span', { class: 'thread-link-text' },
+      h('span', { class: 'thread-link-title', text: t.title || 'Untitled thread' }),
+      h('span', { class: 'thread-link-when', text: formatWhen(t.createdAt) }))))));
+}
+
+async function loadThreads() {
+  try {
+    const { threads } = await getJson(route('threads'));
+    app.threads = threads || [];
+  } catch (e) {
+    if (e.status === 401) return;
+    replace(app.els.list, h('li', { class: 'form-error', role: 'alert', text: `Threads could not be loaded: ${e.message}` }));
+    return;
+  }
+  renderThreadList();
+}
+
+// ---- routing -------------------------------------------------------------------------------
+
+function parseRoute(pathname) {
+  let m = /^\/t\/([^/]+)\/?$/.exec(pathname);
+  if (m) return { name: 'thread', id: decodeURIComponent(m[1]) };
+  if (pathname === '/spaces' || pathname === '/spaces/') return { name: 'spaces' };
+  m = /^\/spaces\/([^/]+)\/?$/.exec(pathname);
+  if (m) return { name: 'spaces', space: decodeURIComponent(m[1]) };
+  if (pathname === '/' || pathname === '') return { name: 'home' };
+  return { name: 'missing' };
+}
+
+export function navigate(path, { replaceState = false } = {}) {
+  if (replaceState) window.history.replaceState(null, '', path);
+  else if (path !== window.location.pathname) window.history.pushState(null, '', path);
+  render();
+}
+
+async function render() {
+  if (!checkToken()) return;
+  const r = parseRoute(window.location.pathname);
+  app.view?.destroy?.();
+  app.view = null;
+  app.preview.close();
+  toggleSidebar(false);
+  root.dataset.route = r.name;
+  app.currentThreadId = r.name === 'thread' ? r.id : null;
+  renderThreadList();
+  for (const a of root.querySelectorAll('.topnav a')) a.removeAttribute('aria-current');
+  const navCurrent = root.querySelector(r.name === 'spaces' ? '.nav-spaces' : '.nav-threads');
+  navCurrent?.setAttribute('aria-current', 'page');
+  const { main } = app.els;
+  const seq = (app.renderSeq = (app.renderSeq || 0) + 1);
+
+  if (r.name === 'thread') {
+    replace(main, loadingView('Opening thread…'));
+    let thread;
+    try {
+      thread = await getJson(route('threads', r.id));
+    } catch (e) {
+      if (seq !== app.renderSeq) return;
+      if (e.status === 401) return;
+      document.title = 'Not found · ferry';
+      replace(main, e.status === 404 ? threadNotFound(r.id) : h('p', { class: 'panel-error', role: 'alert', text: `The thread could not be opened: ${e.message}` }));
+      return;
+    }
+    if (seq !== app.renderSeq) return;
+    if (!app.threads.some((t) => t.id === thread.id)) {
+      app.threads = [thread, ...app.threads];
+      renderThreadList();
+    }
+    const view = new ThreadView(thread, {
+      preview: app.preview,
+      onNotFound: () => replace(main, threadNotFound(r.id)),
+    });
+    app.view = view;
+    document.title = `${thread.title || 'Untitled thread'} · ferry`;
+    replace(main, view.el);
+    view.start();
+    view.composer.focus();
+    return;
+  }
+  if (r.name === 'spaces') {
+    document.title = r.space ? `${r.space} · Spaces · ferry` : 'Spaces · ferry';
+    const view = new SpacesView({ sub: app.claims.sub, space: r.space, navigate });
+    app.view = view;
+    replace(main, view.el);
+    if (!r.space) main.querySelector('#space-name')?.focus();
+    else main.querySelector('#spaces-title')?.focus();
+    return;
+  }
+  if (r.name === 'missing') {
+    document.title = 'Not found · ferry';
+    replace(main, h('section', { class: 'notice' },
+      h('h1', { text: 'Page not found' }),
+      h('p', {}, h('a', { href: '/', 'data-nav': '', text: 'Back to your threads' }))));
+    return;
+  }
+  document.title = 'ferry';
+  replace(main, homeView());
+}
+
+function homeView() {
+  return h('section', { class: 'home', 'aria-labelledby': 'home-title' },
+    h('h1', { id: 'home-title', text: 'Files between you and your agents' }),
+    h('p', { text: 'A thread is a conversation with an agent. Attach files for it to work on; the files it publishes come back as cards you can preview and download.' }),
+    h('ol', { class: 'steps' },
+      h('li', {}, h('strong', { text: 'Create a thread' }), ' with the form on the left (“New thread”).'),
+      h('li', {}, h('strong', { text: 'Connect your agent' }), ' to it: ', h('code', { text: 'ferry token --agent --thread ID --user YOU' }), ' gives it a token.'),
+      h('li', {}, h('strong', { text: 'Exchange files' }), ': drop files into the thread; click a card the agent publishes to preview it.')),
+    h('p', {}, 'Your agents can also keep notes and files for you in ', h('a', { href: '/spaces', 'data-nav': '', text: 'Spaces' }), '.'));
+}
+
+function checkToken() {
+  const state = tokenState();
+  if (state.state !== 'ok') {
+    signInScreen(state.state);
+    return false;
+  }
+  return true;
+}
+
+function scheduleExpiry() {
+  clearTimeout(app.expiryTimer);
+  const exp = app.claims?.exp;
+  if (typeof exp !== 'number') return;
+  const ms = exp * 1000 - Date.now();
+  // setTimeout cannot wait longer than ~24.8 days; check again then.
+  app.expiryTimer = setTimeout(() => {
+    if (tokenState().state === 'expired') signInScreen('expired');
+    else scheduleExpiry();
+  }, Math.min(Math.max(ms, 0) + 500, 2 ** 31 - 1));
+}
+
+function boot() {
+  const state = tokenState();
+  if (state.state !== 'ok') {
+    signInScreen(state.state);
+    return;
+  }
+  app.claims = state.claims;
+  buildShell();
+  scheduleExpiry();
+  loadThreads();
+  render();
+}
+
+// Links inside the app change the route without reloading the page.
+document.addEventListener('click', (e) => {
+  const a = e.target.closest?.('a[data-nav]');
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  const url = new URL(a.href, window.location.href);
+  if (url.origin !== window.location.origin) return;
+  e.preventDefault();
+  navigate(url.pathname);
+});
+window.addEventListener('popstate', () => {
+  if (getToken()) render();
+});
+onUnauthenticated((error) => {
+  const state = tokenState();
+  signInScreen(state.state === 'expired' ? 'expired' : 'rejected', error.message);
+});
+window.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && root.classList.contains('sidebar-open') && !app.preview?.isOpen) {
+    toggleSidebar(false);
+    app.els.menu?.focus();
+  }
+});
+
+adoptTokenFromLocation();
+boot();

@@ -1,0 +1,204 @@
+// What agents deliver, as the seed draws it: a card per published file (publishing, error
+// and ready states; icon by type, display name, `DOCX · 44.6 KB`, description, Download),
+// say-mode attachments, `file_send` contents inline, and the chips of a user's uploads.
+import { h } from './dom.js';
+import { icon, fileIcon } from './icons.js';
+import { formatSize, typeLabel, extensionOf } from './format.js';
+import { route, getBlob } from './api.js';
+import { downloadTo, saveBlob, showInlineError } from './download.js';
+
+function button(label, iconName, attrs = {}) {
+  return h('button', { type: 'button', class: 'btn', ...attrs },
+    iconName ? icon(iconName) : null,
+    h('span', { class: 'label', text: label }));
+}
+
+/** The path of a published file's bytes. */
+export function publishedContentPath(threadId, fileId) {
+  return route('threads', threadId, 'published', fileId, 'content');
+}
+
+/**
+ * A published file's card. `state` is 'publishing', 'error' or 'ready' (the seed's three);
+ * `onOpen(file, openButton)` opens the preview panel when the card (not its button) is clicked.
+ */
+export function publishedCard(threadId, file, { state = 'ready', error = '', onOpen } = {}) {
+  if (state === 'publishing') {
+    return h('article', { class: 'card card-publishing', 'aria-busy': 'true' },
+      h('div', { class: 'card-icon' }, icon('spinner', 'icon spin')),
+      h('div', { class: 'card-body' },
+        h('h3', { class: 'card-title', text: 'Publishing file…' }),
+        h('p', { class: 'card-meta', text: file?.display_name ? `Preparing “${file.display_name}” for download` : 'Preparing file for download' })));
+  }
+  if (state === 'error') {
+    return h('article', { class: 'card card-error' },
+      h('div', { class: 'card-icon' }, icon('alert')),
+      h('div', { class: 'card-body' },
+        h('h3', { class: 'card-title', text: 'Error publishing file' }),
+        h('p', { class: 'card-meta error-text', text: error || file?.error || 'An error occurred' })));
+  }
+  const label = `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`;
+  const titleId = `card-${file.id}-r${file.revision}-${Math.random().toString(36).slice(2, 8)}`;
+  const open = h('button', {
+    type: 'button',
+    class: 'card-open',
+    id: titleId,
+    'aria-haspopup': 'dialog',
+    'aria-label': `Preview ${file.display_name} (${label})`,
+    onclick: () => onOpen?.(file, open),
+  }, file.display_name);
+  const download = button('Download', 'download', {
+    class: 'btn card-download',
+    'aria-label': `Download ${file.filename}`,
+    onclick: (e) => {
+      e.stopPropagation();
+      downloadTo(download, publishedContentPath(threadId, file.id), file.filename, { revision: file.revision }).catch(() => {});
+    },
+  });
+  const card = h('article', {
+    class: 'card card-ready',
+    'aria-labelledby': titleId,
+    dataset: { fileId: file.id, revision: String(file.revision || 1), previewKind: file.preview_kind || 'none' },
+  },
+  h('div', { class: 'card-icon' }, fileIcon(file.file_type || file.filename, file.mime_type)),
+  h('div', { class: 'card-body' },
+    h('div', { class: 'card-heading' },
+      h('span', { class: 'badge-ok', title: 'File ready', 'aria-label': 'File ready', role: 'img' }, icon('check', 'icon icon-sm')),
+      h('h3', { class: 'card-title' }, open),
+      file.revision > 1 ? h('span', { class: 'rev-badge', text: `rev ${file.revision}` }) : null),
+    h('p', { class: 'card-meta', text: label }),
+    file.description ? h('p', { class: 'card-desc', text: file.description }) : null),
+  download);
+  return card;
+}
+
+/**
+ * A say-mode attachment (`files` on a message): photos inline, everything else as a card
+ * with a Download button. Published files among them open the preview like any card.
+ */
+export function attachmentView(threadId, attachment, { findPublished, onOpen } = {}) {
+  const path = attachmentPath(threadId, attachment);
+  const mime = attachment.mimeType || '';
+  const isPhoto = attachment.sendAs === 'photo' || (attachment.sendAs === 'auto' && mime.startsWith('image/'));
+  if (isPhoto && path) {
+    const img = h('img', { class: 'photo', alt: attachment.filename || 'photo', loading: 'lazy' });
+    const figure = h('figure', { class: 'attachment attachment-photo', dataset: { attachmentId: attachment.id || '' } },
+      img,
+      h('figcaption', {},
+        h('span', { class: 'photo-name', text: `${attachment.filename} · ${formatSize(attachment.size)}` }),
+        downloadButton()));
+    getBlob(path).then((blob) => {
+      img.src = URL.createObjectURL(blob);
+    }).catch((e) => showInlineError(img, `The photo could not be loaded: ${e.message}`));
+    return figure;
+
+    function downloadButton() {
+      const b = button('Download', 'download', {
+        class: 'btn btn-small',
+        'aria-label': `Download ${attachment.filename}`,
+        onclick: () => downloadTo(b, path, attachment.filename).catch(() => {}),
+      });
+      return b;
+    }
+  }
+  const published = findPublished?.(attachment);
+  if (published) return publishedCard(threadId, published, { onOpen });
+  const label = `${typeLabel(attachment.filename)} · ${formatSize(attachment.size)}`;
+  const download = button('Download', 'download', {
+    class: 'btn card-download',
+    'aria-label': `Download ${attachment.filename}`,
+    onclick: () => path && downloadTo(download, path, attachment.filename).catch(() => {}),
+  });
+  if (!path) download.disabled = true;
+  return h('article', { class: 'card card-ready attachment', dataset: { attachmentId: attachment.id || '' } },
+    h('div', { class: 'card-icon' }, fileIcon(attachment.filename, mime)),
+    h('div', { class: 'card-body' },
+      h('h3', { class: 'card-title', text: attachment.filename }),
+      h('p', { class: 'card-meta', text: label })),
+    download);
+}
+
+/** Where an attachment's bytes are: its `url` when it is this server's API, else by id. */
+export function attachmentPath(threadId, attachment) {
+  const url = attachment?.url;
+  if (typeof url === 'string' && url) {
+    try {
+      const parsed = new URL(url, window.location.origin);
+      if (parsed.origin === window.location.origin && parsed.pathname.startsWith('/api/')) {
+        return parsed.pathname + parsed.search;
+      }
+    } catch {
+      // not a URL
+    }
+  }
+  if (attachment?.id) return publishedContentPath(threadId, attachment.id);
+  return null;
+}
+
+/** The bytes of a `file_send` event's contents. */
+export function fileSendBytes(contents) {
+  if (contents?.encoding === 'base64') {
+    const binary = atob(contents.content || '');
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  }
+  return new TextEncoder().encode(contents?.content || '');
+}
+
+let fileSendCounter = 0;
+
+/** A `file_send` event: the text inline (monospaced, collapsible) with a Download button. */
+export function fileSendView(contents) {
+  const bytes = fileSendBytes(contents);
+  const isBase64 = contents?.encoding === 'base64';
+  const text = isBase64 ? new TextDecoder('utf-8').decode(bytes) : (contents?.content || '');
+  const id = `file-send-${++fileSendCounter}`;
+  const lines = text.split('\n').length;
+  const startOpen = lines <= 60;
+  const pre = h('pre', { class: 'file-send-content', id, tabindex: '0', 'aria-label': `Contents of ${contents?.filename}` },
+    h('code', {}, text));
+  pre.hidden = !startOpen;
+  const toggle = h('button', {
+    type: 'button',
+    class: 'file-send-toggle',
+    'aria-expanded': String(startOpen),
+    'aria-controls': id,
+    onclick: () => {
+      const open = toggle.getAttribute('aria-expanded') !== 'true';
+      toggle.setAttribute('aria-expanded', String(open));
+      pre.hidden = !open;
+    },
+  },
+  icon('chevron', 'icon chevron'),
+  fileIcon(contents?.filename, contents?.mimeType),
+  h('span', { class: 'file-send-name', text: contents?.filename || 'file' }),
+  h('span', { class: 'file-send-meta', text: `${typeLabel(contents?.filename)} · ${formatSize(contents?.sizeBytes ?? bytes.length)}` }));
+  const download = button('Download', 'download', {
+    class: 'btn btn-small',
+    'aria-label': `Download ${contents?.filename}`,
+    onclick: () => saveBlob(new Blob([bytes], { type: contents?.mimeType || 'text/plain' }), contents?.filename || 'file.txt'),
+  });
+  return h('section', { class: 'file-send', 'aria-label': `File ${contents?.filename}` },
+    h('div', { class: 'file-send-head' }, toggle, download),
+    isBase64 ? h('p', { class: 'note', text: 'This file is not valid UTF-8; characters that could not be read are shown as �. Download it for the exact bytes.' }) : null,
+    pre);
+}
+
+/** The chips under a user's message: the files sent with it. */
+export function uploadChips(threadId, uploads) {
+  return h('ul', { class: 'chips', 'aria-label': 'Attached files' },
+    uploads.map((upload) => {
+      const chip = h('button', {
+        type: 'button',
+        class: 'chip',
+        title: `Download ${upload.fileName}`,
+        'aria-label': `Download ${upload.fileName} (${formatSize(upload.size)})`,
+        onclick: () => downloadTo(chip, route('threads', threadId, 'uploads', upload.id, 'content'), upload.fileName).catch(() => {}),
+      },
+      fileIcon(upload.fileName || extensionOf(upload.fileName), upload.fileType),
+      h('span', { class: 'label chip-name', text: upload.fileName }),
+      h('span', { class: 'chip-size', text: formatSize(upload.size) }));
+      return h('li', { dataset: { uploadId: upload.id } }, chip);
+    }));
+}

@@ -1,0 +1,189 @@
+// The preview panel (the seed's FilePreviewSheet): opened by clicking a published file's
+// card. It shows the server's preview by `preview_kind` — an image, the browser's PDF
+// viewer, server-rendered HTML in a sandboxed frame, or "Preview not available — download
+// to view" — with a revision picker and Download. Escape or Close closes it, and focus goes
+// back to the card it came from.
+import { h, replace, announce } from './dom.js';
+import { icon } from './icons.js';
+import { formatSize, typeLabel, formatDateTime } from './format.js';
+import { route, getBlob, getJson } from './api.js';
+import { downloadTo } from './download.js';
+import { publishedContentPath } from './cards.js';
+
+export class PreviewPanel {
+  constructor(host) {
+    this.host = host;
+    this.el = null;
+    this.urls = [];
+    this.loadSeq = 0;
+    this.returnFocus = null;
+    this.file = null;
+    this.threadId = null;
+    this.onKey = (e) => {
+      if (e.key === 'Escape' && this.el && !e.defaultPrevented) {
+        e.preventDefault();
+        this.close();
+      }
+    };
+  }
+
+  get isOpen() {
+    return this.el !== null;
+  }
+
+  /** Opens (or re-targets) the panel on one revision of a published file. */
+  open(threadId, file, returnFocusTo) {
+    this.threadId = threadId;
+    this.file = file;
+    this.returnFocus = returnFocusTo || document.activeElement;
+    if (!this.el) this.build();
+    this.showFile(file);
+    this.loadRevisions(file);
+    this.loadPreview(file);
+    this.el.querySelector('.panel-close').focus({ preventScroll: true });
+    document.body.classList.add('panel-open');
+  }
+
+  close() {
+    if (!this.el) return;
+    this.loadSeq += 1;
+    this.revokeUrls();
+    this.el.remove();
+    this.el = null;
+    document.removeEventListener('keydown', this.onKey);
+    document.body.classList.remove('panel-open');
+    const target = this.returnFocus;
+    this.returnFocus = null;
+    if (target && target.isConnected) target.focus({ preventScroll: false });
+  }
+
+  build() {
+    this.title = h('h2', { id: 'panel-title', class: 'panel-title' });
+    this.meta = h('p', { class: 'panel-meta' });
+    this.select = h('select', { id: 'panel-revision', class: 'select' });
+    this.select.addEventListener('change', () => {
+      const revision = Number(this.select.value);
+      const chosen = (this.revisions || []).find((r) => r.revision === revision);
+      if (chosen) {
+        this.file = chosen;
+        this.showFile(chosen);
+        this.loadPreview(chosen);
+        announce(`Showing revision ${revision}`);
+      }
+    });
+    this.download = h('button', {
+      type: 'button',
+      class: 'btn btn-primary panel-download',
+      onclick: () => downloadTo(this.download, publishedContentPath(this.threadId, this.file.id), this.file.filename, { revision: this.file.revision }).catch(() => {}),
+    }, icon('download'), h('span', { class: 'label', text: 'Download' }));
+    this.body = h('div', { class: 'panel-body', 'aria-live': 'polite' });
+    this.el = h('aside', {
+      class: 'panel',
+      role: 'dialog',
+      'aria-modal': 'false',
+      'aria-labelledby': 'panel-title',
+    },
+    h('header', { class: 'panel-header' },
+      h('div', { class: 'panel-titles' }, this.title, this.meta),
+      h('div', { class: 'panel-actions' },
+        h('div', { class: 'revision-picker' },
+          h('label', { for: 'panel-revision', text: 'Revision' }), this.select),
+        this.download,
+        h('button', {
+          type: 'button', class: 'btn btn-icon panel-close', 'aria-label': 'Close preview', title: 'Close (Esc)',
+          onclick: () => this.close(),
+        }, icon('close')))),
+    this.body);
+    this.host.append(this.el);
+    document.addEventListener('keydown', this.onKey);
+  }
+
+  showFile(file) {
+    this.title.textContent = file.display_name;
+    const parts = [file.filename, `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`];
+    if (file.description) parts.push(file.description);
+    this.meta.textContent = parts.join(' · ');
+    this.download.setAttribute('aria-label', `Download ${file.filename}, revision ${file.revision}`);
+    if (!this.revisions) {
+      replace(this.select, h('option', { value: String(file.revision), text: `Revision ${file.revision}` }));
+    }
+    this.select.value = String(file.revision);
+  }
+
+  async loadRevisions(file) {
+    this.revisions = null;
+    try {
+      const { files } = await getJson(route('threads', this.threadId, 'published'), { query: { revisions: 'all' } });
+      if (this.file?.id !== file.id || !this.el) return;
+      const mine = (files || []).filter((f) => f.id === file.id).sort((a, b) => b.revision - a.revision);
+      if (!mine.some((r) => r.revision === file.revision)) mine.push(file);
+      this.revisions = mine;
+      const latest = Math.max(...mine.map((r) => r.revision));
+      replace(this.select, mine.map((r) => h('option', {
+        value: String(r.revision),
+        text: `Revision ${r.revision}${r.revision === latest ? ' (latest)' : ''}${r.published_at ? ` · ${formatDateTime(r.published_at)}` : ''}`,
+      })));
+      this.select.value = String(this.file.revision);
+      this.select.disabled = mine.length < 2;
+    } catch {
+      this.select.disabled = true;
+    }
+  }
+
+  revokeUrls() {
+    for (const url of this.urls) URL.revokeObjectURL(url);
+    this.urls = [];
+  }
+
+  blobUrl(blob) {
+    const url = URL.createObjectURL(blob);
+    this.urls.push(url);
+    return url;
+  }
+
+  async loadPreview(file) {
+    const seq = ++this.loadSeq;
+    this.revokeUrls();
+    const kind = file.preview_kind || 'none';
+    this.body.dataset.kind = kind;
+    replace(this.body, h('div', { class: 'panel-loading', role: 'status' }, icon('spinner', 'icon spin'), h('span', { text: 'Loading preview…' })));
+    if (kind === 'none') {
+      this.showUnavailable();
+      return;
+    }
+    let blob;
+    try {
+      blob = await getBlob(route('threads', this.threadId, 'published', file.id, 'preview'), { query: { revision: file.revision } });
+    } catch (e) {
+      if (seq !== this.loadSeq) return;
+      if (e.status === 404 || e.status === 422) this.showUnavailable(e.message);
+      else replace(this.body, h('p', { class: 'panel-error', role: 'alert', text: `The preview could not be loaded: ${e.message}` }));
+      return;
+    }
+    if (seq !== this.loadSeq) return;
+    const name = file.display_name;
+    if (kind === 'image') {
+      const img = h('img', { class: 'preview-image', alt: `${name} (preview)`, src: this.blobUrl(blob) });
+      replace(this.body, h('div', { class: 'preview-image-wrap' }, img));
+    } else if (kind === 'pdf') {
+      const pdf = new Blob([blob], { type: 'application/pdf' });
+      replace(this.body, h('iframe', { class: 'preview-frame preview-pdf', title: `${name} (PDF preview)`, src: this.blobUrl(pdf) }));
+    } else if (kind === 'html') {
+      // Server-rendered, sanitized HTML, in a frame that may run nothing and reach nothing:
+      // no allow-scripts, no allow-same-origin.
+      const html = new Blob([await blob.text()], { type: 'text/html;charset=utf-8' });
+      if (seq !== this.loadSeq) return;
+      const frame = h('iframe', { class: 'preview-frame preview-html', title: `${name} (preview)`, sandbox: '', referrerpolicy: 'no-referrer', src: this.blobUrl(html) });
+      replace(this.body, frame);
+    } else {
+      this.showUnavailable();
+    }
+  }
+
+  showUnavailable(detail) {
+    replace(this.body, h('div', { class: 'preview-unavailable' },
+      icon('file', 'icon icon-xl'),
+      h('p', { class: 'unavailable-title', text: 'Preview not available — download to view' }),
+      detail ? h('p', { class: 'note', text: detail }) : null));
+  }
+}

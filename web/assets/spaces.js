@@ -1,0 +1,213 @@
+// Spaces: the person's per-user storage. There is no route that lists spaces, so the page
+// opens a space by name and remembers the recent ones (per user, in localStorage). A space's
+// files are shown as a tree of folders; opening a text file shows it, anything else downloads.
+import { h, replace, announce } from './dom.js';
+import { icon, fileIcon } from './icons.js';
+import { formatSize, formatDateTime } from './format.js';
+import { route, getJson, getBlob, ApiError } from './api.js';
+import { saveBlob } from './download.js';
+
+const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
+const MAX_RECENT = 12;
+
+function recentKey(sub) {
+  return `ferry.recentSpaces.${sub}`;
+}
+
+export function recentSpaces(sub) {
+  try {
+    const list = JSON.parse(localStorage.getItem(recentKey(sub)) || '[]');
+    return Array.isArray(list) ? list.filter((n) => typeof n === 'string' && NAME_RULE.test(n)) : [];
+  } catch {
+    return [];
+  }
+}
+
+function remember(sub, name) {
+  const list = [name, ...recentSpaces(sub).filter((n) => n !== name)].slice(0, MAX_RECENT);
+  try {
+    localStorage.setItem(recentKey(sub), JSON.stringify(list));
+  } catch {
+    // storage full or disabled: the list is only a convenience
+  }
+}
+
+/** A path of a space file as a URL path: each segment encoded, the slashes kept. */
+function filePath(space, path) {
+  return `${route('spaces', space, 'files')}/${path.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+function isText(contentType) {
+  const t = String(contentType || '').toLowerCase();
+  return t.startsWith('text/') || /json|xml|javascript|ecmascript|yaml|toml|x-sh|svg/.test(t);
+}
+
+/** Files (recursive listing) → a tree: { dirs: Map<name, node>, files: [] }. */
+export function buildTree(files) {
+  const root = { dirs: new Map(), files: [] };
+  for (const f of files) {
+    if (f.type && f.type !== 'file') continue;
+    const parts = f.path.split('/');
+    let node = root;
+    for (const dir of parts.slice(0, -1)) {
+      if (!node.dirs.has(dir)) node.dirs.set(dir, { dirs: new Map(), files: [] });
+      node = node.dirs.get(dir);
+    }
+    node.files.push({ ...f, name: parts[parts.length - 1] });
+  }
+  return root;
+}
+
+export class SpacesView {
+  constructor({ sub, space, navigate }) {
+    this.sub = sub;
+    this.navigate = navigate;
+    this.space = space || null;
+    this.input = h('input', {
+      id: 'space-name', class: 'input', name: 'space', autocomplete: 'off', spellcheck: 'false',
+      placeholder: 'e.g. notes', 'aria-describedby': 'space-name-help', value: space || '',
+    });
+    this.formError = h('p', { class: 'form-error', role: 'alert' });
+    this.formError.hidden = true;
+    this.recent = h('nav', { class: 'recent-spaces', 'aria-label': 'Recent spaces' });
+    this.content = h('div', { class: 'space-content' });
+    this.viewer = h('section', { class: 'space-viewer', 'aria-label': 'File', 'aria-live': 'polite' });
+    this.viewer.hidden = true;
+    this.el = h('section', { class: 'spaces', 'aria-labelledby': 'spaces-title' },
+      h('header', { class: 'page-header' },
+        h('h1', { id: 'spaces-title', tabindex: '-1', text: 'Spaces' }),
+        h('p', { class: 'page-sub', text: 'Your own storage, shared with your agents: notes, drafts and files they keep for you.' })),
+      h('form', {
+        class: 'space-form', 'aria-label': 'Open a space',
+        onsubmit: (e) => {
+          e.preventDefault();
+          this.openByName(this.input.value.trim());
+        },
+      },
+      h('label', { for: 'space-name', class: 'field-label', text: 'Space name' }),
+      h('div', { class: 'field-row' }, this.input,
+        h('button', { type: 'submit', class: 'btn btn-primary', text: 'Open' })),
+      h('p', { id: 'space-name-help', class: 'field-help', text: '1–64 letters, digits, dots, dashes or underscores, not starting with a dot. A space exists once something is saved in it.' }),
+      this.formError),
+      this.recent,
+      h('div', { class: 'space-layout' }, this.content, this.viewer));
+    this.renderRecent();
+    if (space) this.load(space);
+  }
+
+  openByName(name) {
+    if (!NAME_RULE.test(name) || name.startsWith('.')) {
+      this.formError.textContent = 'That is not a space name: use 1–64 letters, digits, dots, dashes or underscores, not starting with a dot.';
+      this.formError.hidden = false;
+      this.input.focus();
+      return;
+    }
+    this.formError.hidden = true;
+    this.navigate(`/spaces/${encodeURIComponent(name)}`);
+  }
+
+  renderRecent() {
+    const names = recentSpaces(this.sub);
+    if (!names.length) {
+      replace(this.recent);
+      this.recent.hidden = true;
+      return;
+    }
+    this.recent.hidden = false;
+    replace(this.recent,
+      h('h2', { class: 'section-title', text: 'Recent spaces' }),
+      h('ul', { class: 'recent-list' }, names.map((name) => h('li', {},
+        h('a', {
+          href: `/spaces/${encodeURIComponent(name)}`, 'data-nav': '', class: `space-link${name === this.space ? ' current' : ''}`,
+          'aria-current': name === this.space ? 'page' : null,
+        }, icon('folder'), h('span', { text: name }))))));
+  }
+
+  async load(space) {
+    replace(this.content, h('p', { class: 'loading', role: 'status', text: `Loading ${space}…` }));
+    let files;
+    try {
+      ({ files } = await getJson(route('spaces', space, 'files'), { query: { recursive: 'true', limit: 10000 } }));
+    } catch (e) {
+      replace(this.content, h('p', { class: 'panel-error', role: 'alert', text: `The space could not be listed: ${e.message}` }));
+      return;
+    }
+    const list = files || [];
+    if (list.length) {
+      remember(this.sub, space);
+      this.renderRecent();
+    }
+    const heading = h('h2', { class: 'section-title space-title' }, icon('folder'), h('span', { text: space }),
+      h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }));
+    if (!list.length) {
+      replace(this.content, heading, h('p', { class: 'empty', text: 'Nothing is saved in this space yet. Your agents create it when they first save a file here.' }));
+      return;
+    }
+    const tree = buildTree(list);
+    replace(this.content, heading, h('ul', { class: 'tree', 'aria-label': `Files in ${space}` }, this.renderNode(space, tree, '')));
+    announce(`${space}: ${list.length} files`);
+  }
+
+  renderNode(space, node, prefix) {
+    const items = [];
+    const dirs = [...node.dirs.keys()].sort((a, b) => a.localeCompare(b));
+    for (const dir of dirs) {
+      const path = prefix ? `${prefix}/${dir}` : dir;
+      const details = h('details', { class: 'tree-dir', open: true },
+        h('summary', {}, icon('folder'), h('span', { class: 'tree-name', text: dir })),
+        h('ul', {}, this.renderNode(space, node.dirs.get(dir), path)));
+      items.push(h('li', { dataset: { path } }, details));
+    }
+    for (const file of node.files.sort((a, b) => a.name.localeCompare(b.name))) {
+      const open = h('button', {
+        type: 'button', class: 'tree-file',
+        'aria-label': `${isText(file.contentType) ? 'Open' : 'Download'} ${file.path} (${formatSize(file.size)})`,
+        onclick: () => this.openFile(space, file, open),
+      },
+      fileIcon(file.name, file.contentType),
+      h('span', { class: 'tree-name', text: file.name }),
+      h('span', { class: 'tree-meta', text: `${formatSize(file.size)}${file.updatedAt ? ` · ${formatDateTime(file.updatedAt)}` : ''}` }));
+      items.push(h('li', { dataset: { path: file.path } }, open));
+    }
+    return items;
+  }
+
+  async openFile(space, file, opener) {
+    for (const b of this.content.querySelectorAll('.tree-file[aria-current]')) b.removeAttribute('aria-current');
+    opener.setAttribute('aria-current', 'true');
+    let blob;
+    try {
+      blob = await getBlob(filePath(space, file.path));
+    } catch (e) {
+      this.viewer.hidden = false;
+      replace(this.viewer, h('p', { class: 'panel-error', role: 'alert', text: `${file.path} could not be opened: ${e instanceof ApiError ? e.message : e}` }));
+      return;
+    }
+    if (!isText(file.contentType || blob.type)) {
+      saveBlob(blob, file.name);
+      announce(`${file.name} downloaded`);
+      return;
+    }
+    const text = await blob.text();
+    const close = h('button', {
+      type: 'button', class: 'btn btn-icon', 'aria-label': 'Close file', title: 'Close',
+      onclick: () => {
+        this.viewer.hidden = true;
+        replace(this.viewer);
+        opener.focus();
+      },
+    }, icon('close'));
+    const download = h('button', {
+      type: 'button', class: 'btn btn-small', 'aria-label': `Download ${file.name}`,
+      onclick: () => saveBlob(blob, file.name),
+    }, icon('download'), h('span', { class: 'label', text: 'Download' }));
+    this.viewer.hidden = false;
+    replace(this.viewer,
+      h('header', { class: 'viewer-header' },
+        h('h2', { class: 'viewer-title', id: 'viewer-title', tabindex: '-1', text: file.path }),
+        h('div', { class: 'viewer-actions' }, download, close)),
+      h('p', { class: 'viewer-meta', text: `${file.contentType || blob.type} · ${formatSize(file.size)}` }),
+      h('pre', { class: 'viewer-text', tabindex: '0', 'aria-labelledby': 'viewer-title' }, text));
+    this.viewer.querySelector('#viewer-title').focus();
+  }
+}

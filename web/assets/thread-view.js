@@ -1,0 +1,207 @@
+// One thread: its events as a live log (replayed from the start on every load, then
+// streamed; deduplicated by id and kept in id order), the composer, and drag-and-drop.
+import { h, replace, announce } from './dom.js';
+import { icon } from './icons.js';
+import { formatWhen } from './format.js';
+import { route, getJson } from './api.js';
+import { ThreadEvents } from './sse.js';
+import { Composer } from './composer.js';
+import { publishedCard, attachmentView, fileSendView, uploadChips } from './cards.js';
+
+const STATUS_TEXT = {
+  connecting: 'Connecting…',
+  live: 'Live',
+  reconnecting: 'Reconnecting…',
+  stopped: 'Offline',
+};
+
+/** The notes the seed hides from the chat: `<UserUploaded… hidden="true">…</…>`. */
+const HIDDEN_NOTE = /<(UserUploaded(?:Image|Document|Attachment))\b[^>]*hidden="true"[^>]*>[\s\S]*?<\/\1>/g;
+
+export class ThreadView {
+  constructor(thread, { preview, onNotFound, onTitle }) {
+    this.thread = thread;
+    this.preview = preview;
+    this.onNotFound = onNotFound;
+    this.onTitle = onTitle;
+    this.seen = new Map();
+    this.published = new Map(); // published file id → latest revision seen
+    this.stream = null;
+
+    this.statusEl = h('span', { class: 'conn conn-connecting', role: 'status', text: STATUS_TEXT.connecting });
+    this.titleEl = h('h1', { class: 'thread-title', id: 'thread-title', tabindex: '-1', text: thread.title || 'Untitled thread' });
+    this.log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-labelledby': 'thread-title' });
+    this.empty = h('div', { class: 'empty-thread' },
+      icon('chat', 'icon icon-xl'),
+      h('p', { class: 'empty-title', text: 'No messages yet' }),
+      h('p', { text: 'Write to your agent, or attach files with the paper clip or by dropping them here. What the agent sends back — messages, files, previews — appears in this thread as it happens.' }));
+    this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.empty, this.log);
+    this.composer = new Composer(thread.id, { onSent: (event) => this.add(event) });
+    this.dropZone = h('div', { class: 'drop-overlay', 'aria-hidden': 'true' },
+      h('div', { class: 'drop-box' }, icon('clip', 'icon icon-xl'), h('p', { text: 'Drop files to attach them' })));
+    this.el = h('section', { class: 'thread', 'aria-labelledby': 'thread-title', dataset: { threadId: thread.id } },
+      h('header', { class: 'thread-header' },
+        h('div', { class: 'thread-heading' }, this.titleEl,
+          h('p', { class: 'thread-sub', text: `Thread ${thread.id}` })),
+        this.statusEl),
+      this.scroller,
+      this.composer.el,
+      this.dropZone);
+    this.setUpDrop();
+  }
+
+  start() {
+    this.stream = new ThreadEvents(this.thread.id, {
+      onEvent: (event) => this.add(event),
+      onStatus: (status) => {
+        this.statusEl.textContent = STATUS_TEXT[status] || status;
+        this.statusEl.className = `conn conn-${status}`;
+        this.el.dataset.connection = status;
+      },
+      onFatal: (error) => {
+        if (error.status === 404) this.onNotFound?.(error);
+      },
+    }).start();
+    // Tests and the console can reach the stream to simulate a dropped connection.
+    window.ferryDebug = { ...(window.ferryDebug || {}), stream: this.stream };
+  }
+
+  destroy() {
+    this.stream?.stop();
+    this.composer.destroy();
+  }
+
+  setUpDrop() {
+    let depth = 0;
+    const hasFiles = (e) => Array.from(e.dataTransfer?.types || []).includes('Files');
+    this.el.addEventListener('dragenter', (e) => {
+      if (!hasFiles(e)) return;
+      e.preventDefault();
+      depth += 1;
+      this.el.classList.add('dragging');
+    });
+    this.el.addEventListener('dragover', (e) => {
+      if (!hasFiles(e)) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = 'copy';
+    });
+    this.el.addEventListener('dragleave', () => {
+      depth = Math.max(0, depth - 1);
+      if (depth === 0) this.el.classList.remove('dragging');
+    });
+    this.el.addEventListener('drop', (e) => {
+      if (!hasFiles(e)) return;
+      e.preventDefault();
+      depth = 0;
+      this.el.classList.remove('dragging');
+      this.composer.addFiles(e.dataTransfer.files);
+    });
+  }
+
+  nearBottom() {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+  }
+
+  /** Shows an event once, in id order. */
+  add(event) {
+    if (!event || typeof event !== 'object') return;
+    const id = Number(event.id);
+    if (!Number.isFinite(id) || this.seen.has(id)) return;
+    const node = this.render(event);
+    this.seen.set(id, node);
+    if (!node) return;
+    node.dataset.eventId = String(id);
+    const stick = this.nearBottom();
+    let before = null;
+    for (let child = this.log.lastElementChild; child; child = child.previousElementSibling) {
+      if (Number(child.dataset.eventId) > id) before = child;
+      else break;
+    }
+    this.log.insertBefore(node, before);
+    this.empty.hidden = true;
+    if (stick || event.role === 'user') this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  render(event) {
+    switch (event.type) {
+      case 'message': return this.renderMessage(event);
+      case 'file_send': return this.renderFileSend(event);
+      case 'file_published': return this.renderPublished(event);
+      case 'upload': return null; // shown as chips on the message that sends it
+      default: return null;
+    }
+  }
+
+  who(event) {
+    return event.role === 'user' ? 'You' : (event.agentId || 'Agent');
+  }
+
+  frame(event, className, ...children) {
+    const role = event.role === 'user' ? 'user' : 'agent';
+    return h('li', { class: `event ${className} from-${role}` },
+      h('div', { class: 'event-meta' },
+        h('span', { class: 'event-who', text: this.who(event) }),
+        h('time', { class: 'event-time', datetime: event.timestamp || '', text: formatWhen(event.timestamp) })),
+      ...children);
+  }
+
+  renderMessage(event) {
+    const text = typeof event.content === 'string' ? event.content.replace(HIDDEN_NOTE, '').trim() : '';
+    const uploads = Array.isArray(event.uploads) ? event.uploads : [];
+    const files = Array.isArray(event.files) ? event.files : [];
+    if (!text && !uploads.length && !files.length) return null;
+    return this.frame(event, 'event-message',
+      text ? h('div', { class: 'bubble' }, text) : null,
+      uploads.length ? uploadChips(this.thread.id, uploads) : null,
+      files.length ? h('div', { class: 'attachments' }, files.map((f) => attachmentView(this.thread.id, f, {
+        findPublished: (a) => (a.id ? this.published.get(a.id) : null),
+        onOpen: (file, opener) => this.preview.open(this.thread.id, file, opener),
+      }))) : null);
+  }
+
+  renderFileSend(event) {
+    const contents = event.fileContents || {};
+    return this.frame(event, 'event-file-send',
+      event.content ? h('p', { class: 'event-caption', text: event.content }) : null,
+      fileSendView(contents));
+  }
+
+  renderPublished(event) {
+    const file = event.file || {};
+    let state = 'ready';
+    if (file.success === false || file.error || (!file.id && file.status !== 'publishing')) state = 'error';
+    else if (file.status === 'publishing') state = 'publishing';
+    if (file.id) {
+      const known = this.published.get(file.id);
+      if (!known || (file.revision || 0) >= (known.revision || 0)) this.published.set(file.id, file);
+    }
+    if (state === 'ready') announce(`${this.who(event)} published ${file.display_name}`);
+    return this.frame(event, 'event-published',
+      event.content ? h('p', { class: 'event-caption', text: event.content }) : null,
+      publishedCard(this.thread.id, file, {
+        state,
+        error: file.error || (file.id ? '' : 'The event carries no file'),
+        onOpen: (f, opener) => this.preview.open(this.thread.id, f, opener),
+      }));
+  }
+}
+
+/** Loads a thread and builds its view; answers null (after calling onNotFound) when missing. */
+export async function openThread(threadId, options) {
+  const thread = await getJson(route('threads', threadId));
+  return new ThreadView(thread, options);
+}
+
+export function threadNotFound(threadId) {
+  return h('section', { class: 'notice', 'aria-labelledby': 'nf-title' },
+    h('h1', { id: 'nf-title', text: 'Thread not found' }),
+    h('p', { text: `There is no thread “${threadId}” that you can see. It may belong to someone else, or the link may be wrong.` }),
+    h('p', {}, h('a', { href: '/', 'data-nav': '', text: 'Back to your threads' })));
+}
+
+export function loadingView(text) {
+  return h('div', { class: 'loading', role: 'status' }, icon('spinner', 'icon spin'), h('span', { text }));
+}
+
+export { replace };
