@@ -16,6 +16,7 @@ pub mod router;
 pub mod routes;
 pub mod serve;
 pub mod state;
+pub mod web;
 
 pub use auth::{Auth, Principal};
 pub use config::Config;

@@ -67,6 +67,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/threads/{id}/send-file", post(send_file::send_file))
         // The agent tools over streamable HTTP (API.md §11), acting with the caller's bearer token.
         .route_service("/mcp", crate::mcp::endpoint(state.clone()))
+        .merge(crate::web::routes())
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)
         .layer(middleware::from_fn(crate::metrics::track))
