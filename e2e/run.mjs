@@ -599,6 +599,7 @@ step('readable at 375 px and at 1440 px', async () => {
   await page.keyboard.press('Escape');
   await page.getByRole('button', { name: 'Show threads' }).click();
   await page.locator('.sidebar-open').waitFor();
+  await page.waitForTimeout(400);
   await shot(page, '22-threads-drawer-375');
   await page.keyboard.press('Escape');
   await page.goto(`${S.ferry.base}/spaces/notes`);

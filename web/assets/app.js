@@ -130,7 +130,8 @@ function buildShell() {
     h('h2', { class: 'sidebar-title', id: 'threads-heading', text: 'Threads' }),
     list);
   const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
-  const layout = h('div', { class: 'layout' }, sidebar, main);
+  const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true', onclick: () => toggleSidebar(false) });
+  const layout = h('div', { class: 'layout' }, sidebar, scrim, main);
   const announcer = h('div', { id: 'announcer', class: 'visually-hidden', 'aria-live': 'polite', 'aria-atomic': 'true' });
   replace(root,
     h('header', { class: 'topbar' },

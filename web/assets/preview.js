@@ -5,7 +5,7 @@
 // back to the card it came from.
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
-import { formatSize, typeLabel, formatDateTime } from './format.js';
+import { formatSize, typeLabel, formatWhen } from './format.js';
 import { route, getBlob, getJson } from './api.js';
 import { downloadTo } from './download.js';
 import { publishedContentPath } from './cards.js';
@@ -121,7 +121,7 @@ export class PreviewPanel {
       const latest = Math.max(...mine.map((r) => r.revision));
       replace(this.select, mine.map((r) => h('option', {
         value: String(r.revision),
-        text: `Revision ${r.revision}${r.revision === latest ? ' (latest)' : ''}${r.published_at ? ` · ${formatDateTime(r.published_at)}` : ''}`,
+        text: `Revision ${r.revision}${r.revision === latest ? ' (latest)' : ''}${r.published_at ? ` · ${formatWhen(r.published_at)}` : ''}`,
       })));
       this.select.value = String(this.file.revision);
       this.select.disabled = mine.length < 2;

@@ -166,7 +166,7 @@ export class SpacesView {
       },
       fileIcon(file.name, file.contentType),
       h('span', { class: 'tree-name', text: file.name }),
-      h('span', { class: 'tree-meta', text: `${formatSize(file.size)}${file.updatedAt ? ` · ${formatDateTime(file.updatedAt)}` : ''}` }));
+      h('span', { class: 'tree-meta', text: formatSize(file.size), title: file.updatedAt ? `Updated ${formatDateTime(file.updatedAt)}` : null }));
       items.push(h('li', { dataset: { path: file.path } }, open));
     }
     return items;

@@ -155,7 +155,9 @@ export class ThreadView {
       text ? h('div', { class: 'bubble' }, text) : null,
       uploads.length ? uploadChips(this.thread.id, uploads) : null,
       files.length ? h('div', { class: 'attachments' }, files.map((f) => attachmentView(this.thread.id, f, {
-        findPublished: (a) => (a.id ? this.published.get(a.id) : null),
+        // An attachment is its own copy; one that says which published file it came from
+        // (publishedId) opens that file's preview like a card.
+        findPublished: (a) => (a.publishedId ? this.published.get(a.publishedId) || null : null),
         onOpen: (file, opener) => this.preview.open(this.thread.id, file, opener),
       }))) : null);
   }
