@@ -359,6 +359,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_docs_quote_the_instructions_verbatim() {
+        let docs = include_str!("../../../docs/mcp.md");
+        assert!(
+            docs.contains(INSTRUCTIONS),
+            "docs/mcp.md must carry INSTRUCTIONS word for word"
+        );
+    }
+
+    #[test]
     fn text_types() {
         for t in [
             "text/markdown; charset=utf-8",

@@ -5,9 +5,9 @@
 //! below need no Python: they speak the streamable HTTP transport by hand, so `/mcp` is checked
 //! on every machine.
 
-mod support;
 #[path = "mcp/python.rs"]
 mod python;
+mod support;
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -155,7 +155,11 @@ async fn mcp_over_http_acts_with_the_callers_token() {
     let (_, bobs) = rpc(
         addr,
         Some(&bob),
-        call(3, "read_space_file", json!({"spaceName": "notes", "path": "ideas/a b.md"})),
+        call(
+            3,
+            "read_space_file",
+            json!({"spaceName": "notes", "path": "ideas/a b.md"}),
+        ),
     )
     .await;
     assert_eq!(bobs["result"]["isError"], true, "{bobs}");
@@ -166,7 +170,11 @@ async fn mcp_over_http_acts_with_the_callers_token() {
     let (_, read) = rpc(
         addr,
         Some(&alice),
-        call(4, "read_space_file", json!({"spaceName": "notes", "path": "ideas/a b.md"})),
+        call(
+            4,
+            "read_space_file",
+            json!({"spaceName": "notes", "path": "ideas/a b.md"}),
+        ),
     )
     .await;
     assert_eq!(
@@ -178,7 +186,11 @@ async fn mcp_over_http_acts_with_the_callers_token() {
     let (_, traversal) = rpc(
         addr,
         Some(&alice),
-        call(5, "read_space_file", json!({"spaceName": "notes", "path": "../x"})),
+        call(
+            5,
+            "read_space_file",
+            json!({"spaceName": "notes", "path": "../x"}),
+        ),
     )
     .await;
     assert_eq!(traversal["result"]["isError"], true);
