@@ -6,6 +6,7 @@
 //! installs all three, so a skip there would hide a broken UI. Screenshots of each main screen
 //! land in `target/e2e-artifacts/`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,7 +53,9 @@ fn the_web_ui_works_in_chromium() {
             missing.join(", ")
         );
         assert!(!ci, "{message} (FERRY_CI=1: failing instead of skipping)");
-        eprintln!("\n{}\n{message}\n{}\n", "!".repeat(78), "!".repeat(78));
+        // Straight to stderr: libtest captures eprintln!, and a skip must be seen.
+        let banner = "!".repeat(78);
+        let _ = writeln!(std::io::stderr(), "\n{banner}\n{message}\n{banner}\n");
         return;
     }
     let artifacts = std::env::var_os("FERRY_E2E_ARTIFACTS")
