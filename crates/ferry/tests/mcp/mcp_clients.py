@@ -428,6 +428,17 @@ async def user_token_without_thread(ferry_exe: str, ferry: Ferry) -> None:
     print("user token over stdio: ok")
 
 
+async def unreachable_server(ferry_exe: str) -> None:
+    # Port 9 (discard) on loopback: nothing listens there. The tool says so; nothing crashes.
+    async with stdio_session(ferry_exe, "http://127.0.0.1:9", "token") as session:
+        await session.initialize()
+        result = await session.call_tool("list_space_files", {"spaceName": "s"})
+        check(result.isError is True, "an unreachable server is a tool error", result)
+        check(text_of(result).startswith("could not reach the ferry server"), "it says why", result)
+        check(len((await session.list_tools()).tools) == 7, "the session goes on")
+    print("unreachable server over stdio: ok")
+
+
 async def http_needs_a_token(ferry: Ferry) -> None:
     init = {
         "jsonrpc": "2.0",
@@ -459,6 +470,7 @@ async def main() -> int:
             async with stdio_session(args.ferry, ferry.url, agent) as session:
                 await exercise("stdio", ferry, session, thread, agent)
             await user_token_without_thread(args.ferry, ferry)
+            await unreachable_server(args.ferry)
         if args.transport in ("http", "both"):
             thread, agent = await ferry.new_thread("mcp over http")
             async with http_session(ferry.url, agent) as session:
