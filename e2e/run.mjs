@@ -167,9 +167,26 @@ step('a person creates a thread and it has its own address', async () => {
   await page.getByRole('heading', { name: 'Tea shop launch' }).waitFor();
   await page.locator('.conn-live').waitFor();
   await page.getByRole('link', { name: /Tea shop launch/ }).waitFor();
-  const agentToken = await client(S.ferry.base, S.alice).post(`/api/threads/${S.threadId}/agent-token`, {});
-  S.agent = client(S.ferry.base, agentToken.token);
-  S.agentToken = agentToken.token;
+});
+
+step('the person gives an agent a token for the thread', async () => {
+  const { page } = S;
+  const opener = page.getByRole('button', { name: 'Connect agent' });
+  await opener.click();
+  const dialog = page.getByRole('dialog', { name: 'Connect an agent to this thread' });
+  await dialog.getByRole('button', { name: 'Create an agent token' }).click();
+  const field = dialog.getByLabel('Agent token');
+  await field.waitFor();
+  S.agentToken = await field.inputValue();
+  assert.match(S.agentToken, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  await shot(page, '04-agent-token');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Connect agent');
+  S.agent = client(S.ferry.base, S.agentToken);
+  const seen = await S.agent.get(`/api/threads/${S.threadId}`);
+  assert.equal(seen.id, S.threadId);
+  assert.ok(seen.sandboxDir, 'the agent token is the thread agent\'s');
 });
 
 step('three files upload at once, each with its own progress bar', async () => {
@@ -231,6 +248,7 @@ step('a file over the limit shows the limit in words; a cancelled upload leaves 
   await cdp.detach();
   const { uploads } = await client(S.ferry.base, S.alice).get(`/api/threads/${S.threadId}/uploads`);
   assert.deepEqual(uploads.map((u) => u.fileName).sort(), ['meeting notes.txt', 'shop-front.png', 'survey-raw.bin']);
+  assert.ok(!uploads.some((u) => u.fileName === 'cancel-me.bin'), 'the cancelled upload was not kept');
   S.uploads = uploads;
 });
 
@@ -248,6 +266,26 @@ step('sending a message posts the text with the uploads, shown as chips', async 
   assert.equal(sent.uploads.length, 3);
   assert.ok(sent.uploads.every((u) => u.attachmentXml.includes('hidden="true"')));
   await shot(page, '06-message-with-chips');
+});
+
+step('dropping a file on the thread attaches it', async () => {
+  const { page } = S;
+  const data = await page.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['dropped with the mouse\n'], 'dropped.txt', { type: 'text/plain' }));
+    return dt;
+  });
+  const thread = page.locator('section.thread');
+  await thread.dispatchEvent('dragenter', { dataTransfer: data });
+  assert.equal(await thread.evaluate((el) => el.classList.contains('dragging')), true, 'the drop zone shows');
+  await thread.dispatchEvent('dragover', { dataTransfer: data });
+  await thread.dispatchEvent('drop', { dataTransfer: data });
+  await page.locator('.pending-file.state-done[data-name="dropped.txt"]').waitFor();
+  assert.equal(await thread.evaluate((el) => el.classList.contains('dragging')), false);
+  await page.getByLabel('Message', { exact: true }).fill('One more');
+  await page.getByRole('button', { name: 'Send message' }).click();
+  const message = page.locator('.event-message.from-user', { hasText: 'One more' });
+  await message.locator('.chip', { hasText: 'dropped.txt' }).waitFor();
 });
 
 step('files the agent publishes appear live as cards', async () => {
@@ -501,7 +539,7 @@ step('a reload shows the same thread, everything once', async () => {
   assert.deepEqual(ids, S.shownIds);
   assert.equal(await page.locator('.card-ready .card-open').count(), 5 + (S.sayCards || 0), 'four cards, a revision, and the say attachment');
   assert.equal(await page.locator('.file-send').count(), 1);
-  assert.equal(await page.locator('.chip').count(), 3);
+  assert.equal(await page.locator('.chip').count(), 4);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('ferry.token')), S.alice, 'still signed in');
   await shot(page, '15-after-reload');
 });
@@ -582,6 +620,10 @@ step('readable at 375 px and at 1440 px', async () => {
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.locator('.card-ready').first().waitFor();
   await shot(page, '18-thread-1440');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForTimeout(100);
+  await shot(page, '18-thread-1440-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
   await page.setViewportSize({ width: 375, height: 812 });
   await page.waitForTimeout(200);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

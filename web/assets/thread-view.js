@@ -3,7 +3,7 @@
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
 import { formatWhen } from './format.js';
-import { route, getJson } from './api.js';
+import { route, getJson, sendJson } from './api.js';
 import { ThreadEvents } from './sse.js';
 import { Composer } from './composer.js';
 import { publishedCard, attachmentView, fileSendView, uploadChips } from './cards.js';
@@ -43,7 +43,11 @@ export class ThreadView {
       h('header', { class: 'thread-header' },
         h('div', { class: 'thread-heading' }, this.titleEl,
           h('p', { class: 'thread-sub', text: `Thread ${thread.id}` })),
-        this.statusEl),
+        this.statusEl,
+        h('button', {
+          type: 'button', class: 'btn btn-small connect-agent', 'aria-haspopup': 'dialog', 'aria-label': 'Connect agent',
+          onclick: (e) => connectAgentDialog(thread, e.currentTarget),
+        }, icon('plug'), h('span', { class: 'label', text: 'Connect agent' }))),
       this.scroller,
       this.composer.el,
       this.dropZone);
@@ -193,6 +197,66 @@ export class ThreadView {
 export async function openThread(threadId, options) {
   const thread = await getJson(route('threads', threadId));
   return new ThreadView(thread, options);
+}
+
+/**
+ * A dialog that mints a token for this thread's agent and shows how to use it. The token is
+ * shown in a field to copy, never put in a URL.
+ */
+function connectAgentDialog(thread, opener) {
+  const origin = window.location.origin;
+  const output = h('div', { class: 'agent-output' });
+  const error = h('p', { class: 'form-error', role: 'alert' });
+  error.hidden = true;
+  const create = h('button', { type: 'button', class: 'btn btn-primary' }, icon('plus'), h('span', { class: 'label', text: 'Create an agent token' }));
+  const dialog = h('dialog', { class: 'dialog', 'aria-labelledby': 'agent-dialog-title' },
+    h('header', { class: 'dialog-header' },
+      h('h2', { id: 'agent-dialog-title', text: 'Connect an agent to this thread' }),
+      h('button', { type: 'button', class: 'btn btn-icon', 'aria-label': 'Close', onclick: () => dialog.close() }, icon('close'))),
+    h('p', { text: 'An agent token lets one agent read this thread, write its sandbox, and publish or send files to you here. It is valid for an hour.' }),
+    create, error, output);
+  create.addEventListener('click', async () => {
+    create.disabled = true;
+    error.hidden = true;
+    try {
+      const { token, expiresAt } = await sendJson('POST', route('threads', thread.id, 'agent-token'), {});
+      const field = h('input', { id: 'agent-token', class: 'input mono', readonly: true, value: token, 'aria-describedby': 'agent-token-exp' });
+      const copy = h('button', {
+        type: 'button', class: 'btn',
+        onclick: async () => {
+          field.select();
+          try {
+            await navigator.clipboard.writeText(token);
+            copy.querySelector('.label').textContent = 'Copied';
+          } catch {
+            copy.querySelector('.label').textContent = 'Press Ctrl+C';
+          }
+        },
+      }, h('span', { class: 'label', text: 'Copy' }));
+      replace(output,
+        h('label', { for: 'agent-token', class: 'field-label', text: 'Agent token' }),
+        h('div', { class: 'field-row' }, field, copy),
+        h('p', { id: 'agent-token-exp', class: 'field-help', text: `Expires ${new Date(expiresAt).toLocaleString()}.` }),
+        h('p', { class: 'field-label', text: 'Use it from an MCP client' }),
+        h('pre', { class: 'snippet' }, `ferry mcp --url ${origin} --token <the token above>`),
+        h('p', { class: 'field-label', text: 'Or over HTTP' }),
+        h('pre', { class: 'snippet' }, `Authorization: Bearer <the token above>\n${origin}/api/threads/${thread.id}/…`));
+      field.focus();
+      field.select();
+    } catch (e) {
+      error.textContent = `No token was created: ${e.message}`;
+      error.hidden = false;
+    } finally {
+      create.disabled = false;
+    }
+  });
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    opener?.focus();
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+  create.focus();
 }
 
 export function threadNotFound(threadId) {
