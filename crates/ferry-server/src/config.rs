@@ -29,6 +29,8 @@ pub struct Config {
     pub preview_max_chars: usize,
     /// Skill packages copied into every new thread's `/sandbox/skills/`.
     pub skills_dir: Option<PathBuf>,
+    /// The URL clients reach this server at (behind a proxy, say); used in signed links.
+    pub public_url: Option<String>,
     /// How document previews are extracted: the worker program and its limits.
     pub extract: ExtractorConfig,
 }
@@ -48,6 +50,7 @@ impl Config {
             publish_max_bytes: DEFAULT_PUBLISH_MAX_BYTES,
             preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
             skills_dir: None,
+            public_url: None,
             extract: ExtractorConfig::new(
                 std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ferry")),
                 ["__extract"],

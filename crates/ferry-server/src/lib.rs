@@ -6,6 +6,7 @@
 pub mod access;
 pub mod auth;
 pub mod config;
+pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -15,6 +16,7 @@ pub mod previews;
 pub mod router;
 pub mod routes;
 pub mod serve;
+pub mod signing;
 pub mod state;
 pub mod web;
 
@@ -33,10 +35,13 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     metrics::handle();
+    state.set_listen_addr(listener.local_addr()?);
+    let worker = tokio::spawn(connectors::run_delivery_worker(state.clone()));
     let app = router::router(state.clone());
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await?;
+    worker.abort();
     state.db.close().await;
     Ok(())
 }

@@ -12,7 +12,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::error::ApiError;
-use crate::routes::{events, published, sandbox, send_file, spaces, system, threads, uploads};
+use crate::routes::{events, published, sandbox, say, send_file, spaces, system, threads, uploads};
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
@@ -65,9 +65,23 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/storage/thread-file", get(published::thread_file))
         .route("/api/threads/{id}/send-file", post(send_file::send_file))
+        .route("/api/threads/{id}/say", post(say::say))
+        .route(
+            "/api/threads/{id}/attachments/{aid}/content",
+            get(say::attachment_content),
+        )
+        .route("/api/attachments/{aid}", get(say::signed_attachment))
+        .route(
+            "/api/threads/{id}/connectors",
+            post(say::create_connector).get(say::list_connectors),
+        )
+        .route(
+            "/api/threads/{id}/connectors/{cid}",
+            axum::routing::delete(say::delete_connector),
+        )
+        .merge(crate::web::routes())
         // The agent tools over streamable HTTP (API.md §11), acting with the caller's bearer token.
         .route_service("/mcp", crate::mcp::endpoint(state.clone()))
-        .merge(crate::web::routes())
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)
         .layer(middleware::from_fn(crate::metrics::track))
@@ -113,6 +127,12 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         published::preview,
         published::thread_file,
         send_file::send_file,
+        say::say,
+        say::attachment_content,
+        say::signed_attachment,
+        say::create_connector,
+        say::list_connectors,
+        say::delete_connector,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -122,6 +142,7 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         (name = "uploads", description = "User → agent uploads with previews (seed 000)"),
         (name = "events", description = "The thread's event channel, messages and send_file"),
         (name = "published", description = "Agent → user published files (seed 000)"),
+        (name = "say", description = "Say mode, attachments and connectors (seed 003)"),
         (name = "operations", description = "Health, metrics and this document"),
     )
 )]

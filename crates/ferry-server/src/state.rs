@@ -3,11 +3,13 @@
 use ferry_extract::Extractor;
 use ferry_store::sandbox::Sandboxes;
 use ferry_store::{Blobs, Db, LocalBlobs};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use tokio::sync::Notify;
 
 use crate::auth::Auth;
 use crate::config::Config;
 use crate::events::EventHub;
+use crate::signing::LinkSigner;
 
 #[derive(Debug, Clone)]
 pub struct AppState(Arc<Inner>);
@@ -21,6 +23,11 @@ pub struct Inner {
     pub sandboxes: Sandboxes,
     pub extractor: Extractor,
     pub events: EventHub,
+    pub signer: LinkSigner,
+    /// Wakes the webhook worker when a delivery is queued.
+    pub deliveries_due: Notify,
+    /// The address clients reach this server at, for absolute links (signed downloads).
+    public_url: OnceLock<String>,
 }
 
 impl std::ops::Deref for AppState {
@@ -40,6 +47,11 @@ impl AppState {
         let sandboxes = Sandboxes::new(config.data_dir.join("sandboxes"))?;
         let auth = Auth::new(&config.jwt_secret);
         let extractor = Extractor::new(config.extract.clone());
+        let signer = LinkSigner::new(&config.jwt_secret);
+        let public_url = OnceLock::new();
+        if let Some(url) = &config.public_url {
+            let _ = public_url.set(url.trim_end_matches('/').to_owned());
+        }
         Ok(AppState(Arc::new(Inner {
             config,
             auth,
@@ -48,7 +60,35 @@ impl AppState {
             sandboxes,
             extractor,
             events: EventHub::default(),
+            signer,
+            deliveries_due: Notify::new(),
+            public_url,
         })))
+    }
+
+    /// Records where this server listens, unless a public URL was configured.
+    pub fn set_listen_addr(&self, addr: std::net::SocketAddr) {
+        let _ = self.public_url.set(format!("http://{addr}"));
+    }
+
+    /// The base of absolute links to this server.
+    pub fn public_url(&self) -> String {
+        self.public_url
+            .get()
+            .cloned()
+            .unwrap_or_else(|| format!("http://{}", self.config.addr))
+    }
+
+    /// An absolute, signed, short-lived download link for an attachment, and its expiry.
+    pub fn signed_attachment_url(&self, attachment_id: &str) -> (String, u64) {
+        let (query, expires) = self.signer.sign(attachment_id);
+        (
+            format!(
+                "{}/api/attachments/{attachment_id}?{query}",
+                self.public_url()
+            ),
+            expires,
+        )
     }
 
     /// Stores nothing: wakes this node's subscribers with an event that is already stored.

@@ -9,6 +9,7 @@ pub mod db;
 pub mod events;
 pub mod published;
 pub mod sandbox;
+pub mod say;
 pub mod spaces;
 pub mod threads;
 pub mod uploads;

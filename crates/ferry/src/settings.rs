@@ -64,6 +64,11 @@ pub struct ServeArgs {
     #[arg(long, env = "FERRY_PREVIEW_MAX_CHARS")]
     pub preview_max_chars: Option<usize>,
 
+    /// The URL clients reach the server at, when it differs from --addr (behind a proxy);
+    /// used in signed download links [default: http://ADDR]
+    #[arg(long, env = "FERRY_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
     /// Folder of skill packages copied into each new thread's /sandbox/skills/ [default: none]
     #[arg(long, env = "FERRY_SKILLS_DIR")]
     pub skills_dir: Option<PathBuf>,
@@ -82,6 +87,7 @@ struct FileSettings {
     upload_max_bytes: Option<u64>,
     publish_max_bytes: Option<u64>,
     preview_max_chars: Option<usize>,
+    public_url: Option<String>,
     skills_dir: Option<PathBuf>,
 }
 
@@ -135,6 +141,7 @@ impl ServeArgs {
             .or(file.preview_max_chars)
             .unwrap_or(DEFAULT_PREVIEW_MAX_CHARS);
         config.skills_dir = self.skills_dir.or(file.skills_dir);
+        config.public_url = self.public_url.or(file.public_url);
         Ok(Resolved {
             config,
             generated_secret,

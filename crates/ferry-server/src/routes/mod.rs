@@ -1,6 +1,7 @@
 pub mod events;
 pub mod published;
 pub mod sandbox;
+pub mod say;
 pub mod send_file;
 pub mod spaces;
 pub mod system;

@@ -1,0 +1,232 @@
+//! Where an agent's messages go (seed 003's connectors).
+//!
+//! Every message is stored in the thread's event channel first; a [`Connector`] then carries
+//! it somewhere. Two exist: [`EventChannel`] wakes the thread's live subscribers (browsers on
+//! SSE), and [`Webhook`] queues a durable delivery to a URL the thread registered. Webhook
+//! deliveries are made by a background worker with retries and backoff, so a slow or broken
+//! receiver never holds up the agent's reply.
+
+use futures::future::BoxFuture;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::time::Duration;
+
+use ferry_store::events::StoredEvent;
+use ferry_store::say::{Connector as ConnectorRow, Delivery};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A message on its way out: its stored event.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    pub thread_id: &'a str,
+    pub event: &'a StoredEvent,
+}
+
+/// Somewhere a thread's messages are delivered.
+pub trait Connector: Send + Sync {
+    fn deliver<'a>(
+        &'a self,
+        state: &'a AppState,
+        message: Outgoing<'a>,
+    ) -> BoxFuture<'a, Result<(), ApiError>>;
+}
+
+/// The thread's own event channel: the message is already stored, so delivering it means
+/// waking the subscribers.
+#[derive(Debug, Clone, Copy)]
+pub struct EventChannel;
+
+impl Connector for EventChannel {
+    fn deliver<'a>(
+        &'a self,
+        state: &'a AppState,
+        message: Outgoing<'a>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            state.announce(message.event.clone());
+            Ok(())
+        })
+    }
+}
+
+/// A registered webhook: delivering queues the message for the background worker.
+#[derive(Debug, Clone)]
+pub struct Webhook(pub ConnectorRow);
+
+impl Connector for Webhook {
+    fn deliver<'a>(
+        &'a self,
+        state: &'a AppState,
+        message: Outgoing<'a>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            state
+                .db
+                .queue_delivery(&self.0.id, message.thread_id, message.event.id)
+                .await?;
+            state.deliveries_due.notify_one();
+            Ok(())
+        })
+    }
+}
+
+/// The connectors of a thread: its event channel, then its webhooks.
+pub async fn connectors_of(
+    state: &AppState,
+    thread_id: &str,
+) -> Result<Vec<Box<dyn Connector>>, ApiError> {
+    let mut all: Vec<Box<dyn Connector>> = vec![Box::new(EventChannel)];
+    for row in state.db.connectors(thread_id).await? {
+        if row.kind == "webhook" {
+            all.push(Box::new(Webhook(row)));
+        }
+    }
+    Ok(all)
+}
+
+/// Attempts before a delivery is given up.
+const MAX_ATTEMPTS: u32 = 8;
+/// How long a claimed delivery stays with the node that claimed it.
+const LEASE: Duration = Duration::from_secs(60);
+/// How long one POST to a receiver may take.
+const POST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The wait before attempt `attempts + 1`: 1 s, 2 s, 4 s … at most 5 minutes.
+pub fn backoff(attempts: u32) -> Duration {
+    Duration::from_secs(1u64 << attempts.saturating_sub(1).min(8)).min(Duration::from_secs(300))
+}
+
+/// Runs webhook deliveries until the process ends: due deliveries are claimed in the database
+/// (so with several nodes each attempt is made once) and posted.
+pub async fn run_delivery_worker(state: AppState) {
+    let client = match reqwest::Client::builder().timeout(POST_TIMEOUT).build() {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::error!(error = %e, "webhook deliveries are off: no HTTP client");
+            return;
+        }
+    };
+    loop {
+        match state
+            .db
+            .claim_deliveries(16, LEASE.as_millis() as i64)
+            .await
+        {
+            Ok(batch) if !batch.is_empty() => {
+                for delivery in batch {
+                    attempt(&state, &client, delivery).await;
+                }
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not claim webhook deliveries"),
+        }
+        // Sleep until a delivery is queued here, or a retry may have come due.
+        let _ =
+            tokio::time::timeout(Duration::from_millis(500), state.deliveries_due.notified()).await;
+    }
+}
+
+async fn attempt(state: &AppState, client: &reqwest::Client, delivery: Delivery) {
+    let outcome = post(state, client, &delivery).await;
+    let result = match &outcome {
+        Ok(()) => Ok(()),
+        Err(why) if delivery.attempts < MAX_ATTEMPTS => {
+            let retry_at = now_millis() + backoff(delivery.attempts).as_millis() as i64;
+            tracing::info!(delivery = %delivery.id, attempt = delivery.attempts, %why, "webhook delivery failed; will retry");
+            Err((why.as_str(), Some(retry_at)))
+        }
+        Err(why) => {
+            tracing::warn!(delivery = %delivery.id, %why, "webhook delivery failed for good");
+            Err((why.as_str(), None))
+        }
+    };
+    if let Err(e) = state.db.finish_delivery(&delivery.id, result).await {
+        tracing::warn!(error = %e, "could not record a webhook delivery");
+    }
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// What a webhook receives: the message event, with each attachment's `url` replaced by a
+/// short-lived signed link that needs no token.
+async fn payload(state: &AppState, delivery: &Delivery) -> Result<serde_json::Value, String> {
+    let event = state
+        .db
+        .event(&delivery.thread_id, delivery.event_id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the event no longer exists")?;
+    let mut event: serde_json::Value =
+        serde_json::from_str(&event.json).map_err(|e| e.to_string())?;
+    if let Some(files) = event.get_mut("files").and_then(|f| f.as_array_mut()) {
+        for file in files {
+            let Some(id) = file.get("id").and_then(|i| i.as_str()).map(str::to_owned) else {
+                continue;
+            };
+            let (url, expires) = state.signed_attachment_url(&id);
+            file["url"] = url.into();
+            file["expiresAt"] = ferry_core::Timestamp(expires as i64 * 1000)
+                .rfc3339()
+                .into();
+        }
+    }
+    Ok(serde_json::json!({
+        "type": "message",
+        "threadId": delivery.thread_id,
+        "deliveryId": delivery.id,
+        "message": event,
+    }))
+}
+
+async fn post(
+    state: &AppState,
+    client: &reqwest::Client,
+    delivery: &Delivery,
+) -> Result<(), String> {
+    let connector = state
+        .db
+        .connector(&delivery.connector_id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the connector was removed")?;
+    let body = serde_json::to_vec(&payload(state, delivery).await?).map_err(|e| e.to_string())?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(connector.secret.as_bytes())
+        .expect("HMAC takes any key length");
+    mac.update(&body);
+    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let response = client
+        .post(&connector.url)
+        .header("content-type", "application/json")
+        .header("x-ferry-signature", signature)
+        .header("x-ferry-delivery", &delivery.id)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("the receiver could not be reached: {e}"))?;
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("the receiver answered {}", response.status()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(2));
+        assert_eq!(backoff(4), Duration::from_secs(8));
+        assert_eq!(backoff(20), Duration::from_secs(256));
+    }
+}
