@@ -1,0 +1,610 @@
+//! Helpers for the thread suites (threads, sandbox, uploads, published, events, send_file):
+//! threads with their agents, multipart bodies, documents built in the test (zips, PNGs), an
+//! SSE reader over a real socket, and where the shared corpus lives.
+#![allow(dead_code, unreachable_pub)]
+
+use axum::body::Body;
+use futures::{Stream, StreamExt};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::support::{Reply, TestApp};
+
+/// The content type of sandbox writes that do not care about it.
+pub const BIN: &str = "application/octet-stream";
+
+/// A thread, its owner's token and its agent's token.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub id: String,
+    pub owner: String,
+    pub user: String,
+    pub agent: String,
+}
+
+impl Thread {
+    pub fn url(&self, rest: &str) -> String {
+        format!("/api/threads/{}{rest}", self.id)
+    }
+}
+
+/// Creates a thread for `owner` through the API and mints its agent's token.
+pub async fn thread(app: &TestApp, owner: &str) -> Thread {
+    let user = app.user(owner);
+    let reply = app
+        .post_json("/api/threads", &user, serde_json::json!({ "title": "t" }))
+        .await;
+    reply.expect(201, None);
+    let id = reply.json()["id"].as_str().unwrap().to_owned();
+    let agent = app.agent(owner, &id);
+    Thread {
+        id,
+        owner: owner.to_owned(),
+        user,
+        agent,
+    }
+}
+
+/// The sandbox folder on this host, as `GET /api/threads/{id}` tells the agent.
+pub async fn sandbox_dir(app: &TestApp, t: &Thread) -> PathBuf {
+    let reply = app.get(&t.url(""), &t.agent).await;
+    reply.expect(200, None);
+    PathBuf::from(
+        reply.json()["sandboxDir"]
+            .as_str()
+            .expect("agents are told sandboxDir"),
+    )
+}
+
+/// Writes a sandbox file as the agent (`rel` is relative to `/sandbox/`).
+pub async fn put_file(app: &TestApp, t: &Thread, rel: &str, bytes: &[u8]) -> Reply {
+    let reply = app
+        .put(&t.url(&format!("/sandbox/{rel}")), &t.agent, BIN, bytes)
+        .await;
+    assert!(
+        matches!(reply.status.as_u16(), 200 | 201),
+        "writing {rel}: {} {}",
+        reply.status,
+        reply.text()
+    );
+    reply
+}
+
+/// Publishes a sandbox file as the agent.
+pub async fn publish(app: &TestApp, t: &Thread, file_path: &str, display_name: &str) -> Reply {
+    app.post_json(
+        &t.url("/published"),
+        &t.agent,
+        serde_json::json!({ "file_path": file_path, "display_name": display_name }),
+    )
+    .await
+}
+
+/// A `multipart/form-data` body with one `file` part per (filename, content type, bytes);
+/// returns the request's content type and the body.
+pub fn multipart(files: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "ferry-test-boundary-7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for (name, content_type, bytes) in files {
+        write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+             Content-Type: {content_type}\r\n\r\n"
+        )
+        .unwrap();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    write!(body, "--{boundary}--\r\n").unwrap();
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// Uploads files in one multipart request as `token`.
+pub async fn upload_as(
+    app: &TestApp,
+    t: &Thread,
+    token: &str,
+    files: &[(&str, &str, &[u8])],
+) -> Reply {
+    let (content_type, body) = multipart(files);
+    app.send(
+        "POST",
+        &t.url("/uploads"),
+        Some(token),
+        &[("content-type", content_type.as_str())],
+        Body::from(body),
+    )
+    .await
+}
+
+/// Uploads one file as the owner and returns its entry of the answer.
+pub async fn upload_one(app: &TestApp, t: &Thread, name: &str, bytes: &[u8]) -> serde_json::Value {
+    let reply = upload_as(app, t, &t.user, &[(name, BIN, bytes)]).await;
+    reply.expect(201, None);
+    let uploads = reply.json()["uploads"].clone();
+    assert_eq!(uploads.as_array().unwrap().len(), 1, "{uploads}");
+    uploads[0].clone()
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+pub fn pct(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` escapes (for reading `filename*`).
+pub fn pct_decode(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 3 <= bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
+            out.push(u8::from_str_radix(hex, 16).unwrap());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Every regular file below `dir`, recursively, skipping folders named in `skip`.
+pub fn files_below(dir: &Path, skip: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries {
+        let entry = entry.unwrap();
+        let kind = entry.file_type().unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if kind.is_dir() {
+            if !skip.contains(&name.as_str()) {
+                out.extend(files_below(&entry.path(), skip));
+            }
+        } else {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The stored blobs of a test server (not its spool of temporary files).
+pub fn blob_files(app: &TestApp) -> Vec<PathBuf> {
+    files_below(&app.dir.path().join("blobs"), &[".tmp"])
+}
+
+/// The spool of temporary files a request uses before it keeps anything.
+pub fn blob_tmp_files(app: &TestApp) -> Vec<PathBuf> {
+    files_below(&app.dir.path().join("blobs/.tmp"), &[])
+}
+
+/// The committed fixtures of ferry-extract (made by tests/fixtures/make_fixtures.py).
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ferry-extract/tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The shared corpus: `FERRY_CORPUS_DIR`, or `shared/corpus` beside the repository. When it is
+/// missing the caller skips, loudly, unless `FERRY_CI=1`, where a missing corpus fails.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FERRY_CORPUS_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+    };
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("FERRY_CI").as_deref() == Ok("1") {
+        panic!(
+            "FERRY_CI=1 and the shared corpus is missing at {}; set FERRY_CORPUS_DIR",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
+         SKIPPED: the shared corpus is not at {}; set FERRY_CORPUS_DIR to run this test\n\
+         !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n",
+        dir.display()
+    );
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Documents built in the test.
+
+/// Raw deflate of `data`, its CRC-32 and size, for a zip entry.
+fn deflated(data: &[u8]) -> (Vec<u8>, u64, u32) {
+    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(data);
+    (e.finish().unwrap(), data.len() as u64, crc.finalize())
+}
+
+/// A zip whose entries are deflated here.
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let raw: Vec<(&str, Vec<u8>, u64, u32)> = entries
+        .iter()
+        .map(|(name, data)| {
+            let (d, size, crc) = deflated(data);
+            (*name, d, size, crc)
+        })
+        .collect();
+    zip_raw(&raw)
+}
+
+/// A zip written by hand from already-deflated entries: (name, deflated bytes, inflated size,
+/// CRC-32). Sizes stay below 4 GiB.
+pub fn zip_raw(entries: &[(&str, Vec<u8>, u64, u32)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for (name, data, size, crc) in entries {
+        let offset = out.len() as u32;
+        let header = |sig: u32, central: bool| {
+            let mut h = Vec::new();
+            h.extend_from_slice(&sig.to_le_bytes());
+            if central {
+                h.extend_from_slice(&20u16.to_le_bytes()); // version made by
+            }
+            h.extend_from_slice(&20u16.to_le_bytes()); // version needed
+            h.extend_from_slice(&0u16.to_le_bytes()); // flags
+            h.extend_from_slice(&8u16.to_le_bytes()); // deflate
+            h.extend_from_slice(&0u32.to_le_bytes()); // time and date
+            h.extend_from_slice(&crc.to_le_bytes());
+            h.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            h.extend_from_slice(&(*size as u32).to_le_bytes());
+            h.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            h.extend_from_slice(&0u16.to_le_bytes()); // extra field length
+            if central {
+                h.extend_from_slice(&[0u8; 6]); // comment length, disk, internal attributes
+                h.extend_from_slice(&0u32.to_le_bytes()); // external attributes
+                h.extend_from_slice(&offset.to_le_bytes());
+            }
+            h.extend_from_slice(name.as_bytes());
+            h
+        };
+        out.extend(header(0x0403_4b50, false));
+        out.extend_from_slice(data);
+        central.extend(header(0x0201_4b50, true));
+    }
+    let cd_offset = out.len() as u32;
+    out.extend_from_slice(&central);
+    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    out.extend_from_slice(&[0u8; 4]);
+    out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+    out.extend_from_slice(&cd_offset.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+/// A raw deflate stream of `head`, `repeat` copies of `chunk`, then `tail`, made without ever
+/// holding the inflated data (the compressed chunk is repeated). Returns the stream, the
+/// inflated size and its CRC-32.
+pub fn deflate_repeated(
+    head: &[u8],
+    chunk: &[u8],
+    repeat: usize,
+    tail: &[u8],
+) -> (Vec<u8>, u64, u32) {
+    use flate2::{Compress, Compression, FlushCompress, Status};
+    let mut c = Compress::new(Compression::best(), false);
+    let mut part = |input: &[u8], flush: FlushCompress| {
+        let finish = matches!(flush, FlushCompress::Finish);
+        let mut out = Vec::new();
+        let start_in = c.total_in();
+        loop {
+            out.reserve(input.len() / 4 + 64 * 1024);
+            let consumed = (c.total_in() - start_in) as usize;
+            let status = c.compress_vec(&input[consumed..], &mut out, flush).unwrap();
+            let all_in = (c.total_in() - start_in) as usize == input.len();
+            let flushed = all_in && out.len() < out.capacity();
+            if (finish && status == Status::StreamEnd) || (!finish && flushed) {
+                return out;
+            }
+        }
+    };
+    let mut stream = part(head, FlushCompress::Full);
+    let body = part(chunk, FlushCompress::Full);
+    let t = part(tail, FlushCompress::Finish);
+    for _ in 0..repeat {
+        stream.extend_from_slice(&body);
+    }
+    stream.extend_from_slice(&t);
+    let crc_of = |data: &[u8]| {
+        let mut h = crc32fast::Hasher::new();
+        h.update(data);
+        h
+    };
+    let mut crc = crc_of(head);
+    let chunk_crc = crc_of(chunk);
+    for _ in 0..repeat {
+        crc.combine(&chunk_crc);
+    }
+    crc.combine(&crc_of(tail));
+    let size = (head.len() + chunk.len() * repeat + tail.len()) as u64;
+    (stream, size, crc.finalize())
+}
+
+/// A DOCX whose word/document.xml inflates to 1 GiB, in about a megabyte, with honest sizes.
+pub fn docx_bomb() -> Vec<u8> {
+    let head = br#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r>"#;
+    let tail = b"</w:r></w:p></w:body></w:document>";
+    let mut unit = b"<w:t>".to_vec();
+    unit.resize(1024 - 6, b'a');
+    unit.extend_from_slice(b"</w:t>");
+    let chunk = unit.repeat(1024);
+    let (deflated, size, crc) = deflate_repeated(head, &chunk, 1024, tail);
+    assert!(size >= 1 << 30, "the bomb inflates to {size} bytes");
+    zip_raw(&[("word/document.xml", deflated, size, crc)])
+}
+
+/// A minimal XLSX workbook whose only sheet's A1 is shared string 0 of `shared_strings`.
+pub fn xlsx_with_shared_strings(shared_strings: &str) -> Vec<u8> {
+    let content_types = r#"<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/><Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>"#;
+    let rels = r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#;
+    let workbook = r#"<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Data" sheetId="1" r:id="rId1"/></sheets></workbook>"#;
+    let workbook_rels = r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>"#;
+    let sheet = r#"<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1"><v>7</v></c></row></sheetData></worksheet>"#;
+    zip_of(&[
+        ("[Content_Types].xml", content_types.as_bytes()),
+        ("_rels/.rels", rels.as_bytes()),
+        ("xl/workbook.xml", workbook.as_bytes()),
+        ("xl/_rels/workbook.xml.rels", workbook_rels.as_bytes()),
+        ("xl/worksheets/sheet1.xml", sheet.as_bytes()),
+        ("xl/sharedStrings.xml", shared_strings.as_bytes()),
+    ])
+}
+
+/// An XLSX whose shared strings declare a billion-laughs DTD (10⁹ "lol"s if expanded).
+pub fn xlsx_billion_laughs() -> Vec<u8> {
+    let mut dtd = String::from(r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">"#);
+    for i in 1..=9 {
+        let prev = if i == 1 {
+            "lol".to_owned()
+        } else {
+            format!("lol{}", i - 1)
+        };
+        dtd.push_str(&format!(
+            r#"<!ENTITY lol{i} "{}">"#,
+            format!("&{prev};").repeat(10)
+        ));
+    }
+    dtd.push_str("]>");
+    xlsx_with_shared_strings(&format!(
+        r#"{dtd}<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si><t>&lol9;</t></si></sst>"#
+    ))
+}
+
+/// Bytes that are no document at all: a fixed xorshift sequence.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A valid RGB PNG of `width` × `height` pixels.
+pub fn png(width: u32, height: u32) -> Vec<u8> {
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(kind);
+        crc.update(data);
+        out.extend_from_slice(&crc.finalize().to_be_bytes());
+    }
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit RGB, deflate, no filter, no interlace
+    chunk(&mut out, b"IHDR", &ihdr);
+    let mut raw = Vec::new();
+    for y in 0..height {
+        raw.push(0); // filter: none
+        for x in 0..width {
+            raw.extend_from_slice(&[(x * 40) as u8, (y * 60) as u8, 200]);
+        }
+    }
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(&raw).unwrap();
+    chunk(&mut out, b"IDAT", &z.finish().unwrap());
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server-Sent Events over a real socket.
+
+/// One SSE frame: an event (`id:` and `data:`) or a comment line (`:` keep-alive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Event { id: Option<i64>, data: String },
+    Comment(String),
+}
+
+/// A stored event as the stream delivered it.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: i64,
+    /// The `data:` text, exactly as sent.
+    pub data: String,
+}
+
+impl SseEvent {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.data).unwrap()
+    }
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>;
+
+/// A subscriber to a thread's event stream.
+pub struct Sse {
+    stream: ByteStream,
+    buffer: String,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl std::fmt::Debug for Sse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sse").finish()
+    }
+}
+
+/// How long a test waits for an event that should come before calling it lost.
+pub const EVENT_WAIT: Duration = Duration::from_secs(20);
+
+impl Sse {
+    /// Opens `GET /api/threads/{thread}/events[?query]` with optional `Last-Event-ID`.
+    pub async fn connect(
+        client: &reqwest::Client,
+        addr: SocketAddr,
+        thread: &str,
+        token: &str,
+        query: &str,
+        last_event_id: Option<i64>,
+    ) -> Sse {
+        let mut request = client
+            .get(format!("http://{addr}/api/threads/{thread}/events{query}"))
+            .bearer_auth(token)
+            .header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id.to_string());
+        }
+        let reply = request.send().await.unwrap();
+        assert_eq!(reply.status().as_u16(), 200);
+        let headers = reply.headers().clone();
+        Sse {
+            stream: Box::pin(reply.bytes_stream()),
+            buffer: String::new(),
+            headers,
+        }
+    }
+
+    /// The next frame; panics when none comes within `wait`.
+    pub async fn next_frame_within(&mut self, wait: Duration) -> Frame {
+        tokio::time::timeout(wait, self.next_frame())
+            .await
+            .unwrap_or_else(|_| panic!("no SSE frame within {wait:?}"))
+    }
+
+    async fn next_frame(&mut self) -> Frame {
+        loop {
+            let normalized = self.buffer.replace("\r\n", "\n");
+            if let Some(end) = normalized.find("\n\n") {
+                let block = normalized[..end].to_owned();
+                self.buffer = normalized[end + 2..].to_owned();
+                if block.is_empty() {
+                    continue;
+                }
+                return parse_block(&block);
+            }
+            self.buffer = normalized;
+            match self.stream.next().await {
+                Some(Ok(bytes)) => self.buffer.push_str(std::str::from_utf8(&bytes).unwrap()),
+                Some(Err(e)) => panic!("the event stream broke: {e}"),
+                None => panic!("the event stream ended"),
+            }
+        }
+    }
+
+    /// The next event, skipping keep-alive comments.
+    pub async fn next_event(&mut self) -> SseEvent {
+        let deadline = tokio::time::Instant::now() + EVENT_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.next_frame_within(left).await {
+                Frame::Event { id, data } => {
+                    return SseEvent {
+                        id: id.expect("every event carries its id"),
+                        data,
+                    };
+                }
+                Frame::Comment(_) => continue,
+            }
+        }
+    }
+
+    /// The next `n` events.
+    pub async fn events(&mut self, n: usize) -> Vec<SseEvent> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.next_event().await);
+        }
+        out
+    }
+}
+
+fn parse_block(block: &str) -> Frame {
+    let mut id = None;
+    let mut data: Option<String> = None;
+    let mut comment = None;
+    for line in block.lines() {
+        if let Some(rest) = line.strip_prefix(':') {
+            comment = Some(rest.trim_start().to_owned());
+            continue;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "id" => id = Some(value.parse().expect("numeric event id")),
+            "data" => {
+                data = Some(match data {
+                    Some(mut d) => {
+                        d.push('\n');
+                        d.push_str(value);
+                        d
+                    }
+                    None => value.to_owned(),
+                })
+            }
+            _ => {}
+        }
+    }
+    match (data, comment) {
+        (Some(data), _) => Frame::Event { id, data },
+        (None, Some(c)) => Frame::Comment(c),
+        (None, None) => Frame::Comment(String::new()),
+    }
+}
+
+/// The thread's stored events, from `format=json`.
+pub async fn stored_events(app: &TestApp, t: &Thread, token: &str) -> Vec<serde_json::Value> {
+    let reply = app.get(&t.url("/events?format=json"), token).await;
+    reply.expect(200, None);
+    reply.json().as_array().unwrap().clone()
+}

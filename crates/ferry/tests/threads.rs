@@ -1,0 +1,466 @@
+//! Threads and agent tokens (API.md §1, §5): who may create, see and act in a thread, and the
+//! sandbox each thread gets.
+
+mod support;
+mod thread_support;
+
+use axum::body::Body;
+use serde_json::json;
+use support::TestApp;
+use thread_support::{BIN, put_file, sandbox_dir, thread};
+
+#[tokio::test]
+async fn create_list_and_get_with_an_optional_title() {
+    let app = TestApp::new().await;
+    let alice = app.user("alice");
+
+    let titled = app
+        .post_json("/api/threads", &alice, json!({ "title": "Q3 report" }))
+        .await;
+    titled.expect(201, None);
+    let titled = titled.json();
+    assert_eq!(titled["title"], "Q3 report");
+    assert_eq!(titled["owner"], "alice");
+    let id = titled["id"].as_str().unwrap().to_owned();
+    assert!(!id.is_empty());
+    assert!(
+        titled["createdAt"].as_str().unwrap().ends_with('Z'),
+        "{titled}"
+    );
+
+    // No title at all: an empty object, or no body.
+    let untitled = app.post_json("/api/threads", &alice, json!({})).await;
+    untitled.expect(201, None);
+    assert_eq!(untitled.json()["title"], serde_json::Value::Null);
+    let bare = app
+        .send("POST", "/api/threads", Some(&alice), &[], Body::empty())
+        .await;
+    bare.expect(201, None);
+    assert_eq!(bare.json()["title"], serde_json::Value::Null);
+    assert_eq!(bare.json()["owner"], "alice");
+
+    let one = app.get(&format!("/api/threads/{id}"), &alice).await;
+    one.expect(200, None);
+    let one = one.json();
+    for field in ["id", "title", "owner", "createdAt"] {
+        assert_eq!(one[field], titled[field], "{field}");
+    }
+
+    // Bob's thread is not in Alice's list.
+    let bob = app.user("bob");
+    app.post_json("/api/threads", &bob, json!({ "title": "bob's" }))
+        .await
+        .expect(201, None);
+    let list = app.get("/api/threads", &alice).await;
+    list.expect(200, None);
+    let mut ids: Vec<String> = list.json()["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            assert_eq!(t["owner"], "alice");
+            t["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    ids.sort();
+    let mut expected = vec![
+        id,
+        untitled.json()["id"].as_str().unwrap().to_owned(),
+        bare.json()["id"].as_str().unwrap().to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(ids, expected);
+}
+
+#[tokio::test]
+async fn another_users_thread_is_not_found_never_forbidden() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let bob = app.user("bob");
+    for path in [
+        "",
+        "/uploads",
+        "/sandbox",
+        "/sandbox/outputs/x.txt",
+        "/events?format=json",
+        "/published",
+    ] {
+        app.get(&t.url(path), &bob)
+            .await
+            .expect(404, Some("NOT_FOUND"));
+    }
+    app.post_json(&t.url("/agent-token"), &bob, json!({}))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    app.post_json(&t.url("/messages"), &bob, json!({ "text": "hi" }))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    // A thread that does not exist answers the same.
+    app.get("/api/threads/no-such-thread", &bob)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+#[tokio::test]
+async fn service_role_creates_threads_for_an_owner() {
+    let app = TestApp::new().await;
+    let service = app.service(None);
+    let created = app
+        .post_json(
+            "/api/threads",
+            &service,
+            json!({ "owner": "carol", "title": "for carol" }),
+        )
+        .await;
+    created.expect(201, None);
+    let created = created.json();
+    assert_eq!(created["owner"], "carol");
+    let id = created["id"].as_str().unwrap();
+    // Carol sees and owns it.
+    let carol = app.user("carol");
+    let seen = app.get(&format!("/api/threads/{id}"), &carol).await;
+    seen.expect(200, None);
+    assert_eq!(seen.json()["owner"], "carol");
+    // Someone else still does not.
+    app.get(&format!("/api/threads/{id}"), &app.user("dave"))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+
+    // Without an owner, service_role has nobody to create it for.
+    app.post_json("/api/threads", &service, json!({ "title": "orphan" }))
+        .await
+        .expect(400, Some("INVALID_REQUEST"));
+}
+
+#[tokio::test]
+async fn a_user_cannot_create_a_thread_for_someone_else() {
+    let app = TestApp::new().await;
+    let alice = app.user("alice");
+    app.post_json("/api/threads", &alice, json!({ "owner": "bob" }))
+        .await
+        .expect(403, Some("FORBIDDEN"));
+    // Naming oneself is fine.
+    let own = app
+        .post_json("/api/threads", &alice, json!({ "owner": "alice" }))
+        .await;
+    own.expect(201, None);
+    assert_eq!(own.json()["owner"], "alice");
+    // Bob got nothing.
+    let bobs = app.get("/api/threads", &app.user("bob")).await;
+    assert_eq!(bobs.json()["threads"], json!([]));
+}
+
+#[tokio::test]
+async fn agents_cannot_create_threads() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    app.post_json("/api/threads", &t.agent, json!({ "title": "mine" }))
+        .await
+        .expect(403, Some("FORBIDDEN"));
+}
+
+async fn mint(app: &TestApp, t: &thread_support::Thread, token: &str) -> support::Reply {
+    app.post_json(&t.url("/agent-token"), token, json!({}))
+        .await
+}
+
+#[tokio::test]
+async fn agent_tokens_are_minted_by_the_owner_and_service_role_only() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+
+    for minter in [t.user.clone(), app.service(None)] {
+        let reply = mint(&app, &t, &minter).await;
+        assert!(
+            matches!(reply.status.as_u16(), 200 | 201),
+            "{}",
+            reply.text()
+        );
+        let body = reply.json();
+        let token = body["token"].as_str().unwrap();
+        assert!(body["expiresAt"].as_str().unwrap().ends_with('Z'), "{body}");
+        // The token acts as the thread's agent: it may write the sandbox, which the owner
+        // may not.
+        app.put(
+            &t.url("/sandbox/outputs/from-minted.txt"),
+            token,
+            "text/plain",
+            b"ok",
+        )
+        .await
+        .expect_created_or_ok();
+        app.put(
+            &t.url("/sandbox/outputs/from-owner.txt"),
+            &t.user,
+            "text/plain",
+            b"no",
+        )
+        .await
+        .expect(403, Some("FORBIDDEN"));
+    }
+
+    // The agent may not mint itself more tokens.
+    mint(&app, &t, &t.agent)
+        .await
+        .expect(403, Some("FORBIDDEN"));
+    // Another user does not even see the thread.
+    mint(&app, &t, &app.user("mallory"))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+#[tokio::test]
+async fn a_minted_agent_id_names_the_agent_in_events() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let reply = app
+        .post_json(
+            &t.url("/agent-token"),
+            &t.user,
+            json!({ "agentId": "researcher" }),
+        )
+        .await;
+    let token = reply.json()["token"].as_str().unwrap().to_owned();
+    let posted = app
+        .post_json(&t.url("/messages"), &token, json!({ "text": "found it" }))
+        .await;
+    posted.expect(201, None);
+    assert_eq!(posted.json()["agentId"], "researcher");
+    assert_eq!(posted.json()["role"], "agent");
+}
+
+#[tokio::test]
+async fn an_agent_of_thread_a_cannot_see_thread_b() {
+    let app = TestApp::new().await;
+    let a = thread(&app, "alice").await;
+    let b = thread(&app, "alice").await;
+    put_file(&app, &b, "outputs/b.txt", b"b's").await;
+    let upload = thread_support::upload_one(&app, &b, "b.txt", b"b's upload").await;
+    let published = thread_support::publish(&app, &b, "/sandbox/outputs/b.txt", "B").await;
+    published.expect(201, None);
+    let pid = published.json()["id"].as_str().unwrap().to_owned();
+    let upload_id = upload["id"].as_str().unwrap();
+
+    for path in [
+        String::new(),
+        "/uploads".into(),
+        format!("/uploads/{upload_id}/content"),
+        "/sandbox".into(),
+        "/sandbox/outputs/b.txt".into(),
+        "/events?format=json".into(),
+        "/published".into(),
+        format!("/published/{pid}/content"),
+        format!("/published/{pid}/preview"),
+    ] {
+        app.get(&b.url(&path), &a.agent)
+            .await
+            .expect(404, Some("NOT_FOUND"));
+    }
+    app.put(&b.url("/sandbox/outputs/x.txt"), &a.agent, BIN, b"x")
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    app.post_json(
+        &b.url("/published"),
+        &a.agent,
+        json!({ "file_path": "/sandbox/outputs/b.txt", "display_name": "stolen" }),
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+    app.post_json(
+        &b.url("/send-file"),
+        &a.agent,
+        json!({ "filePath": "/sandbox/outputs/b.txt" }),
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+    app.post_json(&b.url("/messages"), &a.agent, json!({ "text": "hi" }))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    app.get(
+        &format!(
+            "/api/storage/thread-file?storage_path=deepagent-outputs/{}/b.txt",
+            b.id
+        ),
+        &a.agent,
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+
+    // The agent's list holds its own thread only.
+    let list = app.get("/api/threads", &a.agent).await;
+    list.expect(200, None);
+    let threads = list.json()["threads"].clone();
+    assert_eq!(threads.as_array().unwrap().len(), 1, "{threads}");
+    assert_eq!(threads[0]["id"], a.id.as_str());
+    // Nothing was written into B.
+    assert_eq!(
+        std::fs::read_dir(sandbox_dir(&app, &b).await.join("outputs"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn sandbox_dir_is_told_to_agents_and_service_role_only() {
+    let app = TestApp::new().await;
+    let alice = app.user("alice");
+    let created = app.post_json("/api/threads", &alice, json!({})).await;
+    assert!(
+        created.json().get("sandboxDir").is_none(),
+        "{}",
+        created.text()
+    );
+    let id = created.json()["id"].as_str().unwrap().to_owned();
+    let as_user = app.get(&format!("/api/threads/{id}"), &alice).await.json();
+    assert!(as_user.get("sandboxDir").is_none(), "{as_user}");
+    let listed = app.get("/api/threads", &alice).await.json();
+    assert!(listed["threads"][0].get("sandboxDir").is_none(), "{listed}");
+
+    let agent = app.agent("alice", &id);
+    let as_agent = app.get(&format!("/api/threads/{id}"), &agent).await.json();
+    let service = app.service(None);
+    let as_service = app
+        .get(&format!("/api/threads/{id}"), &service)
+        .await
+        .json();
+    let dir = as_agent["sandboxDir"].as_str().unwrap();
+    assert_eq!(as_service["sandboxDir"], dir);
+
+    // The folder exists with the seed's layout.
+    let root = std::path::Path::new(dir);
+    for folder in [
+        "skills",
+        "user_uploads",
+        "shared",
+        "shared/research",
+        "shared/drafts",
+        "outputs",
+        "workspace",
+    ] {
+        assert!(root.join(folder).is_dir(), "{folder} missing in {dir}");
+    }
+    // And it is the folder the API reads: a file put there is served.
+    std::fs::write(root.join("workspace/direct.txt"), b"written on the host").unwrap();
+    let read = app
+        .get(
+            &format!("/api/threads/{id}/sandbox/workspace/direct.txt"),
+            &agent,
+        )
+        .await;
+    read.expect(200, None);
+    assert_eq!(read.body, b"written on the host");
+}
+
+#[tokio::test]
+async fn two_threads_get_two_sandboxes() {
+    let app = TestApp::new().await;
+    let a = thread(&app, "alice").await;
+    let b = thread(&app, "alice").await;
+    assert_ne!(sandbox_dir(&app, &a).await, sandbox_dir(&app, &b).await);
+    put_file(&app, &a, "outputs/only-in-a.txt", b"a").await;
+    app.get(&b.url("/sandbox/outputs/only-in-a.txt"), &b.agent)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+#[tokio::test]
+async fn skills_are_copied_in_and_read_only() {
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(skills.path().join("pdf/scripts")).unwrap();
+    std::fs::write(skills.path().join("pdf/SKILL.md"), b"# PDF skill\n").unwrap();
+    std::fs::write(
+        skills.path().join("pdf/scripts/fill.py"),
+        b"print('fill')\n",
+    )
+    .unwrap();
+    std::fs::write(skills.path().join("README.md"), b"skills index").unwrap();
+    let skills_path = skills.path().to_path_buf();
+    let app = TestApp::with(|c| c.skills_dir = Some(skills_path)).await;
+    let t = thread(&app, "alice").await;
+
+    let dir = sandbox_dir(&app, &t).await;
+    assert_eq!(
+        std::fs::read(dir.join("skills/pdf/SKILL.md")).unwrap(),
+        b"# PDF skill\n"
+    );
+    let read = app
+        .get(&t.url("/sandbox/skills/pdf/scripts/fill.py"), &t.agent)
+        .await;
+    read.expect(200, None);
+    assert_eq!(read.body, b"print('fill')\n");
+    let listed = app
+        .get(
+            &t.url("/sandbox?dir=/sandbox/skills&recursive=true"),
+            &t.agent,
+        )
+        .await
+        .json();
+    let paths: Vec<&str> = listed["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/sandbox/skills/README.md",
+            "/sandbox/skills/pdf/SKILL.md",
+            "/sandbox/skills/pdf/scripts/fill.py"
+        ]
+    );
+
+    // Writes into /sandbox/skills/ are refused: new files, overwrites, new folders.
+    for path in ["skills/new.md", "skills/pdf/SKILL.md", "skills/other/x.md"] {
+        app.put(
+            &t.url(&format!("/sandbox/{path}")),
+            &t.agent,
+            "text/markdown",
+            b"hacked",
+        )
+        .await
+        .expect(403, Some("FORBIDDEN"));
+    }
+    assert_eq!(
+        std::fs::read(dir.join("skills/pdf/SKILL.md")).unwrap(),
+        b"# PDF skill\n"
+    );
+    assert!(!dir.join("skills/new.md").exists());
+    assert!(!dir.join("skills/other").exists());
+
+    // A thread started later gets the skills too, each its own copy.
+    let later = thread(&app, "bob").await;
+    let later_dir = sandbox_dir(&app, &later).await;
+    assert!(later_dir.join("skills/pdf/scripts/fill.py").is_file());
+    assert_ne!(later_dir, dir);
+}
+
+#[tokio::test]
+async fn without_a_skills_dir_skills_is_an_empty_folder() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let listed = app
+        .get(
+            &t.url("/sandbox?dir=/sandbox/skills&recursive=true"),
+            &t.agent,
+        )
+        .await;
+    listed.expect(200, None);
+    assert_eq!(listed.json()["files"], json!([]));
+}
+
+trait ExpectWrite {
+    fn expect_created_or_ok(&self);
+}
+
+impl ExpectWrite for support::Reply {
+    fn expect_created_or_ok(&self) {
+        assert!(
+            matches!(self.status.as_u16(), 200 | 201),
+            "{} {}",
+            self.status,
+            self.text()
+        );
+    }
+}
