@@ -94,10 +94,16 @@ async fn listings_are_sorted_sandbox_paths_recursive_lists_files_only() {
     assert_eq!(b["size"], 2);
     assert!(b["etag"].as_str().unwrap().starts_with('"'), "{b}");
     assert!(b["updatedAt"].as_str().unwrap().ends_with('Z'), "{b}");
-    assert_eq!(direct["files"][3], json!({ "path": "/sandbox/outputs/sub", "type": "dir" }));
+    assert_eq!(
+        direct["files"][3],
+        json!({ "path": "/sandbox/outputs/sub", "type": "dir" })
+    );
 
     let recursive = app
-        .get(&t.url("/sandbox?dir=/sandbox/outputs&recursive=true"), &t.agent)
+        .get(
+            &t.url("/sandbox?dir=/sandbox/outputs&recursive=true"),
+            &t.agent,
+        )
         .await
         .json();
     assert_eq!(
@@ -113,10 +119,16 @@ async fn listings_are_sorted_sandbox_paths_recursive_lists_files_only() {
     // The listed path is ready to hand to publish.
     let published = thread_support::publish(&app, &t, "/sandbox/outputs/sub/deep/d.md", "D").await;
     published.expect(201, None);
-    assert_eq!(published.json()["sandbox_path"], "/sandbox/outputs/sub/deep/d.md");
+    assert_eq!(
+        published.json()["sandbox_path"],
+        "/sandbox/outputs/sub/deep/d.md"
+    );
 
     // The whole sandbox, recursively: files only, including the other folder.
-    let all = app.get(&t.url("/sandbox?recursive=true"), &t.agent).await.json();
+    let all = app
+        .get(&t.url("/sandbox?recursive=true"), &t.agent)
+        .await
+        .json();
     let all_paths: Vec<String> = paths_and_types(&all).into_iter().map(|(p, _)| p).collect();
     let mut sorted = all_paths.clone();
     sorted.sort();
@@ -126,7 +138,10 @@ async fn listings_are_sorted_sandbox_paths_recursive_lists_files_only() {
 
     // A folder that does not exist lists nothing; a trailing slash is the same folder.
     let missing = app
-        .get(&t.url("/sandbox?dir=/sandbox/outputs/nothing-here"), &t.agent)
+        .get(
+            &t.url("/sandbox?dir=/sandbox/outputs/nothing-here"),
+            &t.agent,
+        )
         .await;
     missing.expect(200, None);
     assert_eq!(missing.json()["files"], json!([]));
@@ -168,7 +183,11 @@ async fn reads_have_validators_ranges_and_head() {
         assert_eq!(read.body, b"# Report\nline two\n");
         assert_eq!(read.header("etag"), Some(etag.as_str()));
         assert_eq!(read.header("content-length"), Some("18"));
-        assert!(read.header("content-type").unwrap().starts_with("text/markdown"));
+        assert!(
+            read.header("content-type")
+                .unwrap()
+                .starts_with("text/markdown")
+        );
         assert!(read.header("last-modified").unwrap().ends_with(" GMT"));
     }
 
@@ -337,9 +356,14 @@ async fn writes_follow_the_spaces_rules() {
 async fn the_owner_and_strangers_cannot_write() {
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;
-    app.put(&t.url("/sandbox/outputs/x.txt"), &t.user, "text/plain", b"x")
-        .await
-        .expect(403, Some("FORBIDDEN"));
+    app.put(
+        &t.url("/sandbox/outputs/x.txt"),
+        &t.user,
+        "text/plain",
+        b"x",
+    )
+    .await
+    .expect(403, Some("FORBIDDEN"));
     app.put(
         &t.url("/sandbox/outputs/x.txt"),
         &app.user("bob"),
@@ -437,7 +461,10 @@ async fn over_the_limit_is_413_from_content_length_and_while_streaming() {
     }
     assert_eq!(tmp_left(&dir), Vec::<std::path::PathBuf>::new());
     let listed = app
-        .get(&t.url("/sandbox?dir=/sandbox/outputs&recursive=true"), &t.agent)
+        .get(
+            &t.url("/sandbox?dir=/sandbox/outputs&recursive=true"),
+            &t.agent,
+        )
         .await
         .json();
     assert_eq!(
@@ -451,11 +478,18 @@ async fn an_overwrite_over_the_limit_keeps_the_old_bytes() {
     let app = TestApp::with(|c| c.sandbox_max_bytes = 1024).await;
     let t = thread(&app, "alice").await;
     put_file(&app, &t, "outputs/keep.txt", b"old").await;
-    app.put(&t.url("/sandbox/outputs/keep.txt"), &t.agent, BIN, &[0u8; 2048])
-        .await
-        .expect(413, Some("REQUEST_TOO_LARGE"));
+    app.put(
+        &t.url("/sandbox/outputs/keep.txt"),
+        &t.agent,
+        BIN,
+        &[0u8; 2048],
+    )
+    .await
+    .expect(413, Some("REQUEST_TOO_LARGE"));
     assert_eq!(
-        app.get(&t.url("/sandbox/outputs/keep.txt"), &t.agent).await.body,
+        app.get(&t.url("/sandbox/outputs/keep.txt"), &t.agent)
+            .await
+            .body,
         b"old"
     );
 }
@@ -662,11 +696,21 @@ async fn writes_through_planted_links_never_land_outside() {
         "outputs/dangling-out.txt",
     ] {
         let reply = app
-            .put(&t.url(&format!("/sandbox/{rel}")), &t.agent, "text/plain", b"pwned")
+            .put(
+                &t.url(&format!("/sandbox/{rel}")),
+                &t.agent,
+                "text/plain",
+                b"pwned",
+            )
             .await;
         // Refused; which error is checked below and in
         // `a_write_into_a_symlinked_folder_is_an_invalid_path`.
-        assert_eq!(reply.status.as_u16() / 100, 4, "PUT {rel}: {}", reply.text());
+        assert_eq!(
+            reply.status.as_u16() / 100,
+            4,
+            "PUT {rel}: {}",
+            reply.text()
+        );
         if !rel.starts_with("outputs/linkdir/") || rel.matches('/').count() > 2 {
             assert_eq!(
                 reply.json()["error"]["code"],
@@ -708,7 +752,11 @@ async fn publish_and_send_file_refuse_links_that_leave() {
     std::fs::write(outside.path().join("secret.txt"), b"outside secret").unwrap();
     symlink("/etc", dir.join("outputs/etc-link")).unwrap();
     symlink("/etc/hostname", dir.join("outputs/host.txt")).unwrap();
-    symlink("../../../../../../../etc/hostname", dir.join("outputs/climb.txt")).unwrap();
+    symlink(
+        "../../../../../../../etc/hostname",
+        dir.join("outputs/climb.txt"),
+    )
+    .unwrap();
     symlink("missing.txt", dir.join("outputs/dangling.txt")).unwrap();
     std::fs::hard_link(
         outside.path().join("secret.txt"),
@@ -756,9 +804,14 @@ async fn a_write_into_a_symlinked_folder_is_an_invalid_path() {
     let outside = tempfile::tempdir().unwrap();
     symlink(outside.path(), dir.join("outputs/linkdir")).unwrap();
     for rel in ["outputs/linkdir/x.txt", "outputs/linkdir/y.md"] {
-        app.put(&t.url(&format!("/sandbox/{rel}")), &t.agent, "text/plain", b"pwned")
-            .await
-            .expect(400, Some("INVALID_PATH"));
+        app.put(
+            &t.url(&format!("/sandbox/{rel}")),
+            &t.agent,
+            "text/plain",
+            b"pwned",
+        )
+        .await
+        .expect(400, Some("INVALID_PATH"));
     }
     assert!(files_below(outside.path(), &[]).is_empty());
 }
