@@ -240,8 +240,9 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
         check(hints.readOnlyHint is (tool.name in READ_ONLY), f"{tool.name}: readOnlyHint", hints)
         if tool.name in READ_ONLY:
             check(hints.idempotentHint is True, f"{tool.name}: idempotentHint", hints)
-        expected_destructive = tool.name == "write_space_file"
-        check(hints.destructiveHint is expected_destructive, f"{tool.name}: destructiveHint", hints)
+        check(hints.destructiveHint is False, f"{tool.name}: destructiveHint", hints)
+        if tool.name == "write_space_file":
+            check(hints.idempotentHint is True, f"{tool.name}: idempotentHint", hints)
 
     # Spaces: write → read → list a Markdown note.
     note = "# Tea shop\n\nOpen at 7; matcha on Fridays. — ünïcödé ✓\n"

@@ -167,6 +167,8 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state = self.state.clone();
+        state.set_listen_addr(addr);
+        tokio::spawn(ferry_server::connectors::run_delivery_worker(state.clone()));
         tokio::spawn(async move {
             let app = ferry_server::router::router(state);
             axum::serve(listener, app).await.unwrap();
