@@ -503,6 +503,11 @@ step('a say message shows its attachments, photos inline', async () => {
   await message.locator('.card', { hasText: /report|Quarterly report/ }).waitFor();
   assert.ok(!(await message.textContent()).includes('thinking'), 'text outside <say> is not shown');
   S.sayCards = await message.locator('.card-open').count();
+  const [download] = await Promise.all([page.waitForEvent('download'), message.getByRole('button', { name: 'Download report.pdf' }).click()]);
+  assert.equal(download.suggestedFilename(), 'report.pdf');
+  const saved = join(S.tmp, 'say-report.pdf');
+  await download.saveAs(saved);
+  assert.equal(sha256(readFileSync(saved)), sha256(S.published.pdf.bytes));
   await shot(page, '14-say-attachments');
 }, { independent: true });
 

@@ -52,6 +52,12 @@ export class ThreadView {
       this.composer.el,
       this.dropZone);
     this.setUpDrop();
+    // Stay at the bottom while it is where the reader is, also when images arrive later.
+    this.stick = true;
+    this.scroller.addEventListener('scroll', () => { this.stick = this.nearBottom(); }, { passive: true });
+    this.log.addEventListener('load', () => {
+      if (this.stick) this.scroller.scrollTop = this.scroller.scrollHeight;
+    }, true);
   }
 
   start() {
@@ -116,7 +122,7 @@ export class ThreadView {
     this.seen.set(id, node);
     if (!node) return;
     node.dataset.eventId = String(id);
-    const stick = this.nearBottom();
+    const stick = this.stick || this.nearBottom();
     let before = null;
     for (let child = this.log.lastElementChild; child; child = child.previousElementSibling) {
       if (Number(child.dataset.eventId) > id) before = child;
@@ -124,7 +130,10 @@ export class ThreadView {
     }
     this.log.insertBefore(node, before);
     this.empty.hidden = true;
-    if (stick || event.role === 'user') this.scroller.scrollTop = this.scroller.scrollHeight;
+    if (stick || event.role === 'user') {
+      this.scroller.scrollTop = this.scroller.scrollHeight;
+      this.stick = true;
+    }
   }
 
   render(event) {
