@@ -11,10 +11,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createHmac } from 'node:crypto';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startFerry, client } from './lib/server.mjs';
+import './unit.mjs';
 import { makePng, MARKDOWN, sha256, writeBigFile, fixture, writeFile } from './lib/fixtures.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -54,6 +56,13 @@ function step(name, fn, { independent = false } = {}) {
 
 async function shot(page, name) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: false });
+}
+
+/** An HS256 JWT signed with a secret the server does not know. */
+function forgeToken(claims) {
+  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const body = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`;
+  return `${body}.${createHmac('sha256', 'not-the-secret').update(body).digest('base64url')}`;
 }
 
 function watch(page) {
@@ -145,6 +154,13 @@ step('without a token the app explains how to sign in; an expired one says so', 
   await page.getByRole('heading', { name: 'Your sign-in has expired' }).waitFor();
   assert.ok(!page.url().includes(expired), 'the expired token left the address bar too');
   await shot(page, '02-expired');
+  // A token that looks fine here but that the server refuses (another secret): its 401
+  // envelope signs the person out with the server's reason.
+  const forged = forgeToken({ sub: 'alice', role: 'authenticated', aud: 'authenticated', exp: Math.floor(Date.now() / 1000) + 3600 });
+  await page.goto(`${S.ferry.base}/#token=${forged}`);
+  await page.getByRole('heading', { name: 'Please sign in again' }).waitFor();
+  await page.getByText('The server said:').waitFor();
+  assert.equal(await page.evaluate(() => window.location.hash), '');
 });
 
 step('signing in from the printed link keeps the token out of the address bar', async () => {
@@ -657,6 +673,7 @@ step('readable at 375 px and at 1440 px', async () => {
 
 step('no request URL and no server log line ever carries a token; no console errors', async () => {
   const tokens = [S.alice, S.bob, S.agentToken];
+  assert.ok(S.agentToken && S.alice && S.bob);
   for (const url of requestUrls) {
     const withoutFragment = url.split('#')[0];
     for (const t of tokens) assert.ok(!withoutFragment.includes(t), `a request URL carries a token: ${url.slice(0, 120)}`);
@@ -664,7 +681,7 @@ step('no request URL and no server log line ever carries a token; no console err
   assert.ok(requestUrls.length > 20);
   const log = S.ferry.log.join('');
   for (const t of tokens) assert.ok(!log.includes(t), 'the server log carries a token');
-  const real = problems.filter((p) => !/Failed to load resource: the server responded with a status of (404|413)/.test(p)
+  const real = problems.filter((p) => !/Failed to load resource: the server responded with a status of (401|404|413)/.test(p)
     && !/net::ERR_INTERNET_DISCONNECTED|Failed to fetch|ERR_NETWORK|network error/i.test(p));
   assert.deepEqual(real, []);
 });

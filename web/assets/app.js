@@ -343,5 +343,14 @@ window.addEventListener('keydown', (e) => {
   }
 });
 
+// A sign-in link opened in a tab already on this page only changes the fragment.
+window.addEventListener('hashchange', () => {
+  if (adoptTokenFromLocation()) {
+    app.view?.destroy?.();
+    app.view = null;
+    boot();
+  }
+});
+
 adoptTokenFromLocation();
 boot();

@@ -1,10 +1,11 @@
 //! The web UI in a real browser: runs the Playwright suite in `e2e/` (playwright-core driving
 //! Debian's Chromium) against the `ferry` binary this build made.
 //!
-//! It needs `/usr/bin/chromium` (or `FERRY_CHROMIUM`), `node`, and `npm ci` run in `e2e/`.
-//! Without them the test says so loudly and passes, unless `FERRY_CI=1`, where it fails: CI
-//! installs all three, so a skip there would hide a broken UI. Screenshots of each main screen
-//! land in `target/e2e-artifacts/`.
+//! It needs `/usr/bin/chromium` (or `FERRY_CHROMIUM`), `node` and `npm`; when `e2e/node_modules`
+//! is missing it runs `npm ci` there itself (from the committed lock file). Without a browser or
+//! node the test says so loudly and passes, unless `FERRY_CI=1`, where it fails: CI installs
+//! them, so a skip there would hide a broken UI. Screenshots of each main screen land in
+//! `target/e2e-artifacts/`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,15 +28,32 @@ fn missing_peers(e2e: &Path, chromium: &Path) -> Vec<String> {
     if Command::new("node").arg("--version").output().is_err() {
         missing.push("node".to_owned());
     }
-    if !e2e
-        .join("node_modules")
-        .join("playwright-core")
-        .join("package.json")
-        .exists()
-    {
+    if !playwright_installed(e2e) && !npm_ci(e2e) {
         missing.push("e2e/node_modules (run `npm ci` in e2e/)".to_owned());
     }
     missing
+}
+
+fn playwright_installed(e2e: &Path) -> bool {
+    e2e.join("node_modules")
+        .join("playwright-core")
+        .join("package.json")
+        .exists()
+}
+
+/// Installs the suite's one npm package from the committed lock file, as CI's fresh clone
+/// needs (node_modules is not committed). Answers whether playwright-core is there after.
+fn npm_ci(e2e: &Path) -> bool {
+    let _ = writeln!(
+        std::io::stderr(),
+        "e2e/node_modules is missing: running `npm ci` in {}",
+        e2e.display()
+    );
+    let ran = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(e2e)
+        .status();
+    matches!(ran, Ok(status) if status.success()) && playwright_installed(e2e)
 }
 
 #[test]

@@ -1,0 +1,78 @@
+// Unit tests of the web app's pure parts, in node: the SSE parser, the seed's size format,
+// the 413 wording, token claims, and the spaces tree. Run by run.mjs (and on their own with
+// `node --test e2e/unit.mjs`).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SseParser } from '../web/assets/sse.js';
+import { formatSize, typeLabel, tooLargeText, extensionOf } from '../web/assets/format.js';
+import { claimsOf, tokenState } from '../web/assets/auth.js';
+import { buildTree } from '../web/assets/spaces.js';
+
+test('unit: the SSE parser follows the event-stream rules, across chunk boundaries', () => {
+  const got = [];
+  const p = new SseParser((m) => got.push(m));
+  p.push(': keep-alive\n\nid: 1\ndata: {"a":');
+  p.push('1}\n\nid: 2\r');
+  p.push('\nevent: message\r\ndata:{"b":2}\r\n\r\n');
+  p.push('data: line one\ndata: line two\n\n');
+  p.push('id: 3\ndata\n\nretry: 1500\n\n');
+  assert.deepEqual(got, [
+    { id: '1', event: 'message', data: '{"a":1}' },
+    { id: '2', event: 'message', data: '{"b":2}' },
+    { id: '2', event: 'message', data: 'line one\nline two' },
+    { id: '3', event: 'message', data: '' },
+  ]);
+  assert.equal(p.retry, 1500);
+  const held = [];
+  const q = new SseParser((m) => held.push(m));
+  q.push('data: x\r');
+  assert.equal(held.length, 0, 'a CR at the end of a chunk waits for its LF');
+  q.push('\n\r\n');
+  assert.deepEqual(held, [{ id: '', event: 'message', data: 'x' }]);
+});
+
+test("unit: sizes read as the seed formats them", () => {
+  assert.equal(formatSize(0), '0 B');
+  assert.equal(formatSize(1023), '1023 B');
+  assert.equal(formatSize(1024), '1.0 KB');
+  assert.equal(formatSize(45678), '44.6 KB');
+  assert.equal(formatSize(1024 * 1024 - 1), '1024.0 KB');
+  assert.equal(formatSize(1024 * 1024), '1.0 MB');
+  assert.equal(formatSize(30 * 1000 * 1000), '28.6 MB');
+  assert.equal(typeLabel('.docx'), 'DOCX');
+  assert.equal(typeLabel('report.tar.gz'), 'GZ');
+  assert.equal(typeLabel('README'), 'FILE');
+  assert.equal(extensionOf('a/b/.env'), '');
+  assert.equal(extensionOf('Notes.MD'), '.md');
+});
+
+test('unit: a 413 says the limit in words', () => {
+  assert.equal(tooLargeText('the body is larger than the limit of 100 MiB (104857600 bytes)'), 'Too large — the limit is 100 MiB');
+  assert.equal(tooLargeText('File exceeds the 20KB size limit (21.0KB).'), 'Too large — File exceeds the 20KB size limit (21.0KB).');
+  assert.equal(tooLargeText(''), 'Too large for the server');
+});
+
+test('unit: token claims are read without trusting them, and expiry is checked', () => {
+  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const token = (claims) => `${b64({ alg: 'HS256' })}.${b64(claims)}.sig`;
+  assert.equal(claimsOf(token({ sub: 'ana', exp: 10 })).sub, 'ana');
+  assert.equal(claimsOf('not a token'), null);
+  assert.equal(tokenState(token({ sub: 'ana', exp: 10 }), 20_000).state, 'expired');
+  assert.equal(tokenState(token({ sub: 'ana', exp: 100 }), 20_000).state, 'ok');
+  assert.equal(tokenState(token({ exp: 100 }), 20_000).state, 'malformed');
+  assert.equal(tokenState('', 0).state, 'missing');
+  assert.equal(claimsOf(token({ sub: 'Zoë' })).sub, 'Zoë', 'UTF-8 claims decode');
+});
+
+test('unit: a recursive listing becomes a tree of folders', () => {
+  const tree = buildTree([
+    { path: 'ideas/a.md', type: 'file' },
+    { path: 'ideas/old/b.md', type: 'file' },
+    { path: 'logo.png', type: 'file' },
+  ]);
+  assert.deepEqual([...tree.dirs.keys()], ['ideas']);
+  assert.deepEqual(tree.files.map((f) => f.name), ['logo.png']);
+  const ideas = tree.dirs.get('ideas');
+  assert.deepEqual(ideas.files.map((f) => f.name), ['a.md']);
+  assert.deepEqual(ideas.dirs.get('old').files.map((f) => f.path), ['ideas/old/b.md']);
+});
