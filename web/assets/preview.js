@@ -20,7 +20,8 @@ export class PreviewPanel {
     this.file = null;
     this.threadId = null;
     this.onKey = (e) => {
-      if (e.key === 'Escape' && this.el && !e.defaultPrevented) {
+      // A modal dialog over the panel (e.g. Connect agent) takes its own Escape.
+      if (e.key === 'Escape' && this.el && !e.defaultPrevented && !document.querySelector('dialog[open]')) {
         e.preventDefault();
         this.close();
       }
