@@ -636,6 +636,35 @@ step('keyboard alone: reach a card, open and close its preview, send a message',
   assert.deepEqual(unnamed, []);
 });
 
+step("a card has the seed's three states: publishing, error, ready", async () => {
+  const { page } = S;
+  const cardsModule = S.assetPath.replace(/app\.js$/, 'cards.js');
+  const texts = await page.evaluate(async ({ path, threadId }) => {
+    const { publishedCard } = await import(path);
+    const log = document.querySelector('.log');
+    const file = { id: 'x', display_name: 'Quarterly Report', description: 'Analysis of Q3 performance', filename: 'report.docx', file_type: '.docx', file_size: 45678, revision: 1, preview_kind: 'html' };
+    const cards = [
+      publishedCard(threadId, file, { state: 'publishing' }),
+      publishedCard(threadId, file, { state: 'error', error: 'File not found: /sandbox/outputs/report.docx' }),
+      publishedCard(threadId, file, { state: 'ready' }),
+    ];
+    for (const card of cards) {
+      const li = document.createElement('li');
+      li.className = 'event from-agent state-demo';
+      li.dataset.eventId = '999999';
+      li.append(card);
+      log.append(li);
+    }
+    log.parentElement.scrollTop = log.parentElement.scrollHeight;
+    return cards.map((c) => c.textContent);
+  }, { path: cardsModule, threadId: S.threadId });
+  assert.match(texts[0], /Publishing file…/);
+  assert.match(texts[1], /Error publishing file.*File not found/);
+  assert.match(texts[2], /Quarterly Report.*DOCX · 44\.6 KB.*Analysis of Q3 performance/);
+  await shot(page, '18-card-states');
+  await page.evaluate(() => document.querySelectorAll('.state-demo').forEach((el) => el.remove()));
+});
+
 step('readable at 375 px and at 1440 px', async () => {
   const { page } = S;
   await page.setViewportSize({ width: 1440, height: 900 });
