@@ -970,3 +970,21 @@ async fn hostile_documents_upload_with_a_preview_error_and_the_server_stays_heal
         hostile.len() + 1
     );
 }
+
+#[tokio::test]
+async fn a_user_uploads_folder_replaced_by_a_link_is_not_followed() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let dir = sandbox_dir(&app, &t).await;
+    let outside = tempfile::tempdir().unwrap();
+    // The agent, working on the host, swaps its uploads folder for a link to somewhere else.
+    std::fs::remove_dir(dir.join("user_uploads")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.join("user_uploads")).unwrap();
+    let reply = upload_as(&app, &t, &t.user, &[("report.txt", BIN, b"private")]).await;
+    assert!(
+        files_below(outside.path(), &[]).is_empty(),
+        "{}",
+        reply.text()
+    );
+    assert_ne!(reply.status.as_u16(), 500, "{}", reply.text());
+}
