@@ -502,6 +502,18 @@ step('a file the agent sends is shown inline, collapsible, with a download', asy
   await download.saveAs(saved);
   assert.equal(readFileSync(saved, 'utf8'), text);
   await shot(page, '13-file-send');
+  // Not UTF-8 (Latin-1): it travels as base64, is shown decoded, and downloads byte for byte.
+  const latin1 = Buffer.from('caf\xe9 cr\xe8me\n', 'latin1');
+  await agent.put(`/api/threads/${S.threadId}/sandbox/outputs/menu.txt`, latin1, 'text/plain');
+  await agent.post(`/api/threads/${S.threadId}/send-file`, { filePath: '/sandbox/outputs/menu.txt' });
+  const binary = page.locator('.file-send', { hasText: 'menu.txt' });
+  await binary.waitFor();
+  await binary.getByText('not valid UTF-8').waitFor();
+  assert.match(await binary.locator('pre').textContent(), /^caf\uFFFD cr\uFFFDme/);
+  const [raw] = await Promise.all([page.waitForEvent('download'), binary.getByRole('button', { name: 'Download menu.txt' }).click()]);
+  const rawSaved = join(S.tmp, 'menu.txt');
+  await raw.saveAs(rawSaved);
+  assert.deepEqual(readFileSync(rawSaved), latin1);
 });
 
 step('a say message shows its attachments, photos inline', async () => {
@@ -559,7 +571,7 @@ step('a reload shows the same thread, everything once', async () => {
   const ids = await page.locator('.log > li').evaluateAll((els) => els.map((e) => Number(e.dataset.eventId)));
   assert.deepEqual(ids, S.shownIds);
   assert.equal(await page.locator('.card-ready .card-open').count(), 5 + (S.sayCards || 0), 'four cards, a revision, and the say attachment');
-  assert.equal(await page.locator('.file-send').count(), 1);
+  assert.equal(await page.locator('.file-send').count(), 2);
   assert.equal(await page.locator('.chip').count(), 4);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('ferry.token')), S.alice, 'still signed in');
   await shot(page, '15-after-reload');

@@ -7,6 +7,7 @@ import { SseParser } from '../web/assets/sse.js';
 import { formatSize, typeLabel, tooLargeText, extensionOf } from '../web/assets/format.js';
 import { claimsOf, tokenState } from '../web/assets/auth.js';
 import { buildTree } from '../web/assets/spaces.js';
+import { fileSendBytes } from '../web/assets/cards.js';
 
 test('unit: the SSE parser follows the event-stream rules, across chunk boundaries', () => {
   const got = [];
@@ -75,4 +76,10 @@ test('unit: a recursive listing becomes a tree of folders', () => {
   const ideas = tree.dirs.get('ideas');
   assert.deepEqual(ideas.files.map((f) => f.name), ['a.md']);
   assert.deepEqual(ideas.dirs.get('old').files.map((f) => f.path), ['ideas/old/b.md']);
+});
+
+test('unit: file_send contents decode from base64 to the exact bytes', () => {
+  assert.deepEqual([...fileSendBytes({ encoding: 'base64', content: Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x00, 0xff]).toString('base64') })], [0x63, 0x61, 0x66, 0xe9, 0x00, 0xff]);
+  assert.deepEqual([...fileSendBytes({ encoding: 'utf-8', content: 'é' })], [0xc3, 0xa9]);
+  assert.deepEqual([...fileSendBytes({ encoding: 'base64', content: '' })], []);
 });
