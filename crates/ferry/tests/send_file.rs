@@ -407,3 +407,38 @@ async fn only_the_agent_and_service_role_send_files() {
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[1]["agentId"], "writer");
 }
+
+#[tokio::test]
+async fn text_that_json_would_blow_up_still_fits_in_one_event() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    // 20,480 bytes of valid UTF-8 that JSON escapes to two or six bytes each.
+    for (name, bytes) in [
+        ("control.txt", vec![0x01u8; 20_480]),
+        ("quotes.txt", vec![b'"'; 20_480]),
+        ("backslashes.txt", vec![b'\\'; 20_480]),
+    ] {
+        put_file(&app, &t, &format!("outputs/{name}"), &bytes).await;
+        send(&app, &t, &t.agent, &format!("/sandbox/outputs/{name}"))
+            .await
+            .expect(200, None);
+        let events = file_sends(&stored_events(&app, &t, &t.user).await);
+        let sent = events.last().unwrap();
+        assert!(
+            sent.to_string().len() <= 32 * 1024,
+            "{name}: {} bytes",
+            sent.to_string().len()
+        );
+        let contents = &sent["fileContents"];
+        let content = contents["content"].as_str().unwrap();
+        let decoded = match contents["encoding"].as_str().unwrap() {
+            "utf-8" => content.as_bytes().to_vec(),
+            "base64" => base64::engine::general_purpose::STANDARD
+                .decode(content)
+                .unwrap(),
+            other => panic!("{other}"),
+        };
+        assert_eq!(decoded, bytes, "{name}");
+        assert_eq!(contents["sizeBytes"], 20_480);
+    }
+}
