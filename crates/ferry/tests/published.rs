@@ -765,3 +765,30 @@ async fn other_users_and_other_threads_agents_get_404() {
     }
     let _ = BIN;
 }
+
+#[tokio::test]
+async fn a_hostile_document_previews_safely_and_the_server_stays_healthy() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    for (name, bytes) in [
+        ("bomb.docx", thread_support::docx_bomb()),
+        ("laughs.xlsx", thread_support::xlsx_billion_laughs()),
+        ("noise.pptx", noise(8192)),
+    ] {
+        let pid = publish_bytes(&app, &t, name, &bytes).await;
+        let reply = preview(&app, &t, &pid).await;
+        match reply.status.as_u16() {
+            200 => {
+                check_preview_headers(&reply, "text/html; charset=utf-8");
+                assert!(!reply.text().to_ascii_lowercase().contains("<script"));
+            }
+            404 | 422 => {}
+            other => panic!("{name}: {other} {}", reply.text()),
+        }
+        // The bytes still download whole.
+        assert_eq!(content(&app, &t, &pid, "").await.body, bytes);
+        app.send("GET", "/healthz", None, &[], axum::body::Body::empty())
+            .await
+            .expect(200, None);
+    }
+}

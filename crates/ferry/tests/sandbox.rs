@@ -944,3 +944,49 @@ async fn a_planted_temporary_folder_link_does_not_redirect_writes() {
     assert_ne!(reply.status.as_u16(), 500, "{}", reply.text());
     assert!(files_below(outside.path(), &[]).is_empty());
 }
+
+/// Waits (with a generous guard) until `check` holds; the guard only catches a state that never
+/// comes.
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_write_cut_off_by_the_client_leaves_nothing() {
+    use tokio::io::AsyncWriteExt;
+    let (app, t, dir) = planted().await;
+    put_file(&app, &t, "outputs/kept.txt", b"old bytes").await;
+    let addr = app.spawn().await;
+    for target in ["outputs/new.bin", "outputs/kept.txt"] {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(
+                format!(
+                    "PUT /api/threads/{}/sandbox/{target} HTTP/1.1\r\nHost: x\r\n\
+                     Authorization: Bearer {}\r\nContent-Type: application/octet-stream\r\n\
+                     Content-Length: 10000000\r\n\r\n",
+                    t.id, t.agent
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        stream.write_all(&vec![b'p'; 2 << 20]).await.unwrap();
+        eventually("the server spools the body", || !tmp_left(&dir).is_empty()).await;
+        drop(stream);
+        eventually("the partial body is removed", || tmp_left(&dir).is_empty()).await;
+    }
+    app.get(&t.url("/sandbox/outputs/new.bin"), &t.agent)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    assert_eq!(
+        app.get(&t.url("/sandbox/outputs/kept.txt"), &t.agent)
+            .await
+            .body,
+        b"old bytes"
+    );
+}

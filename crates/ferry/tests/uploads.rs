@@ -988,3 +988,50 @@ async fn a_user_uploads_folder_replaced_by_a_link_is_not_followed() {
     );
     assert_ne!(reply.status.as_u16(), 500, "{}", reply.text());
 }
+
+#[tokio::test]
+async fn an_upload_cut_off_by_the_client_leaves_nothing() {
+    use tokio::io::AsyncWriteExt;
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let dir = sandbox_dir(&app, &t).await;
+    let addr = app.spawn().await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /api/threads/{}/uploads?filename=cut.bin HTTP/1.1\r\nHost: x\r\n\
+                 Authorization: Bearer {}\r\nContent-Type: application/octet-stream\r\n\
+                 Content-Length: 10000000\r\n\r\n",
+                t.id, t.user
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    stream.write_all(&vec![b'u'; 2 << 20]).await.unwrap();
+    // Generous guards that only catch a state that never comes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while blob_tmp_files(&app).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never spooled the body"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(stream);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !blob_tmp_files(&app).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the partial upload was never removed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        app.get(&t.url("/uploads"), &t.user).await.json()["uploads"],
+        json!([])
+    );
+    assert!(files_below(&dir.join("user_uploads"), &[]).is_empty());
+    assert!(blob_files(&app).is_empty(), "{:?}", blob_files(&app));
+}
