@@ -36,6 +36,13 @@ impl SpaceName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The reserved space that holds a thread's sandbox when sandboxes live in the blob store
+    /// (owned by the thread's id). No client can name it: [`SpaceName::parse`] refuses a
+    /// leading `.`.
+    pub fn sandbox() -> SpaceName {
+        SpaceName(".sandbox".to_owned())
+    }
 }
 
 impl fmt::Display for SpaceName {
@@ -63,5 +70,6 @@ mod tests {
         assert_eq!(SpaceName::parse("a/b"), Err(SpaceNameError::Character));
         assert_eq!(SpaceName::parse("a b"), Err(SpaceNameError::Character));
         assert_eq!(SpaceName::parse("é"), Err(SpaceNameError::Character));
+        assert!(SpaceName::parse(SpaceName::sandbox().as_str()).is_err());
     }
 }

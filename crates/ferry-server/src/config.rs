@@ -21,6 +21,15 @@ pub struct Config {
     pub jwt_secret: Vec<u8>,
     /// `sqlite://…` or `postgres://…`.
     pub database_url: String,
+    /// `s3://bucket[/prefix]` for blobs in an object store; local files under the data
+    /// directory when `None`.
+    pub blob_url: Option<String>,
+    /// Where thread sandboxes are folders. Without it, sandboxes are folders under the data
+    /// directory with local blobs, and live in the blob store with an object store (so every
+    /// node reaches them). Set it to a file system every node mounts to keep folders.
+    pub sandbox_dir: Option<PathBuf>,
+    /// How old an unreferenced blob or a spool file must be before the sweep removes it.
+    pub sweep_grace: std::time::Duration,
     pub space_max_bytes: u64,
     pub sandbox_max_bytes: u64,
     pub upload_max_bytes: u64,
@@ -44,6 +53,9 @@ impl Config {
             data_dir,
             jwt_secret,
             database_url,
+            blob_url: None,
+            sandbox_dir: None,
+            sweep_grace: std::time::Duration::from_secs(6 * 3600),
             space_max_bytes: DEFAULT_SPACE_MAX_BYTES,
             sandbox_max_bytes: DEFAULT_SANDBOX_MAX_BYTES,
             upload_max_bytes: DEFAULT_UPLOAD_MAX_BYTES,

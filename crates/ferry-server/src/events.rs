@@ -15,29 +15,50 @@ const CHANNEL_CAPACITY: usize = 256;
 
 #[derive(Debug, Default)]
 pub struct EventHub {
-    channels: Mutex<HashMap<String, broadcast::Sender<Arc<StoredEvent>>>>,
+    channels: Mutex<HashMap<String, Channel>>,
+}
+
+#[derive(Debug)]
+struct Channel {
+    sender: broadcast::Sender<Arc<StoredEvent>>,
+    /// The highest event id sent, so a notification of an event this node already sent
+    /// (its own, echoed back by Postgres) is not read and sent again.
+    last_sent: i64,
 }
 
 impl EventHub {
     /// Wakes the thread's subscribers with a stored event.
     pub fn publish(&self, event: StoredEvent) {
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(sender) = channels.get(&event.thread_id) {
-            if sender.receiver_count() == 0 {
+        if let Some(channel) = channels.get_mut(&event.thread_id) {
+            if channel.sender.receiver_count() == 0 {
                 channels.remove(&event.thread_id);
             } else {
-                let _ = sender.send(Arc::new(event));
+                channel.last_sent = channel.last_sent.max(event.id);
+                let _ = channel.sender.send(Arc::new(event));
             }
         }
+    }
+
+    /// Whether someone on this node listens to the thread and has not been sent event `id`.
+    pub fn wants(&self, thread_id: &str, id: i64) -> bool {
+        let channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        channels
+            .get(thread_id)
+            .is_some_and(|c| c.sender.receiver_count() > 0 && id > c.last_sent)
     }
 
     /// Subscribes to a thread's events from now on.
     pub fn subscribe(&self, thread_id: &str) -> broadcast::Receiver<Arc<StoredEvent>> {
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        channels.retain(|_, sender| sender.receiver_count() > 0);
+        channels.retain(|_, channel| channel.sender.receiver_count() > 0);
         channels
             .entry(thread_id.to_owned())
-            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .or_insert_with(|| Channel {
+                sender: broadcast::channel(CHANNEL_CAPACITY).0,
+                last_sent: 0,
+            })
+            .sender
             .subscribe()
     }
 }

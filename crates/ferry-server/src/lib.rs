@@ -37,11 +37,69 @@ pub async fn serve(
     metrics::handle();
     state.set_listen_addr(listener.local_addr()?);
     let worker = tokio::spawn(connectors::run_delivery_worker(state.clone()));
+    let relay = tokio::spawn(relay_events_from_other_nodes(state.clone()));
+    let sweeper = tokio::spawn(sweep_periodically(state.clone()));
     let app = router::router(state.clone());
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await?;
     worker.abort();
+    relay.abort();
+    sweeper.abort();
     state.db.close().await;
     Ok(())
+}
+
+/// With several nodes on one Postgres, events stored through another node reach this node's
+/// subscribers: each notification names a thread and an event id, and the event is read from
+/// the database only when someone here listens to that thread. A dropped connection to the
+/// database is re-established; subscribers then catch up from the database on the next event
+/// they see, because a gap makes them re-read what they missed.
+pub async fn relay_events_from_other_nodes(state: AppState) {
+    use futures::StreamExt;
+    loop {
+        let stream = match state.db.listen_events(&state.config.database_url).await {
+            Ok(Some(stream)) => stream,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for events from other nodes; retrying");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let mut stream = stream;
+        while let Some(notification) = stream.next().await {
+            let (thread_id, id) = match notification {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(error = %e, "event notifications broke off; listening again");
+                    break;
+                }
+            };
+            if !state.events.wants(&thread_id, id) {
+                continue;
+            }
+            match state.db.event(&thread_id, id).await {
+                Ok(Some(event)) => state.events.publish(event),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read a notified event"),
+            }
+        }
+    }
+}
+
+/// Runs the sweep of unreferenced blobs and abandoned spools now and then, on every node (a
+/// removal is idempotent, so nodes need not coordinate).
+pub async fn sweep_periodically(state: AppState) {
+    let every = (state.config.sweep_grace / 4).clamp(
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_secs(3600),
+    );
+    loop {
+        tokio::time::sleep(every).await;
+        match ferry_store::sweep::sweep(&state.db, &state.blobs, state.config.sweep_grace).await {
+            Ok(report) => tracing::info!(?report, "sweep done"),
+            Err(e) => tracing::warn!(error = %e, "sweep failed"),
+        }
+    }
 }

@@ -2,7 +2,7 @@
 
 use ferry_extract::Extractor;
 use ferry_store::sandbox::Sandboxes;
-use ferry_store::{Blobs, Db, LocalBlobs};
+use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::Notify;
 
@@ -43,8 +43,18 @@ impl AppState {
     pub async fn open(config: Config) -> anyhow::Result<AppState> {
         std::fs::create_dir_all(&config.data_dir)?;
         let db = Db::open(&config.database_url).await?;
-        let blobs = Blobs::Local(LocalBlobs::open(config.data_dir.join("blobs"))?);
-        let sandboxes = Sandboxes::new(config.data_dir.join("sandboxes"))?;
+        let blobs = match &config.blob_url {
+            None => Blobs::Local(LocalBlobs::open(config.data_dir.join("blobs"))?),
+            Some(url) => Blobs::Object(ObjectBlobs::s3_from_env(
+                url,
+                config.data_dir.join("spool"),
+            )?),
+        };
+        let sandboxes = match (&config.sandbox_dir, &blobs) {
+            (Some(dir), _) => Sandboxes::local(dir)?,
+            (None, Blobs::Local(_)) => Sandboxes::local(config.data_dir.join("sandboxes"))?,
+            (None, Blobs::Object(_)) => Sandboxes::stored(db.clone(), blobs.clone()),
+        };
         let auth = Auth::new(&config.jwt_secret);
         let extractor = Extractor::new(config.extract.clone());
         let signer = LinkSigner::new(&config.jwt_secret);

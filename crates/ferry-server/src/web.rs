@@ -234,6 +234,61 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn the_page_carries_its_policy_and_the_current_asset_version() {
+        let response = page().await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let headers = response.headers();
+        assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        assert_eq!(
+            headers[header::CONTENT_SECURITY_POLICY],
+            content_security_policy()
+        );
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert_eq!(headers[header::CACHE_CONTROL], "no-cache");
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(!body.contains(VERSION_MARK));
+        assert!(body.contains(&format!("/assets/{}/app.js", version())));
+    }
+
+    #[tokio::test]
+    async fn assets_have_types_validators_and_stay_inside_assets() {
+        let get = |path: &str, headers: HeaderMap| {
+            asset(Path((version().to_owned(), path.to_owned())), headers)
+        };
+        let response = get("app.js", HeaderMap::new()).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/javascript; charset=utf-8"
+        );
+        let etag = response.headers()[header::ETAG].clone();
+        let mut conditional = HeaderMap::new();
+        conditional.insert(header::IF_NONE_MATCH, etag);
+        assert_eq!(
+            get("app.js", conditional).await.status(),
+            StatusCode::NOT_MODIFIED
+        );
+        for bad in ["../index.html", "nope.js", "", "a//b.js"] {
+            assert_eq!(
+                get(bad, HeaderMap::new()).await.status(),
+                StatusCode::NOT_FOUND,
+                "{bad}"
+            );
+        }
+        // An old page's version is still served, but never cached for good.
+        let old = asset(
+            Path(("0000000000000000".to_owned(), "app.css".to_owned())),
+            HeaderMap::new(),
+        )
+        .await;
+        assert_eq!(old.status(), StatusCode::OK);
+        assert_eq!(old.headers()[header::CACHE_CONTROL], "no-cache");
+    }
+
     #[test]
     fn the_policy_forbids_inline_script_and_framing() {
         let csp = content_security_policy();

@@ -7,10 +7,13 @@
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use sha2::{Digest, Sha256};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt, BufWriter};
 
 /// How many bytes to gather before handing them to the file system: fewer, larger writes.
@@ -90,11 +93,20 @@ impl Drop for Spooled {
 #[derive(Debug)]
 pub struct LocalCopy {
     path: PathBuf,
+    temporary: bool,
 }
 
 impl LocalCopy {
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for LocalCopy {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -123,14 +135,80 @@ impl LocalBlobs {
     }
 }
 
-/// Where blobs live. Only the local directory exists today; the enum is the seam where an
-/// object store slots in.
+/// Blobs in an object store (S3 or any S3-compatible store) under a key prefix. Bodies being
+/// received are spooled to a local folder only where a local file is needed anyway (uploads
+/// and publishes, which the extraction worker and the sandbox copy read); space and sandbox
+/// writes stream straight into the store.
+#[derive(Debug, Clone)]
+pub struct ObjectBlobs {
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjectPath,
+    tmp: PathBuf,
+}
+
+impl ObjectBlobs {
+    /// Blobs under `prefix` of `store`, with local spools in `tmp`.
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        prefix: &str,
+        tmp: impl Into<PathBuf>,
+    ) -> io::Result<ObjectBlobs> {
+        let tmp = tmp.into();
+        std::fs::create_dir_all(&tmp)?;
+        Ok(ObjectBlobs {
+            store,
+            prefix: ObjectPath::from(prefix),
+            tmp,
+        })
+    }
+
+    /// An S3 bucket from a URL like `s3://bucket/prefix`, configured by the usual `AWS_*`
+    /// variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT`,
+    /// `AWS_ALLOW_HTTP`).
+    pub fn s3_from_env(url: &str, tmp: impl Into<PathBuf>) -> io::Result<ObjectBlobs> {
+        let parsed = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| io::Error::other(format!("'{url}' is not an s3:// URL")))?;
+        let (bucket, prefix) = parsed.split_once('/').unwrap_or((parsed, ""));
+        let store = object_store::aws::AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .build()
+            .map_err(|e| io::Error::other(format!("cannot use {url}: {e}")))?;
+        let prefix = prefix.trim_matches('/');
+        let prefix = if prefix.is_empty() {
+            "blobs".to_owned()
+        } else {
+            format!("{prefix}/blobs")
+        };
+        ObjectBlobs::new(Arc::new(store), &prefix, tmp)
+    }
+
+    fn path_of(&self, key: &str) -> ObjectPath {
+        self.prefix.clone().join(key)
+    }
+}
+
+/// Where blobs live: a local folder (the embedded default) or an object store.
 #[derive(Debug, Clone)]
 pub enum Blobs {
     Local(LocalBlobs),
+    Object(ObjectBlobs),
 }
 
+/// How many bytes go up in one part of an object-store multipart upload; a body that fits in
+/// one part goes up as a single PUT.
+const PART_SIZE: usize = 8 << 20;
+/// Parts in flight at once per upload (memory: at most this many parts, plus one filling).
+const PARTS_IN_FLIGHT: usize = 2;
+
 impl Blobs {
+    fn spool_dir(&self) -> PathBuf {
+        match self {
+            Blobs::Local(local) => local.tmp_dir(),
+            Blobs::Object(object) => object.tmp.clone(),
+        }
+    }
+
     /// Streams a body into a durable temporary file, hashing it on the way and refusing it as
     /// soon as it passes `limit` bytes.
     pub async fn spool<S, E>(&self, body: S, limit: u64) -> Result<Spooled, WriteError>
@@ -138,10 +216,7 @@ impl Blobs {
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
     {
-        let dir = match self {
-            Blobs::Local(local) => local.tmp_dir(),
-        };
-        spool_into(&dir, body, limit).await
+        spool_into(&self.spool_dir(), body, limit).await
     }
 
     /// Makes spooled bytes a blob under a new key.
@@ -155,6 +230,16 @@ impl Blobs {
                 tokio::fs::rename(&spooled.path, &target).await?;
                 spooled.committed = true;
                 sync_dir(dir).await?;
+            }
+            Blobs::Object(object) => {
+                let file = tokio::fs::File::open(&spooled.path).await?;
+                let chunks = tokio_util::io::ReaderStream::with_capacity(file, READ_CHUNK);
+                upload_stream(object, &key, chunks, u64::MAX, None)
+                    .await
+                    .map_err(|e| match e {
+                        WriteError::Io(io) => io,
+                        other => io::Error::other(other.to_string()),
+                    })?;
             }
         }
         Ok(StoredBlob {
@@ -170,8 +255,22 @@ impl Blobs {
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
     {
-        let spooled = self.spool(body, limit).await?;
-        Ok(self.commit(spooled).await?)
+        match self {
+            Blobs::Local(_) => {
+                let spooled = self.spool(body, limit).await?;
+                Ok(self.commit(spooled).await?)
+            }
+            Blobs::Object(object) => {
+                let key = new_key();
+                let mut hasher = Sha256::new();
+                let size = upload_stream(object, &key, body, limit, Some(&mut hasher)).await?;
+                Ok(StoredBlob {
+                    key,
+                    size,
+                    sha256: hex::encode(hasher.finalize()),
+                })
+            }
+        }
     }
 
     /// Reads a blob, or the byte range of it, as a stream.
@@ -194,17 +293,56 @@ impl Blobs {
                     stream: stream.boxed(),
                 })
             }
+            Blobs::Object(object) => {
+                let mut options = GetOptions::default();
+                if let Some(range) = range.clone().filter(|r| r.start < r.end) {
+                    options.range = Some(GetRange::Bounded(range));
+                }
+                let result = object
+                    .store
+                    .get_opts(&object.path_of(key), options)
+                    .await
+                    .map_err(store_error)?;
+                let len = result.range.end - result.range.start;
+                let stream = result.into_stream().map(|r| r.map_err(store_error));
+                Ok(BlobRead {
+                    len: if range.is_some_and(|r| r.start >= r.end) {
+                        0
+                    } else {
+                        len
+                    },
+                    stream: stream.boxed(),
+                })
+            }
         }
     }
 
     /// A local file holding the blob's bytes, for readers that need a path (the extraction
-    /// worker). Local blobs are their own file; nothing is copied.
+    /// worker). Local blobs are their own file; object-store blobs are downloaded into a
+    /// temporary file that goes away with the returned value.
     pub async fn local_copy(&self, key: &str) -> io::Result<LocalCopy> {
         match self {
             Blobs::Local(local) => {
                 let path = local.path_of(key);
                 tokio::fs::metadata(&path).await?;
-                Ok(LocalCopy { path })
+                Ok(LocalCopy {
+                    path,
+                    temporary: false,
+                })
+            }
+            Blobs::Object(object) => {
+                let path = object.tmp.join(format!("copy-{}", new_key()));
+                let copy = LocalCopy {
+                    path,
+                    temporary: true,
+                };
+                let mut file = tokio::fs::File::create(&copy.path).await?;
+                let mut read = self.read(key, None).await?;
+                while let Some(chunk) = read.stream.next().await {
+                    file.write_all(&chunk?).await?;
+                }
+                file.flush().await?;
+                Ok(copy)
             }
         }
     }
@@ -215,6 +353,166 @@ impl Blobs {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
                 _ => Ok(()),
             },
+            Blobs::Object(object) => match object.store.delete(&object.path_of(key)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(store_error(e)),
+            },
+        }
+    }
+
+    /// Every blob key in the store, for the sweep of unreferenced blobs.
+    pub fn keys(&self) -> BoxStream<'static, io::Result<String>> {
+        match self {
+            Blobs::Local(local) => {
+                let root = local.root.clone();
+                let walk = tokio::task::spawn_blocking(move || -> io::Result<Vec<String>> {
+                    let mut keys = Vec::new();
+                    for fan in std::fs::read_dir(&root)? {
+                        let fan = fan?;
+                        let name = fan.file_name();
+                        if name.to_string_lossy().starts_with('.') || !fan.file_type()?.is_dir() {
+                            continue;
+                        }
+                        for entry in std::fs::read_dir(fan.path())? {
+                            keys.push(entry?.file_name().to_string_lossy().into_owned());
+                        }
+                    }
+                    Ok(keys)
+                });
+                futures::stream::once(async move { walk.await.map_err(io::Error::other)? })
+                    .map(|keys| match keys {
+                        Ok(keys) => futures::stream::iter(keys.into_iter().map(Ok)).boxed(),
+                        Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+                    })
+                    .flatten()
+                    .boxed()
+            }
+            Blobs::Object(object) => {
+                let prefix = object.prefix.clone();
+                object
+                    .store
+                    .list(Some(&prefix))
+                    .map(|meta| {
+                        meta.map(|m| m.location.filename().unwrap_or_default().to_owned())
+                            .map_err(store_error)
+                    })
+                    .boxed()
+            }
+        }
+    }
+
+    /// Removes spool files older than `age` (left by a crash mid-upload).
+    pub async fn sweep_spools(&self, age: std::time::Duration) -> io::Result<usize> {
+        let dir = self.spool_dir();
+        tokio::task::spawn_blocking(move || {
+            let mut removed = 0;
+            for entry in std::fs::read_dir(dir)? {
+                let entry = entry?;
+                let old = entry
+                    .metadata()?
+                    .modified()?
+                    .elapsed()
+                    .is_ok_and(|elapsed| elapsed > age);
+                if old && std::fs::remove_file(entry.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+            Ok(removed)
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+}
+
+fn store_error(e: object_store::Error) -> io::Error {
+    match e {
+        object_store::Error::NotFound { .. } => io::Error::new(io::ErrorKind::NotFound, e),
+        other => io::Error::other(other),
+    }
+}
+
+/// Uploads a stream to the object store under `key`: a single PUT when the body fits in one
+/// part, else a multipart upload fed as the body arrives, never holding more than a few parts.
+/// Returns the size; refuses bodies over `limit` (aborting the multipart upload).
+async fn upload_stream<S, E>(
+    object: &ObjectBlobs,
+    key: &str,
+    body: S,
+    limit: u64,
+    mut hasher: Option<&mut Sha256>,
+) -> Result<u64, WriteError>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    let path = object.path_of(key);
+    let mut body = std::pin::pin!(body);
+    let mut first: Vec<Bytes> = Vec::new();
+    let mut buffered = 0usize;
+    let mut size = 0u64;
+    let mut accept = |chunk: &Bytes, size: &mut u64| -> Result<(), WriteError> {
+        *size += chunk.len() as u64;
+        if *size > limit {
+            return Err(WriteError::TooLarge { limit });
+        }
+        if let Some(h) = hasher.as_deref_mut() {
+            h.update(chunk);
+        }
+        Ok(())
+    };
+    // Gather the first part; a small body never starts a multipart upload.
+    while buffered < PART_SIZE {
+        match body.next().await {
+            Some(chunk) => {
+                let chunk = chunk.map_err(|e| WriteError::Body(e.to_string()))?;
+                accept(&chunk, &mut size)?;
+                buffered += chunk.len();
+                first.push(chunk);
+            }
+            None => {
+                let payload = PutPayload::from_iter(first);
+                object
+                    .store
+                    .put(&path, payload)
+                    .await
+                    .map_err(|e| WriteError::Io(store_error(e)))?;
+                return Ok(size);
+            }
+        }
+    }
+    let upload = object
+        .store
+        .put_multipart(&path)
+        .await
+        .map_err(|e| WriteError::Io(store_error(e)))?;
+    let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
+    for chunk in first {
+        writer.put(chunk);
+    }
+    let streamed: Result<(), WriteError> = async {
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| WriteError::Body(e.to_string()))?;
+            accept(&chunk, &mut size)?;
+            writer
+                .wait_for_capacity(PARTS_IN_FLIGHT)
+                .await
+                .map_err(|e| WriteError::Io(store_error(e)))?;
+            writer.put(chunk);
+        }
+        Ok(())
+    }
+    .await;
+    match streamed {
+        Ok(()) => {
+            writer
+                .finish()
+                .await
+                .map_err(|e| WriteError::Io(store_error(e)))?;
+            Ok(size)
+        }
+        Err(e) => {
+            let _ = writer.abort().await;
+            Err(e)
         }
     }
 }

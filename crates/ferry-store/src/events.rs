@@ -19,8 +19,15 @@ pub struct StoredEvent {
     pub json: String,
 }
 
+/// The Postgres channel on which every node hears of new events (`<thread id> <event id>`).
+pub const NOTIFY_CHANNEL: &str = "ferry_events";
+
 /// Stores one event in `tx`. `render` receives the event's id and time and returns its JSON.
+///
+/// On Postgres the transaction also sends a notification, which Postgres delivers to every
+/// listening node when (and only if) the transaction commits.
 pub async fn append_in(
+    db: &Db,
     tx: &mut Transaction<'static, Any>,
     thread_id: &str,
     kind: &str,
@@ -45,6 +52,13 @@ pub async fn append_in(
     .bind(now)
     .execute(&mut **tx)
     .await?;
+    if db.engine() == crate::Engine::Postgres {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(NOTIFY_CHANNEL)
+            .bind(format!("{thread_id} {id}"))
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(StoredEvent {
         thread_id: thread_id.to_owned(),
         id,
@@ -62,7 +76,7 @@ impl Db {
         render: impl FnOnce(i64, Timestamp) -> String,
     ) -> Result<StoredEvent, StoreError> {
         let mut tx = self.begin_write().await?;
-        let event = append_in(&mut tx, thread_id, kind, render).await?;
+        let event = append_in(self, &mut tx, thread_id, kind, render).await?;
         tx.commit().await?;
         Ok(event)
     }
@@ -94,6 +108,39 @@ impl Db {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
+    }
+
+    /// Listens for events stored by any node (Postgres only): yields `(thread id, event id)`
+    /// for each. On SQLite there is one node, which announces its own events.
+    pub async fn listen_events(
+        &self,
+        url: &str,
+    ) -> Result<
+        Option<futures::stream::BoxStream<'static, Result<(String, i64), StoreError>>>,
+        StoreError,
+    > {
+        use futures::StreamExt;
+        if self.engine() != crate::Engine::Postgres {
+            return Ok(None);
+        }
+        let mut listener = sqlx::postgres::PgListener::connect(url).await?;
+        listener.listen(NOTIFY_CHANNEL).await?;
+        Ok(Some(
+            listener
+                .into_stream()
+                .map(|notification| {
+                    let notification = notification?;
+                    let (thread, id) = notification
+                        .payload()
+                        .split_once(' ')
+                        .ok_or_else(|| StoreError::Config("malformed event notification".into()))?;
+                    let id = id
+                        .parse()
+                        .map_err(|_| StoreError::Config("malformed event notification".into()))?;
+                    Ok((thread.to_owned(), id))
+                })
+                .boxed(),
+        ))
     }
 
     /// The id of the thread's newest event (0 when it has none).

@@ -11,10 +11,11 @@ pub mod published;
 pub mod sandbox;
 pub mod say;
 pub mod spaces;
+pub mod sweep;
 pub mod threads;
 pub mod uploads;
 
-pub use blobs::{BlobRead, Blobs, LocalBlobs, Spooled, StoredBlob, WriteError};
+pub use blobs::{BlobRead, Blobs, LocalBlobs, ObjectBlobs, Spooled, StoredBlob, WriteError};
 pub use db::{Db, Engine};
 
 /// Everything that can go wrong in the store.

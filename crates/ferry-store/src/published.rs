@@ -134,9 +134,13 @@ impl Db {
             preview_kind: new.preview_kind,
             published_at: Timestamp(now),
         };
-        let event = append_in(&mut tx, &stored.thread_id, "file_published", |id, at| {
-            render(&stored, id, at)
-        })
+        let event = append_in(
+            self,
+            &mut tx,
+            &stored.thread_id,
+            "file_published",
+            |id, at| render(&stored, id, at),
+        )
         .await?;
         tx.commit().await?;
         Ok((stored, event))

@@ -1,6 +1,8 @@
-//! Thread sandboxes on the local file system, reached only through a jailed directory handle.
+//! Thread sandboxes: a local folder per thread reached only through a jailed directory handle,
+//! or, when several nodes share one deployment, files kept in the blob store with their
+//! metadata in the database (the reserved space `.sandbox` owned by the thread).
 //!
-//! Every access goes through a `cap_std::fs::Dir` opened on the sandbox root. cap-std resolves
+//! Locally, every access goes through a `cap_std::fs::Dir` opened on the sandbox root. cap-std resolves
 //! each path beneath that handle in the same call that opens it (openat2 with
 //! `RESOLVE_BENEATH` where the kernel has it), so a symlink that leaves the sandbox, a `..`,
 //! or an absolute symlink target fails inside the open itself — there is no check-then-open
@@ -10,13 +12,19 @@
 use bytes::Bytes;
 use cap_std::fs::{Dir, OpenOptions};
 use ferry_core::path::SANDBOX_LAYOUT;
-use ferry_core::{Timestamp, ValidPath};
+use ferry_core::{SpaceName, Timestamp, ValidPath};
 use futures::{Stream, StreamExt};
 use std::io;
+use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::{AsyncWriteExt, BufWriter};
+
+use crate::StoreError;
+use crate::blobs::{BlobRead, Blobs, StoredBlob, WriteError};
+use crate::db::Db;
+use crate::spaces::{ListQuery, SpaceEntry, WriteCondition};
 
 /// Where API writes are assembled before their atomic rename into place; not listed.
 const TMP_DIR: &str = ".ferry-tmp";
@@ -83,57 +91,138 @@ pub struct SandboxEntry {
     pub etag: String,
 }
 
-/// All sandboxes, one folder per thread under `root`.
+/// Where the sandboxes of a deployment live.
 #[derive(Debug, Clone)]
-pub struct Sandboxes {
-    root: PathBuf,
+pub enum Sandboxes {
+    /// One folder per thread under a root on this host (or on a file system every node
+    /// mounts): agents on the host may work in it directly.
+    Local { root: PathBuf },
+    /// Files in the blob store, metadata in the database: reachable from every node.
+    Stored { db: Db, blobs: Blobs },
 }
 
 impl Sandboxes {
-    pub fn new(root: impl Into<PathBuf>) -> io::Result<Sandboxes> {
+    pub fn local(root: impl Into<PathBuf>) -> io::Result<Sandboxes> {
         let root = root.into();
         std::fs::create_dir_all(&root)?;
-        Ok(Sandboxes { root })
+        Ok(Sandboxes::Local { root })
     }
 
-    /// The sandbox's folder on this host (told to agents that run here).
-    pub fn host_path(&self, thread_id: &str) -> PathBuf {
-        self.root.join(thread_id)
+    pub fn stored(db: Db, blobs: Blobs) -> Sandboxes {
+        Sandboxes::Stored { db, blobs }
+    }
+
+    /// The sandbox's folder on this host, when sandboxes are folders (told to agents that run
+    /// here); `None` when they live in the blob store.
+    pub fn host_path(&self, thread_id: &str) -> Option<PathBuf> {
+        match self {
+            Sandboxes::Local { root } => Some(root.join(thread_id)),
+            Sandboxes::Stored { .. } => None,
+        }
     }
 
     /// Creates a thread's sandbox with the seed's layout, filling `skills/` from `skills`.
     pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> io::Result<()> {
-        let path = self.host_path(thread_id);
-        let skills = skills.map(Path::to_path_buf);
-        tokio::task::spawn_blocking(move || {
-            std::fs::create_dir_all(&path)?;
-            let dir = Dir::open_ambient_dir(&path, cap_std::ambient_authority())?;
-            for folder in SANDBOX_LAYOUT {
-                dir.create_dir_all(folder)?;
+        match self {
+            Sandboxes::Local { root } => {
+                let path = root.join(thread_id);
+                let skills = skills.map(Path::to_path_buf);
+                tokio::task::spawn_blocking(move || {
+                    std::fs::create_dir_all(&path)?;
+                    let dir = Dir::open_ambient_dir(&path, cap_std::ambient_authority())?;
+                    for folder in SANDBOX_LAYOUT {
+                        dir.create_dir_all(folder)?;
+                    }
+                    dir.create_dir_all(TMP_DIR)?;
+                    if let Some(skills) = skills {
+                        let target = dir.open_dir("skills")?;
+                        copy_tree(&skills, &target)?;
+                        make_read_only(&target)?;
+                        dir.set_permissions("skills", read_only_dir())?;
+                    }
+                    Ok(())
+                })
+                .await
+                .map_err(io::Error::other)?
             }
-            dir.create_dir_all(TMP_DIR)?;
-            if let Some(skills) = skills {
-                let target = dir.open_dir("skills")?;
-                copy_tree(&skills, &target)?;
-                make_read_only(&target)?;
-                dir.set_permissions("skills", read_only_dir())?;
+            Sandboxes::Stored { db, blobs } => {
+                let space = SpaceName::sandbox();
+                db.space_mkdirs(thread_id, &space, &SANDBOX_LAYOUT)
+                    .await
+                    .map_err(io::Error::other)?;
+                if let Some(skills) = skills {
+                    for (relative, host) in skill_files(skills)? {
+                        let path = ValidPath::parse(&format!("skills/{relative}"))
+                            .map_err(io::Error::other)?;
+                        let file = tokio::fs::File::open(&host).await?;
+                        let stream = tokio_util::io::ReaderStream::new(file);
+                        let blob = blobs
+                            .write(stream, u64::MAX)
+                            .await
+                            .map_err(io::Error::other)?;
+                        let content_type = ferry_core::mime::mime_for_name(&relative);
+                        db.space_put(
+                            thread_id,
+                            &space,
+                            &path,
+                            &blob,
+                            &content_type,
+                            &WriteCondition::None,
+                        )
+                        .await
+                        .map_err(io::Error::other)?;
+                    }
+                }
+                Ok(())
             }
-            Ok(())
-        })
-        .await
-        .map_err(io::Error::other)?
+        }
     }
 
     /// Opens a thread's sandbox.
     pub async fn open(&self, thread_id: &str) -> Result<Sandbox, SandboxError> {
-        let path = self.host_path(thread_id);
-        let dir = tokio::task::spawn_blocking(move || {
-            Dir::open_ambient_dir(path, cap_std::ambient_authority())
-        })
-        .await
-        .map_err(|e| SandboxError::Io(io::Error::other(e)))??;
-        Ok(Sandbox { dir: Arc::new(dir) })
+        match self {
+            Sandboxes::Local { root } => {
+                let path = root.join(thread_id);
+                let dir = tokio::task::spawn_blocking(move || {
+                    Dir::open_ambient_dir(path, cap_std::ambient_authority())
+                })
+                .await
+                .map_err(|e| SandboxError::Io(io::Error::other(e)))??;
+                Ok(Sandbox::Local(LocalSandbox { dir: Arc::new(dir) }))
+            }
+            Sandboxes::Stored { db, blobs } => Ok(Sandbox::Stored(StoredSandbox {
+                db: db.clone(),
+                blobs: blobs.clone(),
+                thread_id: thread_id.to_owned(),
+            })),
+        }
     }
+}
+
+/// Every regular file below `root`, with its path relative to `root`.
+fn skill_files(root: &Path) -> io::Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), root.to_path_buf())];
+    while let Some((prefix, dir)) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let relative = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push((relative, entry.path()));
+            } else if kind.is_file() {
+                out.push((relative, entry.path()));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn read_only_dir() -> cap_std::fs::Permissions {
@@ -184,23 +273,312 @@ fn modified_of(meta: &std::fs::Metadata) -> Timestamp {
     Timestamp(meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000)
 }
 
-/// An opened sandbox file: a descriptor that is known to be a singly-linked regular file
-/// beneath the sandbox.
+/// An opened sandbox file: locally a descriptor known to be a singly-linked regular file
+/// beneath the sandbox; in the blob store an immutable blob.
 #[derive(Debug)]
 pub struct OpenedFile {
-    pub file: std::fs::File,
     pub size: u64,
     pub modified: Timestamp,
     pub etag: String,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    File(std::fs::File),
+    Blob { key: String, blobs: Blobs },
+}
+
+impl OpenedFile {
+    /// The file's bytes (or a range of them) as a stream.
+    pub async fn stream(self, range: Option<Range<u64>>) -> io::Result<BlobRead> {
+        match self.source {
+            Source::File(file) => {
+                use tokio::io::{AsyncReadExt, AsyncSeekExt};
+                let range = range.unwrap_or(0..self.size);
+                let end = range.end.min(self.size);
+                let start = range.start.min(end);
+                let mut file = tokio::fs::File::from_std(file);
+                if start > 0 {
+                    file.seek(io::SeekFrom::Start(start)).await?;
+                }
+                let reader = file.take(end - start);
+                Ok(BlobRead {
+                    len: end - start,
+                    stream: tokio_util::io::ReaderStream::with_capacity(reader, 256 * 1024).boxed(),
+                })
+            }
+            Source::Blob { key, blobs } => blobs.read(&key, range).await,
+        }
+    }
+
+    /// Reads the whole file, refusing more than `limit` bytes (it may have grown since it was
+    /// opened).
+    pub async fn read_to_end(self, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        let mut read = self.stream(None).await?;
+        let mut out = Vec::new();
+        while let Some(chunk) = read.stream.next().await {
+            out.extend_from_slice(&chunk?);
+            if out.len() as u64 > limit {
+                return Ok(None);
+            }
+        }
+        Ok(Some(out))
+    }
 }
 
 /// One thread's sandbox.
 #[derive(Debug, Clone)]
-pub struct Sandbox {
-    dir: Arc<Dir>,
+pub enum Sandbox {
+    Local(LocalSandbox),
+    Stored(StoredSandbox),
 }
 
 impl Sandbox {
+    pub async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
+        match self {
+            Sandbox::Local(local) => local.open(path).await,
+            Sandbox::Stored(stored) => stored.open(path).await,
+        }
+    }
+
+    /// Lists `dir` (the root when `None`): its direct children, folders included, or with
+    /// `recursive` every file below it. Sorted by path.
+    pub async fn list(
+        &self,
+        dir: Option<&ValidPath>,
+        recursive: bool,
+    ) -> Result<Vec<SandboxEntry>, SandboxError> {
+        match self {
+            Sandbox::Local(local) => local.list(dir, recursive).await,
+            Sandbox::Stored(stored) => stored.list(dir, recursive).await,
+        }
+    }
+
+    /// Writes `body` to `path` atomically: readers see the old file or the new, never a
+    /// part. Returns whether the file was created, and its new state.
+    pub async fn write<S, E>(
+        &self,
+        path: &ValidPath,
+        body: S,
+        limit: u64,
+        condition: SandboxCondition,
+        content_type: &str,
+    ) -> Result<(bool, SandboxEntry), SandboxError>
+    where
+        S: Stream<Item = Result<Bytes, E>>,
+        E: std::fmt::Display,
+    {
+        if path.segments().next() == Some("skills") {
+            return Err(SandboxError::ReadOnly);
+        }
+        match self {
+            Sandbox::Local(local) => local.write(path, body, limit, condition).await,
+            Sandbox::Stored(stored) => {
+                stored
+                    .write(path, body, limit, condition, content_type)
+                    .await
+            }
+        }
+    }
+
+    /// Puts a blob's bytes into `folder` under `name`, or `name (1).ext`, `name (2).ext`… when
+    /// taken. Never overwrites. Returns the path used, relative to `/sandbox/`.
+    pub async fn copy_in_unique(
+        &self,
+        folder: &str,
+        name: &ValidPath,
+        blob: &StoredBlob,
+        blobs: &Blobs,
+        content_type: &str,
+    ) -> Result<String, SandboxError> {
+        match self {
+            Sandbox::Local(local) => {
+                let source = blobs.local_copy(&blob.key).await?;
+                local.copy_in_unique(folder, name, source.path()).await
+            }
+            Sandbox::Stored(stored) => {
+                stored
+                    .link_in_unique(folder, name, blob, content_type)
+                    .await
+            }
+        }
+    }
+}
+
+/// A sandbox in the blob store: the reserved space `.sandbox` owned by the thread. Blobs are
+/// immutable, so an upload's blob is shared with its sandbox copy instead of copied.
+#[derive(Debug, Clone)]
+pub struct StoredSandbox {
+    db: Db,
+    blobs: Blobs,
+    thread_id: String,
+}
+
+impl StoredSandbox {
+    async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
+        let file = self
+            .db
+            .space_file(&self.thread_id, &SpaceName::sandbox(), path)
+            .await
+            .map_err(store_to_sandbox)?
+            .ok_or(SandboxError::NotFound)?;
+        Ok(OpenedFile {
+            size: file.size,
+            modified: file.updated_at,
+            etag: file.sha256,
+            source: Source::Blob {
+                key: file.blob_key,
+                blobs: self.blobs.clone(),
+            },
+        })
+    }
+
+    async fn list(
+        &self,
+        dir: Option<&ValidPath>,
+        recursive: bool,
+    ) -> Result<Vec<SandboxEntry>, SandboxError> {
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self
+                .db
+                .space_list(
+                    &self.thread_id,
+                    &SpaceName::sandbox(),
+                    &ListQuery {
+                        dir,
+                        recursive,
+                        limit: 10_000,
+                        after,
+                    },
+                )
+                .await
+                .map_err(store_to_sandbox)?;
+            out.extend(page.entries.into_iter().map(|entry| match entry {
+                SpaceEntry::Dir { path } => SandboxEntry {
+                    path,
+                    is_dir: true,
+                    size: 0,
+                    modified: Timestamp(0),
+                    etag: String::new(),
+                },
+                SpaceEntry::File(f) => SandboxEntry {
+                    path: f.path,
+                    is_dir: false,
+                    size: f.size,
+                    modified: f.updated_at,
+                    etag: f.sha256,
+                },
+            }));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    async fn write<S, E>(
+        &self,
+        path: &ValidPath,
+        body: S,
+        limit: u64,
+        condition: SandboxCondition,
+        content_type: &str,
+    ) -> Result<(bool, SandboxEntry), SandboxError>
+    where
+        S: Stream<Item = Result<Bytes, E>>,
+        E: std::fmt::Display,
+    {
+        let blob = self.blobs.write(body, limit).await.map_err(|e| match e {
+            WriteError::TooLarge { limit } => SandboxError::TooLarge { limit },
+            WriteError::Body(m) => SandboxError::Body(m),
+            WriteError::Io(io) => SandboxError::Io(io),
+        })?;
+        let condition = match condition {
+            SandboxCondition::None => WriteCondition::None,
+            SandboxCondition::CreateOnly => WriteCondition::CreateOnly,
+            SandboxCondition::IfMatch(tags) => WriteCondition::IfMatch(tags),
+        };
+        let outcome = self
+            .db
+            .space_put(
+                &self.thread_id,
+                &SpaceName::sandbox(),
+                path,
+                &blob,
+                content_type,
+                &condition,
+            )
+            .await;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let _ = self.blobs.delete(&blob.key).await;
+                return Err(store_to_sandbox(e));
+            }
+        };
+        Ok((
+            outcome.created,
+            SandboxEntry {
+                path: outcome.file.path,
+                is_dir: false,
+                size: outcome.file.size,
+                modified: outcome.file.updated_at,
+                etag: outcome.file.sha256,
+            },
+        ))
+    }
+
+    async fn link_in_unique(
+        &self,
+        folder: &str,
+        name: &ValidPath,
+        blob: &StoredBlob,
+        content_type: &str,
+    ) -> Result<String, SandboxError> {
+        for attempt in 0u32..10_000 {
+            let candidate = format!("{folder}/{}", numbered(name.as_str(), attempt));
+            let path = ValidPath::parse(&candidate).map_err(|_| SandboxError::Escapes)?;
+            match self
+                .db
+                .space_put(
+                    &self.thread_id,
+                    &SpaceName::sandbox(),
+                    &path,
+                    blob,
+                    content_type,
+                    &WriteCondition::CreateOnly,
+                )
+                .await
+            {
+                Ok(_) => return Ok(candidate),
+                Err(StoreError::AlreadyExists) => continue,
+                Err(e) => return Err(store_to_sandbox(e)),
+            }
+        }
+        Err(SandboxError::AlreadyExists)
+    }
+}
+
+fn store_to_sandbox(e: StoreError) -> SandboxError {
+    match e {
+        StoreError::NotFound => SandboxError::NotFound,
+        StoreError::AlreadyExists => SandboxError::AlreadyExists,
+        StoreError::PreconditionFailed => SandboxError::PreconditionFailed,
+        StoreError::Io(io) => SandboxError::Io(io),
+        other => SandboxError::Io(io::Error::other(other)),
+    }
+}
+
+/// A sandbox folder on this host, reached through a jailed handle.
+#[derive(Debug, Clone)]
+pub struct LocalSandbox {
+    dir: Arc<Dir>,
+}
+
+impl LocalSandbox {
     async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Dir) -> Result<T, SandboxError> + Send + 'static,
@@ -212,14 +590,13 @@ impl Sandbox {
     }
 
     /// Opens a file for reading; the jail check and the open are one call.
-    pub async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
+    async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
         let path = path.as_str().to_owned();
         self.blocking(move |dir| open_checked(dir, &path)).await
     }
 
-    /// Lists `dir` (the root when `None`): its direct children, folders included, or with
-    /// `recursive` every file below it. Symlinks are not followed or listed. Sorted by path.
-    pub async fn list(
+    /// Symlinks are not followed or listed.
+    async fn list(
         &self,
         dir: Option<&ValidPath>,
         recursive: bool,
@@ -243,9 +620,7 @@ impl Sandbox {
         .await
     }
 
-    /// Writes `body` to `path` atomically: readers see the old file or the new, never a part.
-    /// Returns whether the file was created, and its new state.
-    pub async fn write<S, E>(
+    async fn write<S, E>(
         &self,
         path: &ValidPath,
         body: S,
@@ -256,9 +631,6 @@ impl Sandbox {
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
     {
-        if path.segments().next() == Some("skills") {
-            return Err(SandboxError::ReadOnly);
-        }
         if path.segments().next() == Some(TMP_DIR) {
             return Err(SandboxError::Escapes);
         }
@@ -302,9 +674,7 @@ impl Sandbox {
         .await
     }
 
-    /// Copies a host file into `folder` under `name`, or `name (1).ext`, `name (2).ext`… when
-    /// taken. Never overwrites. Returns the path used, relative to `/sandbox/`.
-    pub async fn copy_in_unique(
+    async fn copy_in_unique(
         &self,
         folder: &str,
         name: &ValidPath,
@@ -390,7 +760,7 @@ fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
         size: meta.len(),
         modified: modified_of(&meta),
         etag: etag_of(&meta),
-        file,
+        source: Source::File(file),
     })
 }
 

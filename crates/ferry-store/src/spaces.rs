@@ -340,14 +340,34 @@ impl Db {
         Ok(ListPage { entries, next })
     }
 
-    /// Every blob key a space file points at (for the sweep of unreferenced blobs).
-    pub async fn space_blob_referenced(&self, key: &str) -> Result<bool, StoreError> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM space_files WHERE blob_key = $1 LIMIT 1")
-                .bind(key)
-                .fetch_optional(self.pool())
+    /// Records folders (and their ancestors) so that they are listed while still empty.
+    pub async fn space_mkdirs(
+        &self,
+        owner: &str,
+        space: &SpaceName,
+        dirs: &[&str],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        for dir in dirs {
+            let mut end = 0;
+            while end < dir.len() {
+                end = dir[end..].find('/').map_or(dir.len(), |i| end + i);
+                let path = &dir[..end];
+                sqlx::query(
+                    "INSERT INTO space_dirs (owner, space, path, parent) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT DO NOTHING",
+                )
+                .bind(owner)
+                .bind(space.as_str())
+                .bind(path)
+                .bind(path.rsplit_once('/').map(|(p, _)| p).unwrap_or(""))
+                .execute(&mut *tx)
                 .await?;
-        Ok(found.is_some())
+                end += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
     }
 }
 

@@ -91,7 +91,7 @@ impl Db {
             .bind(upload.created_at.millis())
             .execute(&mut *tx)
             .await?;
-        let event = append_in(&mut tx, &upload.thread_id, "upload", |id, at| {
+        let event = append_in(self, &mut tx, &upload.thread_id, "upload", |id, at| {
             render(&upload, id, at)
         })
         .await?;

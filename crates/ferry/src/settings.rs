@@ -44,6 +44,21 @@ pub struct ServeArgs {
     #[arg(long, env = "FERRY_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 
+    /// Blob store: s3://bucket[/prefix] (endpoint, region and credentials from the AWS_*
+    /// variables) [default: local files in DATA/blobs]
+    #[arg(long, env = "FERRY_BLOB_URL")]
+    pub blob_url: Option<String>,
+
+    /// Folder holding thread sandboxes; with an s3:// blob store, set it only to a file system
+    /// every node mounts [default: DATA/sandboxes, or the blob store when FERRY_BLOB_URL is s3]
+    #[arg(long, env = "FERRY_SANDBOX_DIR")]
+    pub sandbox_dir: Option<PathBuf>,
+
+    /// Seconds an unreferenced blob or an abandoned spool file is kept before the sweep
+    /// removes it [default: 21600]
+    #[arg(long, env = "FERRY_SWEEP_GRACE_SECS")]
+    pub sweep_grace_secs: Option<u64>,
+
     /// Largest space file, in bytes [default: 5242880]
     #[arg(long, env = "FERRY_SPACE_MAX_BYTES")]
     pub space_max_bytes: Option<u64>,
@@ -82,6 +97,9 @@ struct FileSettings {
     data: Option<PathBuf>,
     jwt_secret: Option<String>,
     database_url: Option<String>,
+    blob_url: Option<String>,
+    sandbox_dir: Option<PathBuf>,
+    sweep_grace_secs: Option<u64>,
     space_max_bytes: Option<u64>,
     sandbox_max_bytes: Option<u64>,
     upload_max_bytes: Option<u64>,
@@ -119,6 +137,11 @@ impl ServeArgs {
         });
         if let Some(url) = self.database_url.or(file.database_url) {
             config.database_url = url;
+        }
+        config.blob_url = self.blob_url.or(file.blob_url);
+        config.sandbox_dir = self.sandbox_dir.or(file.sandbox_dir);
+        if let Some(secs) = self.sweep_grace_secs.or(file.sweep_grace_secs) {
+            config.sweep_grace = std::time::Duration::from_secs(secs);
         }
         config.space_max_bytes = self
             .space_max_bytes

@@ -125,11 +125,10 @@ pub async fn publish(
     }
     // The stored copy is permanent: it is taken now, so later changes to the sandbox file do
     // not reach it. Unchanged bytes reuse the blob an earlier revision already stored.
-    let reader = tokio_util::io::ReaderStream::with_capacity(
-        tokio::fs::File::from_std(opened.file),
-        256 * 1024,
-    );
-    let spooled = state.blobs.spool(reader, limit).await?;
+    let spooled = state
+        .blobs
+        .spool(opened.stream(None).await?.stream, limit)
+        .await?;
     let (blob_key, sha256, size) = match state
         .db
         .published_blob_with_sha(&thread.id, spooled.sha256())

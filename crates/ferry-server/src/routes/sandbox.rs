@@ -188,20 +188,8 @@ pub async fn read(
     if method == Method::HEAD {
         return Ok((status, out).into_response());
     }
-    let body = file_body(opened.file, start, len).await?;
-    Ok((status, out, body).into_response())
-}
-
-/// Streams `len` bytes of an opened file from `start`.
-pub async fn file_body(file: std::fs::File, start: u64, len: u64) -> ApiResult<Body> {
-    use tokio::io::{AsyncReadExt, AsyncSeekExt};
-    let mut file = tokio::fs::File::from_std(file);
-    if start > 0 {
-        file.seek(std::io::SeekFrom::Start(start)).await?;
-    }
-    Ok(Body::from_stream(
-        tokio_util::io::ReaderStream::with_capacity(file.take(len), 256 * 1024),
-    ))
+    let read = opened.stream(Some(start..start + len)).await?;
+    Ok((status, out, Body::from_stream(read.stream)).into_response())
 }
 
 /// Reads a sandbox file's headers.
@@ -272,7 +260,13 @@ pub async fn write(
     check_declared_length(&headers, limit)?;
     let sandbox = state.sandboxes.open(&thread.id).await?;
     let (created, entry) = sandbox
-        .write(path.relative(), body.into_data_stream(), limit, condition)
+        .write(
+            path.relative(),
+            body.into_data_stream(),
+            limit,
+            condition,
+            &content_type,
+        )
         .await?;
     let tag = format!("\"{}\"", entry.etag);
     let status = if created {

@@ -220,18 +220,10 @@ async fn resolve(state: &AppState, thread: &Thread, tag: &FileTag) -> Result<Att
         if opened.size > limit {
             return Err(format!("the file is larger than {limit} bytes"));
         }
-        let reader = tokio_util::io::ReaderStream::with_capacity(
-            tokio::fs::File::from_std(opened.file),
-            256 * 1024,
-        );
-        let spooled = state
-            .blobs
-            .spool(reader, limit)
-            .await
-            .map_err(|e| e.to_string())?;
+        let read = opened.stream(None).await.map_err(|e| e.to_string())?;
         let blob = state
             .blobs
-            .commit(spooled)
+            .write(read.stream, limit)
             .await
             .map_err(|e| e.to_string())?;
         Attachment {

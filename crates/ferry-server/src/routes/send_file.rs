@@ -8,7 +8,6 @@ use ferry_core::send_file::{
 };
 use ferry_store::sandbox::SandboxError;
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncReadExt;
 use utoipa::ToSchema;
 
 use crate::access::{Action, thread_for};
@@ -85,13 +84,19 @@ pub async fn send_file(
     let filename = path.file_name().to_owned();
     let mime = check_type(&filename)?;
     check_size(opened.size)?;
-    let mut bytes = Vec::with_capacity(opened.size as usize);
-    // Read at most one byte past the limit: the file may have grown since it was opened.
-    tokio::fs::File::from_std(opened.file)
-        .take(ferry_core::send_file::MAX_SEND_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .await?;
-    check_size(bytes.len() as u64)?;
+    // The file may have grown since it was opened: read no more than the limit allows.
+    let bytes = match opened
+        .read_to_end(ferry_core::send_file::MAX_SEND_FILE_BYTES)
+        .await?
+    {
+        Some(bytes) => bytes,
+        None => {
+            return Err(SendFileError::TooLarge {
+                size: ferry_core::send_file::MAX_SEND_FILE_BYTES + 1,
+            }
+            .into());
+        }
+    };
     let size = bytes.len() as u64;
     let (mut content, mut encoding) = encode_content(&bytes);
     let agent = match &principal {

@@ -33,7 +33,8 @@ pub struct ThreadView {
     pub title: Option<String>,
     pub owner: String,
     pub created_at: String,
-    /// The sandbox's folder on the server's host; told to agent and service_role tokens only.
+    /// The sandbox's folder on the server's host; told to agent and service_role tokens only,
+    /// and only where sandboxes are folders (not when they live in the blob store).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox_dir: Option<String>,
 }
@@ -45,13 +46,10 @@ pub struct ThreadList {
 
 fn view(state: &AppState, principal: &Principal, thread: Thread) -> ThreadView {
     let sandbox_dir = match principal {
-        Principal::Agent { .. } | Principal::Service { .. } => Some(
-            state
-                .sandboxes
-                .host_path(&thread.id)
-                .to_string_lossy()
-                .into_owned(),
-        ),
+        Principal::Agent { .. } | Principal::Service { .. } => state
+            .sandboxes
+            .host_path(&thread.id)
+            .map(|p| p.to_string_lossy().into_owned()),
         Principal::User { .. } => None,
     };
     ThreadView {

@@ -217,10 +217,6 @@ pub async fn create(
 /// Puts one spooled file where it belongs and records it.
 async fn keep(state: &AppState, thread: &Thread, file: Received) -> ApiResult<UploadView> {
     let Received { name, spooled } = file;
-    let sandbox = state.sandboxes.open(&thread.id).await?;
-    let sandbox_path = sandbox
-        .copy_in_unique("user_uploads", &name, spooled.path())
-        .await?;
     let (preview, preview_error, width, height) = match state
         .extractor
         .preview(
@@ -234,6 +230,11 @@ async fn keep(state: &AppState, thread: &Thread, file: Received) -> ApiResult<Up
         Err(e) => (None, Some(e.to_string()), None, None),
     };
     let blob = state.blobs.commit(spooled).await?;
+    let file_type = mime_for_name(name.as_str());
+    let sandbox = state.sandboxes.open(&thread.id).await?;
+    let sandbox_path = sandbox
+        .copy_in_unique("user_uploads", &name, &blob, &state.blobs, &file_type)
+        .await?;
     let id = new_upload_id();
     let upload = Upload {
         storage_path: format!(
@@ -243,7 +244,7 @@ async fn keep(state: &AppState, thread: &Thread, file: Received) -> ApiResult<Up
         id,
         thread_id: thread.id.clone(),
         owner: thread.owner.clone(),
-        file_type: mime_for_name(name.as_str()),
+        file_type,
         kind: if is_vision_image(name.as_str()) {
             "image"
         } else {
