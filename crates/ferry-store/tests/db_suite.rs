@@ -1,0 +1,332 @@
+//! The metadata store's suite, run unchanged on SQLite and on Postgres.
+
+mod support;
+
+use ferry_core::{SpaceName, ValidPath};
+use ferry_store::Db;
+use ferry_store::StoreError;
+use ferry_store::StoredBlob;
+use ferry_store::published::NewRevision;
+use ferry_store::spaces::{ListQuery, SpaceEntry, WriteCondition};
+use ferry_store::uploads::{Upload, new_upload_id};
+use std::sync::Arc;
+
+/// Runs a test body once per engine: SQLite in a temporary file, and Postgres in a fresh
+/// schema when `FERRY_TEST_DATABASE_URL` is set.
+macro_rules! on_every_engine {
+    ($($name:ident => $body:expr;)*) => {
+        mod sqlite {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+                    let db = Db::open(&url).await.unwrap();
+                    ($body)(db).await;
+                }
+            )*
+        }
+        mod postgres {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(schema) = support::peers::postgres().await else { return };
+                    let db = Db::open(&schema.url).await.unwrap();
+                    assert_eq!(db.engine(), ferry_store::Engine::Postgres);
+                    ($body)(db.clone()).await;
+                    db.close().await;
+                    schema.drop_now().await;
+                }
+            )*
+        }
+    };
+}
+
+fn blob(n: u32) -> StoredBlob {
+    StoredBlob {
+        key: format!("key-{n}"),
+        size: u64::from(n),
+        sha256: format!("{n:064x}"),
+    }
+}
+
+fn path(p: &str) -> ValidPath {
+    ValidPath::parse(p).unwrap()
+}
+
+async fn put(db: &Db, p: &str, n: u32, condition: WriteCondition) -> Result<bool, StoreError> {
+    let space = SpaceName::parse("s").unwrap();
+    db.space_put("u", &space, &path(p), &blob(n), "text/plain", &condition)
+        .await
+        .map(|o| o.created)
+}
+
+async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)> {
+    let space = SpaceName::parse("s").unwrap();
+    let dir = dir.map(path);
+    let page = db
+        .space_list(
+            "u",
+            &space,
+            &ListQuery {
+                dir: dir.as_ref(),
+                recursive,
+                limit: 1000,
+                after: None,
+            },
+        )
+        .await
+        .unwrap();
+    page.entries
+        .into_iter()
+        .map(|e| match e {
+            SpaceEntry::Dir { path } => (path, true),
+            SpaceEntry::File(f) => (f.path, false),
+        })
+        .collect()
+}
+
+on_every_engine! {
+    spaces_create_overwrite_and_conditions => |db: Db| async move {
+        assert!(put(&db, "a/b.md", 1, WriteCondition::None).await.unwrap());
+        assert!(!put(&db, "a/b.md", 2, WriteCondition::None).await.unwrap());
+        assert!(matches!(put(&db, "a/b.md", 3, WriteCondition::CreateOnly).await, Err(StoreError::AlreadyExists)));
+        let current = format!("{:064x}", 2);
+        assert!(matches!(
+            put(&db, "a/b.md", 4, WriteCondition::IfMatch(vec!["nope".into()])).await,
+            Err(StoreError::PreconditionFailed)
+        ));
+        assert!(!put(&db, "a/b.md", 4, WriteCondition::IfMatch(vec![current])).await.unwrap());
+        assert!(matches!(
+            put(&db, "missing", 5, WriteCondition::IfMatch(vec!["*".into()])).await,
+            Err(StoreError::PreconditionFailed)
+        ));
+        let file = db.space_file("u", &SpaceName::parse("s").unwrap(), &path("a/b.md")).await.unwrap().unwrap();
+        assert_eq!(file.blob_key, "key-4");
+        // Another owner sees nothing.
+        assert!(db.space_file("v", &SpaceName::parse("s").unwrap(), &path("a/b.md")).await.unwrap().is_none());
+    };
+
+    exactly_one_racing_create_only_put_wins => |db: Db| async move {
+        let db = Arc::new(db);
+        let tasks: Vec<_> = (0..32)
+            .map(|i| {
+                let db = db.clone();
+                tokio::spawn(async move { put(&db, "race.md", i, WriteCondition::CreateOnly).await })
+            })
+            .collect();
+        let mut created = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(true) => created += 1,
+                Err(StoreError::AlreadyExists) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(created, 1);
+    };
+
+    listings_sort_bytewise_with_folders => |db: Db| async move {
+        for (i, p) in ["b.md", "a/2.md", "a/1.md", "a/deep/x.md", "B.md", "a-b.md", "é.md"].iter().enumerate() {
+            put(&db, p, i as u32 + 1, WriteCondition::None).await.unwrap();
+        }
+        assert_eq!(
+            list(&db, None, false).await,
+            [("B.md", false), ("a", true), ("a-b.md", false), ("b.md", false), ("é.md", false)]
+                .map(|(p, d)| (p.to_owned(), d))
+        );
+        assert_eq!(
+            list(&db, Some("a"), true).await,
+            [("a/1.md", false), ("a/2.md", false), ("a/deep/x.md", false)].map(|(p, d)| (p.to_owned(), d))
+        );
+        // "a-b.md" sorts between "a" and "a/…" byte-wise, and is not under "a/".
+        let all = list(&db, None, true).await;
+        assert_eq!(all.len(), 7);
+        let mut sorted = all.clone();
+        sorted.sort_by(|x, y| x.0.as_bytes().cmp(y.0.as_bytes()));
+        assert_eq!(all, sorted);
+    };
+
+    pagination_is_complete => |db: Db| async move {
+        for i in 0..57 {
+            put(&db, &format!("p/{i:03}"), i + 1, WriteCondition::None).await.unwrap();
+        }
+        let space = SpaceName::parse("s").unwrap();
+        for recursive in [true, false] {
+            let mut seen = Vec::new();
+            let mut after = None;
+            loop {
+                let dir = path("p");
+                let page = db
+                    .space_list("u", &space, &ListQuery { dir: Some(&dir), recursive, limit: 10, after })
+                    .await
+                    .unwrap();
+                seen.extend(page.entries.iter().map(|e| e.path().to_owned()));
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            assert_eq!(seen.len(), 57);
+            seen.dedup();
+            assert_eq!(seen.len(), 57);
+        }
+    };
+
+    event_ids_are_gap_free_under_concurrency => |db: Db| async move {
+        let thread = db.create_thread("alice", Some("t")).await.unwrap();
+        let db = Arc::new(db);
+        let tasks: Vec<_> = (0..60)
+            .map(|i| {
+                let db = db.clone();
+                let id = thread.id.clone();
+                tokio::spawn(async move {
+                    db.append_event(&id, "message", |n, _| format!("{{\"id\":{n},\"i\":{i}}}")).await.unwrap().id
+                })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for task in tasks {
+            ids.push(task.await.unwrap());
+        }
+        ids.sort_unstable();
+        assert_eq!(ids, (1..=60).collect::<Vec<_>>());
+        let stored = db.events_after(&thread.id, 0, 1000).await.unwrap();
+        assert_eq!(stored.iter().map(|e| e.id).collect::<Vec<_>>(), (1..=60).collect::<Vec<_>>());
+        assert_eq!(db.events_after(&thread.id, 58, 10).await.unwrap().len(), 2);
+        assert_eq!(db.last_event_id(&thread.id).await.unwrap(), 60);
+        assert!(matches!(db.append_event("missing", "x", |_, _| String::new()).await, Err(StoreError::NotFound)));
+    };
+
+    threads_uploads_and_revisions => |db: Db| async move {
+        let t = db.create_thread("alice", None).await.unwrap();
+        db.create_thread("bob", Some("b")).await.unwrap();
+        assert_eq!(db.threads(Some("alice")).await.unwrap().len(), 1);
+        assert_eq!(db.threads(None).await.unwrap().len(), 2);
+        let upload = Upload {
+            id: new_upload_id(),
+            thread_id: t.id.clone(),
+            owner: "alice".into(),
+            file_name: "q.xlsx".into(),
+            file_type: "application/x".into(),
+            size: 3,
+            sha256: "s".into(),
+            kind: "document".into(),
+            storage_path: "chat-uploads/alice/t/q.xlsx".into(),
+            sandbox_path: "/sandbox/user_uploads/q.xlsx".into(),
+            preview: Some("Sheet1: a".into()),
+            preview_error: None,
+            width: None,
+            height: None,
+            blob_key: "up-1".into(),
+            created_at: ferry_core::Timestamp(0),
+        };
+        let (stored, event) = db.insert_upload(upload, |u, id, _| format!("{{\"id\":{id},\"n\":\"{}\"}}", u.file_name)).await.unwrap();
+        assert_eq!(event.id, 1);
+        assert_eq!(db.uploads(&t.id).await.unwrap(), vec![stored.clone()]);
+        assert_eq!(db.upload(&t.id, &stored.id).await.unwrap(), Some(stored));
+        let new = |sha: &str| NewRevision {
+            thread_id: t.id.clone(),
+            display_name: "Report".into(),
+            description: String::new(),
+            filename: "r.md".into(),
+            file_type: ".md".into(),
+            mime_type: "text/markdown".into(),
+            file_size: 1,
+            sha256: sha.into(),
+            storage_path: format!("deepagent-outputs/{}/r.md", t.id),
+            sandbox_path: "/sandbox/outputs/r.md".into(),
+            blob_key: format!("blob-{sha}"),
+            preview_kind: "html".into(),
+        };
+        let (r1, _) = db.publish(new("a"), |_, id, _| format!("{{\"id\":{id}}}")).await.unwrap();
+        let (r2, e2) = db.publish(new("b"), |_, id, _| format!("{{\"id\":{id}}}")).await.unwrap();
+        assert_eq!((r1.revision, r2.revision), (1, 2));
+        assert_eq!(r1.file_id, r2.file_id);
+        assert_eq!(e2.id, 3);
+        assert_eq!(db.published(&t.id, false).await.unwrap().len(), 1);
+        assert_eq!(db.published(&t.id, true).await.unwrap().len(), 2);
+        assert_eq!(db.published_revision(&t.id, &r1.file_id, Some(1)).await.unwrap().unwrap().sha256, "a");
+        assert_eq!(db.published_revision(&t.id, &r1.file_id, None).await.unwrap().unwrap().sha256, "b");
+        assert_eq!(db.published_blob_with_sha(&t.id, "a").await.unwrap().as_deref(), Some("blob-a"));
+        assert_eq!(db.published_by_storage_path(&r1.storage_path).await.unwrap().unwrap().revision, 2);
+        assert!(db.blob_referenced("blob-a").await.unwrap());
+        assert!(db.blob_referenced("up-1").await.unwrap());
+        assert!(!db.blob_referenced("nobody").await.unwrap());
+    };
+
+    revisions_under_concurrent_publishes_are_distinct => |db: Db| async move {
+        let t = db.create_thread("alice", None).await.unwrap();
+        let db = Arc::new(db);
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let db = db.clone();
+                let thread_id = t.id.clone();
+                tokio::spawn(async move {
+                    let new = NewRevision {
+                        thread_id,
+                        display_name: "Same".into(),
+                        description: String::new(),
+                        filename: "r.md".into(),
+                        file_type: ".md".into(),
+                        mime_type: "text/markdown".into(),
+                        file_size: 1,
+                        sha256: format!("{i}"),
+                        storage_path: "deepagent-outputs/x/r.md".into(),
+                        sandbox_path: "/sandbox/outputs/r.md".into(),
+                        blob_key: format!("k{i}"),
+                        preview_kind: "html".into(),
+                    };
+                    db.publish(new, |_, id, _| format!("{{\"id\":{id}}}")).await.unwrap().0.revision
+                })
+            })
+            .collect();
+        let mut revisions = Vec::new();
+        for task in tasks {
+            revisions.push(task.await.unwrap());
+        }
+        revisions.sort_unstable();
+        assert_eq!(revisions, (1..=16).collect::<Vec<_>>());
+    };
+
+    webhook_deliveries_are_claimed_once => |db: Db| async move {
+        let t = db.create_thread("alice", None).await.unwrap();
+        let c = db.insert_connector(&t.id, "webhook", "http://x/hook", "secret").await.unwrap();
+        for event in 1..=20 {
+            db.queue_delivery(&c.id, &t.id, event).await.unwrap();
+        }
+        let db = Arc::new(db);
+        let claimers: Vec<_> = (0..4)
+            .map(|_| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    let mut mine = Vec::new();
+                    loop {
+                        let batch = db.claim_deliveries(3, 60_000).await.unwrap();
+                        if batch.is_empty() {
+                            break mine;
+                        }
+                        mine.extend(batch.into_iter().map(|d| d.id));
+                    }
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for claimer in claimers {
+            all.extend(claimer.await.unwrap());
+        }
+        let count = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!((count, all.len()), (20, 20), "each delivery claimed exactly once");
+        db.finish_delivery(&all[0], Ok(())).await.unwrap();
+        db.finish_delivery(&all[1], Err(("boom", Some(0)))).await.unwrap();
+        let again = db.claim_deliveries(10, 60_000).await.unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempts, 2);
+        assert_eq!(db.connectors(&t.id).await.unwrap().len(), 1);
+        assert!(db.delete_connector(&t.id, &c.id).await.unwrap());
+    };
+}

@@ -1,0 +1,4 @@
+//! Shared support for the storage suites.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod peers;
