@@ -192,6 +192,10 @@ export class ThreadView {
       if (!known || (file.revision || 0) >= (known.revision || 0)) this.published.set(file.id, file);
     }
     if (state === 'ready') announce(`${this.who(event)} published ${file.display_name}`);
+    // A new revision of the file in the open panel joins its revision picker.
+    if (state === 'ready' && this.preview.isOpen && this.preview.file?.id === file.id) {
+      this.preview.loadRevisions(this.preview.file);
+    }
     return this.frame(event, 'event-published',
       event.content ? h('p', { class: 'event-caption', text: event.content }) : null,
       publishedCard(this.thread.id, file, {
