@@ -134,7 +134,7 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         say::list_connectors,
         say::delete_connector,
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &McpEndpoint),
     tags(
         (name = "spaces", description = "Per-user storage (seed 004)"),
         (name = "threads", description = "Threads and agent tokens"),
@@ -143,6 +143,7 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         (name = "events", description = "The thread's event channel, messages and send_file"),
         (name = "published", description = "Agent → user published files (seed 000)"),
         (name = "say", description = "Say mode, attachments and connectors (seed 003)"),
+        (name = "mcp", description = "The agent tools over the Model Context Protocol"),
         (name = "operations", description = "Health, metrics and this document"),
     )
 )]
@@ -162,6 +163,45 @@ impl utoipa::Modify for BearerAuth {
                     .build(),
             ),
         );
+    }
+}
+
+/// `/mcp` is served by the MCP SDK's service rather than a handler, so its entry is written here.
+struct McpEndpoint;
+
+impl utoipa::Modify for McpEndpoint {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+        use utoipa::openapi::security::SecurityRequirement;
+        use utoipa::openapi::{RefOr, ResponseBuilder};
+        let operation = OperationBuilder::new()
+            .tag("mcp")
+            .summary(Some("The agent tools over MCP (streamable HTTP)"))
+            .description(Some(
+                "JSON-RPC messages of the Model Context Protocol; the tools act with the bearer \
+                 token of each request. See docs/mcp.md.",
+            ))
+            .response(
+                "200",
+                RefOr::T(
+                    ResponseBuilder::new()
+                        .description("A JSON-RPC answer")
+                        .build(),
+                ),
+            )
+            .response(
+                "401",
+                RefOr::T(
+                    ResponseBuilder::new()
+                        .description("UNAUTHENTICATED")
+                        .build(),
+                ),
+            )
+            .security(SecurityRequirement::new("bearer", Vec::<String>::new()))
+            .build();
+        openapi
+            .paths
+            .add_path_operation("/mcp", vec![HttpMethod::Post], operation);
     }
 }
 

@@ -44,6 +44,8 @@ pub enum SandboxError {
     IsDir,
     #[error("the path is not a regular file")]
     NotAFile,
+    #[error("a segment of the path is a file or a symlink, not a folder")]
+    NotAFolder,
     #[error("/sandbox/skills/ is read-only")]
     ReadOnly,
     #[error("a file already exists at this path")]
@@ -641,7 +643,12 @@ impl LocalSandbox {
             self.blocking(move |dir| {
                 dir.create_dir_all(TMP_DIR)?;
                 if let Some(parent) = &parent {
-                    dir.create_dir_all(parent)?;
+                    // A segment that exists but is not a folder (a file, or a symlink — which
+                    // the jail does not follow out) cannot hold the file.
+                    dir.create_dir_all(parent).map_err(|e| match e.kind() {
+                        io::ErrorKind::AlreadyExists => SandboxError::NotAFolder,
+                        _ => classify(e),
+                    })?;
                 }
                 let mut options = OpenOptions::new();
                 options.write(true).create_new(true);
@@ -735,7 +742,13 @@ fn std_metadata(dir: &Dir, path: &str) -> Result<std::fs::Metadata, SandboxError
 }
 
 fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
-    let file = match dir.open(path) {
+    // O_NONBLOCK: opening a FIFO (or a device) an agent planted would otherwise wait forever
+    // for a writer. Regular files ignore the flag; anything else is refused below, after the
+    // open, on the descriptor itself.
+    let mut options = OpenOptions::new();
+    options.read(true);
+    cap_std::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = match dir.open_with(path, &options) {
         Ok(file) => file.into_std(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             // A symlink whose target is missing opens as NotFound; say what it is.

@@ -798,7 +798,6 @@ async fn publish_and_send_file_refuse_links_that_leave() {
 }
 
 #[tokio::test]
-#[ignore = "bug: a PUT into a planted symlinked folder that leaves the sandbox answers 409 ALREADY_EXISTS ('a file already exists at this path') instead of 400 INVALID_PATH; ferry-store/src/sandbox.rs Sandbox::write's create_dir_all(parent) fails with EEXIST on the link and classify() maps it to AlreadyExists"]
 async fn a_write_into_a_symlinked_folder_is_an_invalid_path() {
     let (app, t, dir) = planted().await;
     let outside = tempfile::tempdir().unwrap();
@@ -878,7 +877,6 @@ async fn on_fifo(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a FIFO planted in the sandbox makes GET /sandbox/…, publish and send-file hang forever (ferry-store/src/sandbox.rs open_checked opens the path before checking it is a regular file; a blocking open of a FIFO waits for a writer)"]
 async fn a_planted_fifo_is_refused_not_waited_on() {
     let (app, t, dir) = planted().await;
     let fifo = dir.join("outputs/pipe.txt");

@@ -33,7 +33,7 @@ impl From<SandboxError> for ApiError {
             SandboxError::Escapes | SandboxError::Dangling | SandboxError::HardLinked => {
                 ApiError::new(ErrorCode::InvalidPath, message)
             }
-            SandboxError::IsDir | SandboxError::NotAFile => {
+            SandboxError::IsDir | SandboxError::NotAFile | SandboxError::NotAFolder => {
                 ApiError::new(ErrorCode::InvalidPath, message)
             }
             SandboxError::ReadOnly => ApiError::forbidden(message),
