@@ -34,7 +34,6 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    metrics::handle();
     state.set_listen_addr(listener.local_addr()?);
     let worker = tokio::spawn(connectors::run_delivery_worker(state.clone()));
     let relay = tokio::spawn(relay_events_from_other_nodes(state.clone()));

@@ -16,6 +16,8 @@ use crate::routes::{events, published, sandbox, say, send_file, spaces, system, 
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
+    // The recorder must exist before the first request is counted.
+    crate::metrics::handle();
     Router::new()
         .route("/healthz", get(system::healthz))
         .route("/metrics", get(system::metrics))

@@ -4,7 +4,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ferry_core::{ErrorCode, Timestamp};
-use ferry_store::Blobs;
+use ferry_store::{BlobRead, Blobs};
 use std::ops::Range;
 
 use crate::error::{ApiError, ApiResult};
@@ -115,14 +115,52 @@ pub fn parse_range(value: &str, size: u64) -> RangeAsk {
     }
 }
 
-/// Sends a stored file, honouring `If-None-Match`, `Range` and `HEAD`.
+/// Sends a stored blob, honouring `If-None-Match`, `Range` and `HEAD`.
 pub async fn serve_blob(
     blobs: &Blobs,
     method: &Method,
     request: &HeaderMap,
     file: Servable<'_>,
 ) -> ApiResult<Response> {
-    let tag = etag(file.sha256);
+    let key = file.blob_key.to_owned();
+    let representation = Representation {
+        size: file.size,
+        content_type: file.content_type,
+        validator: file.sha256,
+        modified: file.modified,
+        disposition: file.disposition,
+    };
+    respond(method, request, representation, |range| async move {
+        blobs.read(&key, range).await
+    })
+    .await
+}
+
+/// What is known of a representation before its bytes are read.
+#[derive(Debug, Clone)]
+pub struct Representation<'a> {
+    pub size: u64,
+    pub content_type: &'a str,
+    /// The strong validator, sent quoted as the `ETag`.
+    pub validator: &'a str,
+    pub modified: Timestamp,
+    pub disposition: Option<String>,
+}
+
+/// Answers a GET or HEAD for a representation: `304` when `If-None-Match` matches, `206` for a
+/// single satisfiable range, `416` for an unsatisfiable one; `read` is called (with the range)
+/// only when bytes are sent.
+pub async fn respond<F, Fut>(
+    method: &Method,
+    request: &HeaderMap,
+    file: Representation<'_>,
+    read: F,
+) -> ApiResult<Response>
+where
+    F: FnOnce(Option<Range<u64>>) -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<BlobRead>>,
+{
+    let tag = etag(file.validator);
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, header_value(&tag)?);
     headers.insert(
@@ -146,7 +184,7 @@ pub async fn serve_blob(
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .and_then(parse_tag_list)
-        && none_match_hits(&list, file.sha256)
+        && none_match_hits(&list, file.validator)
     {
         return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
     }
@@ -189,7 +227,7 @@ pub async fn serve_blob(
     if method == Method::HEAD {
         return Ok((status, headers).into_response());
     }
-    let read = blobs.read(file.blob_key, range).await?;
+    let read = read(range).await?;
     let mut response = (status, headers, Body::from_stream(read.stream)).into_response();
     // The body's length is known; keep the header even though the body is a stream.
     response

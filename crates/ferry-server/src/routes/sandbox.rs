@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use ferry_core::{ErrorCode, SandboxPath, ValidPath};
 use ferry_store::sandbox::{SandboxCondition, SandboxEntry, SandboxError};
@@ -19,7 +19,7 @@ use crate::extract::{ApiQuery, raw_segment, raw_tail};
 use crate::routes::spaces::{
     FileEntry, FileList, WriteResult, check_declared_length, usable_content_type, write_condition,
 };
-use crate::serve::{RangeAsk, TagList, header_value, parse_range, parse_tag_list};
+use crate::serve::{Representation, header_value, respond};
 use crate::state::AppState;
 
 /// Segments of `/api/threads/{id}/sandbox/` before the file path.
@@ -130,66 +130,19 @@ pub async fn read(
     let path = sandbox_path(&uri)?;
     let sandbox = state.sandboxes.open(&thread.id).await?;
     let opened = sandbox.open(path.relative()).await?;
-    let tag = format!("\"{}\"", opened.etag);
-    let mut out = HeaderMap::new();
-    out.insert(header::ETAG, header_value(&tag)?);
-    out.insert(
-        header::LAST_MODIFIED,
-        header_value(&opened.modified.http_date())?,
-    );
-    out.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    out.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    out.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, no-cache"),
-    );
-    out.insert(
-        header::CONTENT_TYPE,
-        header_value(&ferry_core::mime::mime_for_name(path.file_name()))?,
-    );
-    if let Some(list) = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_tag_list)
-    {
-        let hit = match list {
-            TagList::Any => true,
-            TagList::Tags(tags) => tags.iter().any(|(t, _)| *t == opened.etag),
-        };
-        if hit {
-            return Ok((StatusCode::NOT_MODIFIED, out).into_response());
-        }
-    }
-    let ask = headers
-        .get(header::RANGE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| parse_range(v, opened.size))
-        .unwrap_or(RangeAsk::Whole);
-    let (status, start, len) = match ask {
-        RangeAsk::Whole => (StatusCode::OK, 0, opened.size),
-        RangeAsk::Part(r) => {
-            out.insert(
-                header::CONTENT_RANGE,
-                header_value(&format!("bytes {}-{}/{}", r.start, r.end - 1, opened.size))?,
-            );
-            (StatusCode::PARTIAL_CONTENT, r.start, r.end - r.start)
-        }
-        RangeAsk::Unsatisfiable => {
-            return Err(ApiError::new(
-                ErrorCode::RangeNotSatisfiable,
-                format!("the range starts beyond the file's {} bytes", opened.size),
-            ));
-        }
+    let content_type = ferry_core::mime::mime_for_name(path.file_name());
+    let etag = opened.etag.clone();
+    let representation = Representation {
+        size: opened.size,
+        content_type: &content_type,
+        validator: &etag,
+        modified: opened.modified,
+        disposition: None,
     };
-    out.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    if method == Method::HEAD {
-        return Ok((status, out).into_response());
-    }
-    let read = opened.stream(Some(start..start + len)).await?;
-    Ok((status, out, Body::from_stream(read.stream)).into_response())
+    respond(&method, &headers, representation, |range| {
+        opened.stream(range)
+    })
+    .await
 }
 
 /// Reads a sandbox file's headers.
