@@ -594,7 +594,7 @@ step('a second user sees none of it', async () => {
   await page.close();
 });
 
-step('spaces: open a space by name, browse its tree, open a file', async () => {
+step('spaces: the person\'s spaces are listed; open one by name, browse its tree, open a file', async () => {
   const { page, agent } = S;
   const note = '# Tea shop\n\nIdeas for the opening week.\n';
   await agent.put('/api/spaces/notes/files/ideas/20261121-0930-tea-shop.md', Buffer.from(note), 'text/markdown; charset=utf-8');
@@ -602,6 +602,8 @@ step('spaces: open a space by name, browse its tree, open a file', async () => {
   await agent.put('/api/spaces/notes/files/logo.png', makePng(32, 32), 'image/png');
   await page.getByRole('link', { name: 'Spaces' }).click();
   await page.waitForURL(/\/spaces$/);
+  // The space the agent wrote into is listed (GET /api/spaces) before the person opens it.
+  await page.getByRole('navigation', { name: 'Your spaces' }).getByRole('link', { name: 'notes' }).waitFor();
   await page.getByLabel('Space name').fill('notes');
   await page.getByRole('button', { name: 'Open', exact: true }).click();
   await page.waitForURL(/\/spaces\/notes$/);
@@ -612,7 +614,7 @@ step('spaces: open a space by name, browse its tree, open a file', async () => {
   await page.getByRole('button', { name: /^Open ideas\/20261121-0930-tea-shop\.md/ }).click();
   await page.locator('.viewer-text').waitFor();
   assert.equal(await page.locator('.viewer-text').textContent(), note);
-  await page.getByRole('navigation', { name: 'Recent spaces' }).getByRole('link', { name: 'notes' }).waitFor();
+  await page.getByRole('navigation', { name: 'Your spaces' }).getByRole('link', { name: 'notes', exact: true }).waitFor();
   await shot(page, '17-spaces');
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /^Download logo\.png/ }).click()]);
   assert.equal(download.suggestedFilename(), 'logo.png');

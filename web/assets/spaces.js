@@ -1,6 +1,7 @@
-// Spaces: the person's per-user storage. There is no route that lists spaces, so the page
-// opens a space by name and remembers the recent ones (per user, in localStorage). A space's
-// files are shown as a tree of folders; opening a text file shows it, anything else downloads.
+// Spaces: the person's per-user storage. The page lists the person's spaces (GET /api/spaces)
+// and opens one by name (a space exists once something is saved in it, so a new one is opened
+// by typing its name). A space's files are shown as a tree of folders; opening a text file
+// shows it, anything else downloads.
 import { h, replace, announce } from './dom.js';
 import { icon, fileIcon } from './icons.js';
 import { formatSize, formatDateTime } from './format.js';
@@ -8,29 +9,6 @@ import { route, getJson, getBlob, ApiError } from './api.js';
 import { saveBlob } from './download.js';
 
 const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
-const MAX_RECENT = 12;
-
-function recentKey(sub) {
-  return `ferry.recentSpaces.${sub}`;
-}
-
-export function recentSpaces(sub) {
-  try {
-    const list = JSON.parse(localStorage.getItem(recentKey(sub)) || '[]');
-    return Array.isArray(list) ? list.filter((n) => typeof n === 'string' && NAME_RULE.test(n)) : [];
-  } catch {
-    return [];
-  }
-}
-
-function remember(sub, name) {
-  const list = [name, ...recentSpaces(sub).filter((n) => n !== name)].slice(0, MAX_RECENT);
-  try {
-    localStorage.setItem(recentKey(sub), JSON.stringify(list));
-  } catch {
-    // storage full or disabled: the list is only a convenience
-  }
-}
 
 /** A path of a space file as a URL path: each segment encoded, the slashes kept. */
 function filePath(space, path) {
@@ -69,7 +47,7 @@ export class SpacesView {
     });
     this.formError = h('p', { class: 'form-error', role: 'alert' });
     this.formError.hidden = true;
-    this.recent = h('nav', { class: 'recent-spaces', 'aria-label': 'Recent spaces' });
+    this.recent = h('nav', { class: 'recent-spaces', 'aria-label': 'Your spaces' });
     this.content = h('div', { class: 'space-content' });
     this.viewer = h('section', { class: 'space-viewer', 'aria-label': 'File', 'aria-live': 'polite' });
     this.viewer.hidden = true;
@@ -106,20 +84,27 @@ export class SpacesView {
     this.navigate(`/spaces/${encodeURIComponent(name)}`);
   }
 
-  renderRecent() {
-    const names = recentSpaces(this.sub);
-    if (!names.length) {
+  async renderRecent() {
+    let spaces;
+    try {
+      ({ spaces } = await getJson(route('spaces')));
+    } catch {
+      // The list is a convenience: opening a space by name still works.
+      spaces = [];
+    }
+    if (!spaces.length) {
       replace(this.recent);
       this.recent.hidden = true;
       return;
     }
     this.recent.hidden = false;
     replace(this.recent,
-      h('h2', { class: 'section-title', text: 'Recent spaces' }),
-      h('ul', { class: 'recent-list' }, names.map((name) => h('li', {},
+      h('h2', { class: 'section-title', text: 'Your spaces' }),
+      h('ul', { class: 'recent-list' }, spaces.map(({ name, files, size }) => h('li', {},
         h('a', {
           href: `/spaces/${encodeURIComponent(name)}`, 'data-nav': '', class: `space-link${name === this.space ? ' current' : ''}`,
           'aria-current': name === this.space ? 'page' : null,
+          title: `${files} file${files === 1 ? '' : 's'} · ${formatSize(size)}`,
         }, icon('folder'), h('span', { text: name }))))));
   }
 
@@ -133,10 +118,6 @@ export class SpacesView {
       return;
     }
     const list = files || [];
-    if (list.length) {
-      remember(this.sub, space);
-      this.renderRecent();
-    }
     const heading = h('h2', { class: 'section-title space-title' }, icon('folder'), h('span', { text: space }),
       h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }));
     if (!list.length) {

@@ -104,13 +104,15 @@ impl Body {
     }
 }
 
-const STYLE: &str = "\
+/// The one stylesheet of every rendering. It is public so that a page framing renderings can
+/// allow exactly this style by its hash in its Content-Security-Policy.
+pub const STYLE: &str = "\
 :root{color-scheme:light dark}\
 body{font:15px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:1rem 1.25rem;overflow-wrap:anywhere}\
 pre{font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;margin:0}\
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}\
 table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:13px}\
-th,td{border:1px solid #8884;padding:.2rem .45rem;text-align:left;vertical-align:top;white-space:pre-wrap}\
+th,td{border:1px solid #8884;padding:.2rem .45rem;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:normal}\
 thead th,th.ferry-rownum{background:#8881;font-weight:600}\
 th.ferry-rownum{text-align:right;color:#888}\
 section.ferry-slide{border:1px solid #8884;border-radius:6px;padding:.5rem 1rem;margin:0 0 1rem}\

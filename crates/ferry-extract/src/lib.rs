@@ -102,6 +102,7 @@ mod xml;
 
 pub use error::ExtractError;
 pub use extractor::{Extractor, ExtractorConfig};
+pub use html::STYLE as PREVIEW_STYLE;
 pub use kind::{PreviewKind, preview_kind};
 pub use limits::{Limits, PREVIEW_ROWS};
 pub use read::{

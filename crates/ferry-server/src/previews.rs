@@ -51,9 +51,10 @@ async fn write_atomically(dir: PathBuf, target: PathBuf, html: String) {
 fn failure_page(reason: &str) -> String {
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Preview</title>\
-         <style>body{{font:15px system-ui,sans-serif;margin:2rem;color:#444}}</style></head>\
+         <style>{}</style></head>\
          <body><p>This preview could not be made: {}.</p><p>Download the file to view it.</p>\
          </body></html>",
+        ferry_extract::PREVIEW_STYLE,
         ferry_core::attachment::escape(reason)
     )
 }

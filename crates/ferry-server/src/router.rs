@@ -22,6 +22,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(system::healthz))
         .route("/metrics", get(system::metrics))
         .route("/api/openapi.json", get(system::openapi))
+        .route("/api/spaces", get(spaces::list_spaces))
         .route("/api/spaces/{space}/files", get(spaces::list_files))
         .route(
             "/api/spaces/{space}/files/{*path}",
@@ -106,6 +107,7 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         system::healthz,
         system::metrics,
         system::openapi,
+        spaces::list_spaces,
         spaces::list_files,
         spaces::get_file,
         spaces::head_file,

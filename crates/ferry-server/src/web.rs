@@ -33,12 +33,19 @@ struct Files;
 /// The page's placeholder for the asset version.
 const VERSION_MARK: &str = "__FERRY_ASSETS__";
 
-/// The SHA-256 of the one inline `<style>` that the server's HTML previews carry (the shell
-/// written by `ferry-extract`'s `html::document`). Previews are shown in a sandboxed frame
-/// built from a `blob:` URL, and such a frame inherits this page's policy: allowing exactly
-/// that stylesheet keeps `style-src` free of `'unsafe-inline'`. If the shell's style changes,
-/// the browser tests fail (they check the preview frame is styled) until this is updated.
-const PREVIEW_STYLE_HASH: &str = "'sha256-D87rTwAfUzIFid3m3NR0oXH2QaoUZksu7ic2QCqSnQo='";
+/// The CSP source that allows the previews' one stylesheet (`ferry_extract::PREVIEW_STYLE`) by
+/// its hash. A preview is shown in a frame built from a `blob:` URL, and such a frame inherits
+/// this page's policy: allowing exactly that stylesheet keeps `style-src` free of
+/// `'unsafe-inline'`. It is computed from the stylesheet itself, so the two cannot drift apart.
+fn preview_style_hash() -> String {
+    use base64::Engine as _;
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(ferry_extract::PREVIEW_STYLE.as_bytes());
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+}
 
 /// The policy of the app's page.
 fn content_security_policy() -> &'static str {
@@ -47,7 +54,7 @@ fn content_security_policy() -> &'static str {
         [
             "default-src 'self'".to_owned(),
             "script-src 'self'".to_owned(),
-            format!("style-src 'self' {PREVIEW_STYLE_HASH}"),
+            format!("style-src 'self' {}", preview_style_hash()),
             // Images of previews and photo attachments are fetched with the bearer token and
             // shown from blob: URLs; the previews' own markup may embed data: images.
             "img-src 'self' blob: data:".to_owned(),

@@ -19,6 +19,8 @@ pub struct Attachment {
     /// `document`, `photo` or `video` (never `auto`: it is resolved when attached).
     pub send_as: String,
     pub blob_key: String,
+    /// The published file (and revision) the attachment was taken from, if any.
+    pub published: Option<(String, u32)>,
     pub created_at: Timestamp,
 }
 
@@ -32,6 +34,13 @@ fn attachment_from_row(row: &AnyRow) -> Result<Attachment, sqlx::Error> {
         sha256: row.try_get("sha256")?,
         send_as: row.try_get("send_as")?,
         blob_key: row.try_get("blob_key")?,
+        published: match (
+            row.try_get::<Option<String>, _>("published_id")?,
+            row.try_get::<Option<i64>, _>("published_revision")?,
+        ) {
+            (Some(id), Some(revision)) => Some((id, revision as u32)),
+            _ => None,
+        },
         created_at: Timestamp(row.try_get("created_at")?),
     })
 }
@@ -79,7 +88,8 @@ impl Db {
         a.created_at = Timestamp(now_millis());
         sqlx::query(
             "INSERT INTO attachments (id, thread_id, filename, mime_type, size, sha256, send_as, \
-             blob_key, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             blob_key, published_id, published_revision, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(&a.id)
         .bind(&a.thread_id)
@@ -89,6 +99,12 @@ impl Db {
         .bind(&a.sha256)
         .bind(&a.send_as)
         .bind(&a.blob_key)
+        .bind(a.published.as_ref().map(|(id, _)| id.clone()))
+        .bind(
+            a.published
+                .as_ref()
+                .map(|(_, revision)| i64::from(*revision)),
+        )
         .bind(a.created_at.millis())
         .execute(self.pool())
         .await?;
@@ -102,8 +118,8 @@ impl Db {
         thread_id: Option<&str>,
     ) -> Result<Option<Attachment>, StoreError> {
         let row = sqlx::query(
-            "SELECT id, thread_id, filename, mime_type, size, sha256, send_as, blob_key, created_at \
-             FROM attachments WHERE id = $1",
+            "SELECT id, thread_id, filename, mime_type, size, sha256, send_as, blob_key, \
+             published_id, published_revision, created_at FROM attachments WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(self.pool())

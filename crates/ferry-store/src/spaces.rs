@@ -24,6 +24,15 @@ pub struct SpaceFile {
     pub updated_at: Timestamp,
 }
 
+/// A space as its owner's list of spaces shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpaceSummary {
+    pub name: String,
+    pub files: u64,
+    pub bytes: u64,
+    pub updated_at: Timestamp,
+}
+
 /// One entry of a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpaceEntry {
@@ -338,6 +347,30 @@ impl Db {
             None
         };
         Ok(ListPage { entries, next })
+    }
+
+    /// The spaces of an owner (those holding at least one file), with their file count, total
+    /// size and last change, sorted by name. Reserved spaces (a leading `.`) are not listed.
+    pub async fn spaces_of(&self, owner: &str) -> Result<Vec<SpaceSummary>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT space, COUNT(*) AS files, SUM(size) AS bytes, MAX(updated_at) AS updated_at \
+             FROM space_files WHERE owner = $1 AND space NOT LIKE '.%' \
+             GROUP BY space ORDER BY space",
+        )
+        .bind(owner)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(SpaceSummary {
+                    name: row.try_get("space")?,
+                    files: row.try_get::<i64, _>("files")? as u64,
+                    bytes: row.try_get::<Option<i64>, _>("bytes")?.unwrap_or(0) as u64,
+                    updated_at: Timestamp(row.try_get("updated_at")?),
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
     }
 
     /// Records folders (and their ancestors) so that they are listed while still empty.

@@ -84,6 +84,10 @@ async fn the_seed_example_gives_one_message_with_the_report_as_a_document() {
     assert_eq!(file["mimeType"], "application/pdf");
     assert_eq!(file["size"], PDF.len());
     assert_eq!(file["sendAs"], "document");
+    assert!(
+        file.get("publishedId").is_none(),
+        "taken from the sandbox, not a published file"
+    );
 
     let events = events(&app, &t).await;
     assert_eq!(events.len(), 1);
@@ -245,6 +249,9 @@ async fn published_files_are_found_first_and_keep_their_published_bytes() {
     for file in answer["files"].as_array().unwrap() {
         let bytes = app.get(file["url"].as_str().unwrap(), &t.user).await.body;
         assert_eq!(bytes, b"version one");
+        // The attachment names the published file, so the preview panel can open it.
+        assert_eq!(file["publishedId"], published["id"]);
+        assert_eq!(file["revision"], 1);
     }
     assert_eq!(answer["files"].as_array().unwrap().len(), 2);
 }

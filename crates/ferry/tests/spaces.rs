@@ -508,6 +508,40 @@ async fn the_default_limit_is_five_mebibytes() {
 }
 
 #[tokio::test]
+async fn the_callers_spaces_are_listed() {
+    let app = TestApp::new().await;
+    let alice = app.user("alice");
+    assert_eq!(
+        app.get("/api/spaces", &alice).await.json(),
+        serde_json::json!({"spaces": []})
+    );
+    app.put("/api/spaces/notes/files/a.md", &alice, MD, b"12345")
+        .await
+        .expect(201, None);
+    app.put("/api/spaces/notes/files/b/c.md", &alice, MD, b"123")
+        .await
+        .expect(201, None);
+    app.put("/api/spaces/drafts/files/x.md", &alice, MD, b"1")
+        .await
+        .expect(201, None);
+    app.put("/api/spaces/other/files/x.md", &app.user("bob"), MD, b"1")
+        .await
+        .expect(201, None);
+    let list = app.get("/api/spaces", &alice).await;
+    list.expect(200, None);
+    let spaces = list.json()["spaces"].clone();
+    assert_eq!(spaces.as_array().unwrap().len(), 2);
+    assert_eq!(spaces[0]["name"], "drafts");
+    assert_eq!(spaces[1]["name"], "notes");
+    assert_eq!(spaces[1]["files"], 2);
+    assert_eq!(spaces[1]["size"], 8);
+    assert!(spaces[1]["updatedAt"].as_str().unwrap().ends_with('Z'));
+    app.send("GET", "/api/spaces", None, &[], Body::empty())
+        .await
+        .expect(401, Some("UNAUTHENTICATED"));
+}
+
+#[tokio::test]
 async fn users_are_isolated() {
     let app = TestApp::new().await;
     let alice = app.user("alice");

@@ -40,6 +40,12 @@ pub struct AttachmentView {
     pub send_as: String,
     /// Where a token holder downloads it.
     pub url: String,
+    /// When the file was one the thread had published: its id and revision, so the user's
+    /// preview panel can open it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u32>,
 }
 
 impl From<&Attachment> for AttachmentView {
@@ -51,6 +57,8 @@ impl From<&Attachment> for AttachmentView {
             size: a.size,
             send_as: a.send_as.clone(),
             url: format!("/api/threads/{}/attachments/{}/content", a.thread_id, a.id),
+            published_id: a.published.as_ref().map(|(id, _)| id.clone()),
+            revision: a.published.as_ref().map(|(_, revision)| *revision),
         }
     }
 }
@@ -203,6 +211,7 @@ async fn resolve(state: &AppState, thread: &Thread, tag: &FileTag) -> Result<Att
             sha256: revision.sha256,
             send_as: String::new(),
             blob_key: revision.blob_key,
+            published: Some((revision.file_id, revision.revision)),
             created_at: ferry_core::Timestamp(0),
         }
     } else {
@@ -235,6 +244,7 @@ async fn resolve(state: &AppState, thread: &Thread, tag: &FileTag) -> Result<Att
             sha256: blob.sha256,
             send_as: String::new(),
             blob_key: blob.key,
+            published: None,
             created_at: ferry_core::Timestamp(0),
         }
     };

@@ -143,6 +143,47 @@ pub fn list_limit(limit: Option<u32>) -> ApiResult<u32> {
     }
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpaceView {
+    pub name: String,
+    /// How many files it holds.
+    pub files: u64,
+    /// Their total size in bytes.
+    pub size: u64,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SpaceList {
+    pub spaces: Vec<SpaceView>,
+}
+
+/// Lists the caller's spaces: those holding at least one file, sorted by name.
+#[utoipa::path(
+    get, path = "/api/spaces", tag = "spaces",
+    responses((status = 200, body = SpaceList), (status = 401, description = "UNAUTHENTICATED")),
+    security(("bearer" = []))
+)]
+pub async fn list_spaces(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> ApiResult<Json<SpaceList>> {
+    let owner = principal.space_owner()?;
+    let spaces = state.db.spaces_of(owner).await?;
+    Ok(Json(SpaceList {
+        spaces: spaces
+            .into_iter()
+            .map(|s| SpaceView {
+                name: s.name,
+                files: s.files,
+                size: s.bytes,
+                updated_at: s.updated_at.rfc3339(),
+            })
+            .collect(),
+    }))
+}
+
 /// Lists a space's files.
 #[utoipa::path(
     get, path = "/api/spaces/{space}/files", tag = "spaces",
