@@ -88,7 +88,7 @@ impl HttpApi {
             let _ = roots.add(cert);
         }
         let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
+            rustls::crypto::aws_lc_rs::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .context("TLS setup")?
