@@ -24,6 +24,7 @@ pub use auth::{Auth, Principal};
 pub use config::Config;
 pub use state::AppState;
 
+use axum::serve::ListenerExt;
 use std::future::Future;
 use tokio::net::TcpListener;
 
@@ -39,6 +40,14 @@ pub async fn serve(
     let relay = tokio::spawn(relay_events_from_other_nodes(state.clone()));
     let sweeper = tokio::spawn(sweep_periodically(state.clone()));
     let app = router::router(state.clone());
+    // A streamed body goes out as a write after the headers' write; with Nagle's algorithm on,
+    // that second small segment waits for the client's delayed ACK (~40 ms). Off, a 4 KiB GET
+    // answers in well under a millisecond.
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await?;

@@ -14,7 +14,7 @@ use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 
 /// How many bytes to gather before handing them to the file system: fewer, larger writes.
 const WRITE_BUFFER: usize = 1 << 20;
@@ -277,21 +277,28 @@ impl Blobs {
     pub async fn read(&self, key: &str, range: Option<Range<u64>>) -> io::Result<BlobRead> {
         match self {
             Blobs::Local(local) => {
-                let mut file = tokio::fs::File::open(local.path_of(key)).await?;
-                let size = file.metadata().await?.len();
-                let range = range.unwrap_or(0..size);
-                let end = range.end.min(size);
-                let start = range.start.min(end);
-                if start > 0 {
-                    file.seek(io::SeekFrom::Start(start)).await?;
+                let path = local.path_of(key);
+                // One trip to the blocking pool opens, sizes and positions the file, and for a
+                // small read also reads it: each tokio::fs call is a trip of its own, and for a
+                // 4 KiB file the trips, not the bytes, are the cost.
+                let opened = tokio::task::spawn_blocking(move || open_local_range(&path, range))
+                    .await
+                    .map_err(io::Error::other)??;
+                match opened {
+                    LocalRead::Whole(bytes) => Ok(BlobRead {
+                        len: bytes.len() as u64,
+                        stream: futures::stream::once(async move { Ok(bytes) }).boxed(),
+                    }),
+                    LocalRead::Open { file, len } => {
+                        let reader = tokio::fs::File::from_std(file).take(len);
+                        let stream =
+                            tokio_util::io::ReaderStream::with_capacity(reader, READ_CHUNK);
+                        Ok(BlobRead {
+                            len,
+                            stream: stream.boxed(),
+                        })
+                    }
                 }
-                let len = end - start;
-                let reader = file.take(len);
-                let stream = tokio_util::io::ReaderStream::with_capacity(reader, READ_CHUNK);
-                Ok(BlobRead {
-                    len,
-                    stream: stream.boxed(),
-                })
             }
             Blobs::Object(object) => {
                 let mut options = GetOptions::default();
@@ -560,6 +567,42 @@ async fn sync_dir(dir: PathBuf) -> io::Result<()> {
     tokio::task::spawn_blocking(move || std::fs::File::open(dir)?.sync_all())
         .await
         .map_err(io::Error::other)?
+}
+
+/// Reads of at most this many bytes are done in one go, as one chunk.
+const SMALL_READ: u64 = 64 * 1024;
+
+/// A local blob opened for reading: small ones already read, others positioned at the start
+/// of the range.
+enum LocalRead {
+    Whole(Bytes),
+    Open { file: std::fs::File, len: u64 },
+}
+
+/// Opens a local blob and clamps `range` to its size (blocking).
+fn open_local_range(path: &Path, range: Option<Range<u64>>) -> io::Result<LocalRead> {
+    use std::io::{Read, Seek};
+    let mut file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let range = range.unwrap_or(0..size);
+    let end = range.end.min(size);
+    let start = range.start.min(end);
+    let len = end - start;
+    if start > 0 {
+        file.seek(io::SeekFrom::Start(start))?;
+    }
+    if len <= SMALL_READ {
+        let mut bytes = Vec::with_capacity(len as usize);
+        file.take(len).read_to_end(&mut bytes)?;
+        if (bytes.len() as u64) < len {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the blob is shorter than it was a moment ago",
+            ));
+        }
+        return Ok(LocalRead::Whole(Bytes::from(bytes)));
+    }
+    Ok(LocalRead::Open { file, len })
 }
 
 #[cfg(test)]
