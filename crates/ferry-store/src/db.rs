@@ -7,9 +7,9 @@
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
-use sqlx::{Any, AnyPool, Executor, Transaction};
+use sqlx::{Any, AnyConnection, AnyPool, Executor, Transaction};
 use std::str::FromStr;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use crate::StoreError;
@@ -45,6 +45,12 @@ impl FromStr for Engine {
 pub struct Db {
     pool: AnyPool,
     engine: Engine,
+    /// SQLite lets one transaction write at a time; the others, if left to the database, wait
+    /// in its busy handler, which sleeps and retries with growing naps (hundreds of
+    /// milliseconds at the tail under 32 writers). Writers queue here instead, in order, and
+    /// each starts as soon as the previous one ends. `None` on Postgres, which writes rows
+    /// concurrently.
+    write_turn: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl Db {
@@ -94,7 +100,12 @@ impl Db {
             Engine::Postgres => &POSTGRES_MIGRATIONS,
         };
         migrator.run(&pool).await?;
-        Ok(Db { pool, engine })
+        let write_turn = (engine == Engine::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
+        Ok(Db {
+            pool,
+            engine,
+            write_turn,
+        })
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -110,11 +121,17 @@ impl Db {
     /// On SQLite the write lock is taken at `BEGIN` (`IMMEDIATE`), so a transaction that reads
     /// before it writes waits for other writers instead of failing with `SQLITE_BUSY` when it
     /// tries to upgrade its lock.
-    pub async fn begin_write(&self) -> Result<Transaction<'static, Any>, StoreError> {
-        Ok(match self.engine {
+    pub async fn begin_write(&self) -> Result<WriteTx, StoreError> {
+        // The turn is taken before a connection, so queued writers hold no connection.
+        let turn = match &self.write_turn {
+            Some(turn) => Some(turn.clone().lock_owned().await),
+            None => None,
+        };
+        let tx = match self.engine {
             Engine::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
             Engine::Postgres => self.pool.begin().await?,
-        })
+        };
+        Ok(WriteTx { tx, _turn: turn })
     }
 
     /// Whether the database answers.
@@ -125,6 +142,34 @@ impl Db {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// A write transaction, holding its turn among this process's SQLite writers until it is
+/// committed or dropped (a drop rolls it back). Use it as the connection: `&mut *tx`.
+#[derive(Debug)]
+pub struct WriteTx {
+    tx: Transaction<'static, Any>,
+    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl WriteTx {
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        &mut self.tx
     }
 }
 

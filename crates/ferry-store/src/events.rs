@@ -5,10 +5,10 @@
 //! lets a subscriber resume with "everything after N" and miss nothing.
 
 use ferry_core::Timestamp;
-use sqlx::{Any, Row, Transaction};
+use sqlx::Row;
 
 use crate::StoreError;
-use crate::db::{Db, now_millis};
+use crate::db::{Db, WriteTx, now_millis};
 
 /// An event as stored: its id in the thread and its complete JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub const NOTIFY_CHANNEL: &str = "ferry_events";
 /// listening node when (and only if) the transaction commits.
 pub async fn append_in(
     db: &Db,
-    tx: &mut Transaction<'static, Any>,
+    tx: &mut WriteTx,
     thread_id: &str,
     kind: &str,
     render: impl FnOnce(i64, Timestamp) -> String,
