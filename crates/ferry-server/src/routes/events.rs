@@ -7,10 +7,11 @@ use axum::response::{IntoResponse, Response};
 use ferry_store::events::StoredEvent;
 use futures::Stream;
 use serde::Deserialize;
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::access::{Action, thread_for};
@@ -23,8 +24,6 @@ use crate::state::AppState;
 
 /// Events read from the database per query while catching up.
 const REPLAY_BATCH: u32 = 500;
-/// Events queued for one subscriber before its reader waits for the client.
-const SUBSCRIBER_QUEUE: usize = 64;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -95,59 +94,85 @@ pub async fn events(
 
 /// A subscriber's stream: everything after `after` from the database, then live events.
 ///
-/// A reader task feeds a small queue. It subscribes to the hub before reading the database,
-/// so nothing published in between is lost; it skips what it already sent, and whenever it
-/// sees a gap (an event that is not the next id) or lags behind the hub, it catches up from
-/// the database again. When the client goes away the queue closes and the task ends.
+/// It subscribes to the hub before reading the database, so nothing published in between is
+/// lost; it skips what it already sent, and whenever it sees a gap (an event that is not the
+/// next id) or lags behind the hub, it catches up from the database again. The response body
+/// polls the hub's receiver itself: one wake-up per event and subscriber, and a client that
+/// stops reading only makes its receiver lag, never the publisher wait. When the client goes
+/// away the stream is dropped with its receiver.
 fn subscribe(
     state: AppState,
     thread_id: String,
     after: i64,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    let (tx, rx) = mpsc::channel::<Arc<StoredEvent>>(SUBSCRIBER_QUEUE);
-    tokio::spawn(async move {
-        let mut live = state.events.subscribe(&thread_id);
-        let mut last = after;
-        'catch_up: loop {
-            loop {
-                let batch = match state.db.events_after(&thread_id, last, REPLAY_BATCH).await {
+    let live = state.events.subscribe(&thread_id);
+    let feed = Feed {
+        state,
+        thread_id,
+        live,
+        last: after,
+        catching_up: true,
+        pending: VecDeque::new(),
+    };
+    futures::stream::unfold(feed, |mut feed| async move {
+        let event = feed.next().await?;
+        let sse = Event::default().id(event.id.to_string()).data(&event.json);
+        Some((Ok(sse), feed))
+    })
+}
+
+/// One subscriber's position in a thread's events.
+struct Feed {
+    state: AppState,
+    thread_id: String,
+    live: broadcast::Receiver<Arc<StoredEvent>>,
+    /// The id of the last event handed out.
+    last: i64,
+    /// Whether the next events come from the database rather than the hub.
+    catching_up: bool,
+    /// Events read from the database and not yet handed out.
+    pending: VecDeque<Arc<StoredEvent>>,
+}
+
+impl Feed {
+    /// The next event, or `None` when the stream ends (the hub closed, or the database failed
+    /// during a catch-up).
+    async fn next(&mut self) -> Option<Arc<StoredEvent>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(event);
+            }
+            if self.catching_up {
+                let batch = match self
+                    .state
+                    .db
+                    .events_after(&self.thread_id, self.last, REPLAY_BATCH)
+                    .await
+                {
                     Ok(batch) => batch,
                     Err(e) => {
                         tracing::warn!(error = %e, "event replay failed; closing the stream");
-                        return;
+                        return None;
                     }
                 };
-                let full = batch.len() == REPLAY_BATCH as usize;
-                for event in batch {
-                    last = event.id;
-                    if tx.send(Arc::new(event)).await.is_err() {
-                        return;
-                    }
+                self.catching_up = batch.len() == REPLAY_BATCH as usize;
+                if let Some(event) = batch.last() {
+                    self.last = event.id;
                 }
-                if !full {
-                    break;
-                }
+                self.pending.extend(batch.into_iter().map(Arc::new));
+                continue;
             }
-            loop {
-                match live.recv().await {
-                    Ok(event) if event.id <= last => continue,
-                    Ok(event) if event.id == last + 1 => {
-                        last = event.id;
-                        if tx.send(event).await.is_err() {
-                            return;
-                        }
-                    }
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue 'catch_up,
-                    Err(broadcast::error::RecvError::Closed) => return,
+            match self.live.recv().await {
+                Ok(event) if event.id <= self.last => continue,
+                Ok(event) if event.id == self.last + 1 => {
+                    self.last = event.id;
+                    return Some(event);
                 }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catching_up = true,
+                Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
-    });
-    futures::stream::unfold(rx, |mut rx| async move {
-        let event = rx.recv().await?;
-        let sse = Event::default().id(event.id.to_string()).data(&event.json);
-        Some((Ok(sse), rx))
-    })
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
