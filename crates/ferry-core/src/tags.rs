@@ -215,8 +215,11 @@ impl<'a> Scanner<'a, '_> {
         });
         let name = &self.text[start..name_end];
         let eq = self.skip_whitespace(name_end);
+        // Empty values are empty slices of the text, like every other value: callers may rely
+        // on an attribute's parts lying inside the text they parsed.
         if self.byte(eq) != Some(b'=') {
-            return Some((Attr { name, value: "" }, name_end));
+            let value = &self.text[name_end..name_end];
+            return Some((Attr { name, value }, name_end));
         }
         let value_start = self.skip_whitespace(eq + 1);
         match self.byte(value_start) {
@@ -225,7 +228,10 @@ impl<'a> Scanner<'a, '_> {
                 Some((Attr { name, value }, next))
             }
             // `name=` with nothing after it: an empty value; the `>` or `<` is handled by the caller.
-            None | Some(b'>' | b'<') => Some((Attr { name, value: "" }, value_start)),
+            None | Some(b'>' | b'<') => {
+                let value = &self.text[value_start..value_start];
+                Some((Attr { name, value }, value_start))
+            }
             Some(_) => {
                 let end = self.unquoted_end(value_start);
                 let value = &self.text[value_start..end];
@@ -507,6 +513,20 @@ mod tests {
         );
         let tags = extract_tags("<file mode=>p</file>", "file");
         assert_eq!(attrs(&tags[0]), [("mode", "")]);
+    }
+
+    #[test]
+    fn empty_values_are_slices_of_the_text() {
+        // Found by the property test below: a bare attribute's value was a static "".
+        for text in ["<say say></say>", "<say a=></say>"] {
+            let tags = extract_tags(text, "say");
+            let value = tags[0].attrs[0].value;
+            let offset = value.as_ptr() as usize - text.as_ptr() as usize;
+            assert!(
+                offset <= text.len(),
+                "{text}: the value lies outside the text"
+            );
+        }
     }
 
     #[test]
