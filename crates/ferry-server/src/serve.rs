@@ -136,6 +136,28 @@ pub async fn serve_blob(
     .await
 }
 
+/// Sends a stored blob as a download: `Content-Disposition: attachment` under `filename`, and a
+/// CSP that keeps the browser from rendering it, whatever its type claims. Any disposition in
+/// `file` is replaced.
+pub async fn serve_download(
+    blobs: &Blobs,
+    method: &Method,
+    request: &HeaderMap,
+    file: Servable<'_>,
+    filename: &str,
+) -> ApiResult<Response> {
+    let file = Servable {
+        disposition: Some(attachment_disposition(filename)),
+        ..file
+    };
+    let mut response = serve_blob(blobs, method, request, file).await?;
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; sandbox"),
+    );
+    Ok(response)
+}
+
 /// What is known of a representation before its bytes are read.
 #[derive(Debug, Clone)]
 pub struct Representation<'a> {

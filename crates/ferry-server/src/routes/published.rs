@@ -15,7 +15,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Role, event_json};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::serve::{Servable, attachment_disposition, header_value, serve_blob};
+use crate::serve::{Servable, attachment_disposition, header_value, serve_blob, serve_download};
 use crate::state::AppState;
 
 /// The Content-Security-Policy of `html` and `image` previews (API.md §7): nothing may load or
@@ -258,26 +258,15 @@ pub async fn download(
     headers: &HeaderMap,
     revision: &Revision,
 ) -> ApiResult<Response> {
-    let mut response = serve_blob(
-        &state.blobs,
-        method,
-        headers,
-        Servable {
-            blob_key: &revision.blob_key,
-            size: revision.file_size,
-            content_type: &revision.mime_type,
-            sha256: &revision.sha256,
-            modified: revision.published_at,
-            disposition: Some(attachment_disposition(&revision.filename)),
-        },
-    )
-    .await?;
-    // A download is never rendered by the browser, whatever its type claims.
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; sandbox"),
-    );
-    Ok(response)
+    let file = Servable {
+        blob_key: &revision.blob_key,
+        size: revision.file_size,
+        content_type: &revision.mime_type,
+        sha256: &revision.sha256,
+        modified: revision.published_at,
+        disposition: None,
+    };
+    serve_download(&state.blobs, method, headers, file, &revision.filename).await
 }
 
 /// Downloads a published file (any revision).

@@ -18,7 +18,7 @@ use crate::connectors::{Outgoing, connectors_of};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{MAX_EVENT_BYTES, Role, event_json};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::serve::{Servable, attachment_disposition, serve_blob};
+use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -262,25 +262,15 @@ async fn download(
     headers: &HeaderMap,
     attachment: &Attachment,
 ) -> ApiResult<Response> {
-    let mut response = serve_blob(
-        &state.blobs,
-        method,
-        headers,
-        Servable {
-            blob_key: &attachment.blob_key,
-            size: attachment.size,
-            content_type: &attachment.mime_type,
-            sha256: &attachment.sha256,
-            modified: attachment.created_at,
-            disposition: Some(attachment_disposition(&attachment.filename)),
-        },
-    )
-    .await?;
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_SECURITY_POLICY,
-        axum::http::HeaderValue::from_static("default-src 'none'; sandbox"),
-    );
-    Ok(response)
+    let file = Servable {
+        blob_key: &attachment.blob_key,
+        size: attachment.size,
+        content_type: &attachment.mime_type,
+        sha256: &attachment.sha256,
+        modified: attachment.created_at,
+        disposition: None,
+    };
+    serve_download(&state.blobs, method, headers, file, &attachment.filename).await
 }
 
 /// Downloads a message attachment.

@@ -23,7 +23,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{MAX_EVENT_BYTES, Role, event_json};
 use crate::extract::{ApiPath, ApiQuery, raw_segment};
-use crate::serve::{Servable, attachment_disposition, serve_blob};
+use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
 
 /// An upload as the API shows it.
@@ -334,18 +334,13 @@ pub async fn content(
         .upload(&thread.id, &upload_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no upload '{upload_id}' in this thread")))?;
-    serve_blob(
-        &state.blobs,
-        &method,
-        &headers,
-        Servable {
-            blob_key: &upload.blob_key,
-            size: upload.size,
-            content_type: &upload.file_type,
-            sha256: &upload.sha256,
-            modified: upload.created_at,
-            disposition: Some(attachment_disposition(&upload.file_name)),
-        },
-    )
-    .await
+    let file = Servable {
+        blob_key: &upload.blob_key,
+        size: upload.size,
+        content_type: &upload.file_type,
+        sha256: &upload.sha256,
+        modified: upload.created_at,
+        disposition: None,
+    };
+    serve_download(&state.blobs, &method, &headers, file, &upload.file_name).await
 }
