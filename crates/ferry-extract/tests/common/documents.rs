@@ -1,0 +1,138 @@
+//! Documents built byte by byte for the tests: zips (deflated here, or from raw deflate
+//! streams, so a test can describe a bomb without holding it inflated) and a minimal XLSX.
+//! Shared by ferry-extract's tests and the server's (`crates/ferry/tests/thread_support`),
+//! which include this file by path.
+
+use std::io::Write;
+
+/// Raw deflate of `data`, its CRC-32 and size, for a zip entry.
+fn deflated(data: &[u8]) -> (Vec<u8>, u64, u32) {
+    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(data);
+    (e.finish().unwrap(), data.len() as u64, crc.finalize())
+}
+
+/// A zip whose entries are deflated here.
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let raw: Vec<(&str, Vec<u8>, u64, u32)> = entries
+        .iter()
+        .map(|(name, data)| {
+            let (d, size, crc) = deflated(data);
+            (*name, d, size, crc)
+        })
+        .collect();
+    zip_raw(&raw)
+}
+
+/// A zip written by hand from already-deflated entries: (name, deflated bytes, inflated size,
+/// CRC-32). Sizes stay below 4 GiB.
+pub fn zip_raw(entries: &[(&str, Vec<u8>, u64, u32)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for (name, data, size, crc) in entries {
+        let offset = out.len() as u32;
+        let header = |sig: u32, central: bool| {
+            let mut h = Vec::new();
+            h.extend_from_slice(&sig.to_le_bytes());
+            if central {
+                h.extend_from_slice(&20u16.to_le_bytes()); // version made by
+            }
+            h.extend_from_slice(&20u16.to_le_bytes()); // version needed
+            h.extend_from_slice(&0u16.to_le_bytes()); // flags
+            h.extend_from_slice(&8u16.to_le_bytes()); // deflate
+            h.extend_from_slice(&0u32.to_le_bytes()); // time and date
+            h.extend_from_slice(&crc.to_le_bytes());
+            h.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            h.extend_from_slice(&(*size as u32).to_le_bytes());
+            h.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            h.extend_from_slice(&0u16.to_le_bytes()); // extra field length
+            if central {
+                h.extend_from_slice(&[0u8; 6]); // comment length, disk, internal attributes
+                h.extend_from_slice(&0u32.to_le_bytes()); // external attributes
+                h.extend_from_slice(&offset.to_le_bytes());
+            }
+            h.extend_from_slice(name.as_bytes());
+            h
+        };
+        out.extend(header(0x0403_4b50, false));
+        out.extend_from_slice(data);
+        central.extend(header(0x0201_4b50, true));
+    }
+    let cd_offset = out.len() as u32;
+    out.extend_from_slice(&central);
+    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    out.extend_from_slice(&[0u8; 4]);
+    out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+    out.extend_from_slice(&cd_offset.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+/// A raw deflate stream of `head`, `repeat` copies of `chunk`, then `tail`, made without ever
+/// holding the inflated data (the compressed chunk is repeated). Returns the stream, the
+/// inflated size and its CRC-32.
+pub fn deflate_repeated(
+    head: &[u8],
+    chunk: &[u8],
+    repeat: usize,
+    tail: &[u8],
+) -> (Vec<u8>, u64, u32) {
+    use flate2::{Compress, Compression, FlushCompress, Status};
+    let mut c = Compress::new(Compression::best(), false);
+    let mut part = |input: &[u8], flush: FlushCompress| {
+        let finish = matches!(flush, FlushCompress::Finish);
+        let mut out = Vec::new();
+        let start_in = c.total_in();
+        loop {
+            out.reserve(input.len() / 4 + 64 * 1024);
+            let consumed = (c.total_in() - start_in) as usize;
+            let status = c.compress_vec(&input[consumed..], &mut out, flush).unwrap();
+            let all_in = (c.total_in() - start_in) as usize == input.len();
+            let flushed = all_in && out.len() < out.capacity();
+            if (finish && status == Status::StreamEnd) || (!finish && flushed) {
+                return out;
+            }
+        }
+    };
+    let mut stream = part(head, FlushCompress::Full);
+    let body = part(chunk, FlushCompress::Full);
+    let t = part(tail, FlushCompress::Finish);
+    for _ in 0..repeat {
+        stream.extend_from_slice(&body);
+    }
+    stream.extend_from_slice(&t);
+    let crc_of = |data: &[u8]| {
+        let mut h = crc32fast::Hasher::new();
+        h.update(data);
+        h
+    };
+    let mut crc = crc_of(head);
+    let chunk_crc = crc_of(chunk);
+    for _ in 0..repeat {
+        crc.combine(&chunk_crc);
+    }
+    crc.combine(&crc_of(tail));
+    let size = (head.len() + chunk.len() * repeat + tail.len()) as u64;
+    (stream, size, crc.finalize())
+}
+
+/// A minimal XLSX workbook whose only sheet's A1 is shared string 0 of `shared_strings`.
+pub fn xlsx_with_shared_strings(shared_strings: &str) -> Vec<u8> {
+    let content_types = r#"<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/><Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>"#;
+    let rels = r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#;
+    let workbook = r#"<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Data" sheetId="1" r:id="rId1"/></sheets></workbook>"#;
+    let workbook_rels = r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>"#;
+    let sheet = r#"<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1"><v>7</v></c></row></sheetData></worksheet>"#;
+    zip_of(&[
+        ("[Content_Types].xml", content_types.as_bytes()),
+        ("_rels/.rels", rels.as_bytes()),
+        ("xl/workbook.xml", workbook.as_bytes()),
+        ("xl/_rels/workbook.xml.rels", workbook_rels.as_bytes()),
+        ("xl/worksheets/sheet1.xml", sheet.as_bytes()),
+        ("xl/sharedStrings.xml", shared_strings.as_bytes()),
+    ])
+}
