@@ -7,7 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    config, deflate_repeated, extractor, pdf_of, write, xlsx_with_shared_strings, zip_of, zip_raw,
+    config, deflate_repeated, docx_bomb, extractor, pdf_of, write, xlsx_billion_laughs,
+    xlsx_with_shared_strings, zip_of,
 };
 use ferry_extract::{ExtractError, Extractor};
 
@@ -37,21 +38,6 @@ async fn html_of(ex: &Extractor, name: &str, bytes: &[u8]) -> Result<String, Ext
         started.elapsed()
     );
     result
-}
-
-/// A DOCX whose document.xml inflates to 1 GiB (one paragraph of a million
-/// short runs of text) in about a megabyte of zip, with honest sizes and
-/// CRC in its headers.
-fn docx_bomb() -> Vec<u8> {
-    let head = br#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r>"#;
-    let tail = b"</w:r></w:p></w:body></w:document>";
-    let mut unit = b"<w:t>".to_vec();
-    unit.resize(1024 - 6, b'a');
-    unit.extend_from_slice(b"</w:t>");
-    let chunk = unit.repeat(1024);
-    let (deflated, size, crc) = deflate_repeated(head, &chunk, 1024, tail);
-    assert!(size >= 1 << 30);
-    zip_raw(&[("word/document.xml", deflated, size, crc)])
 }
 
 #[tokio::test]
@@ -103,24 +89,8 @@ async fn total_unpacked_size_is_bounded_across_entries() {
 
 #[tokio::test]
 async fn xlsx_with_a_billion_laughs_dtd_is_refused() {
-    let mut dtd = String::from(r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">"#);
-    for i in 1..=9 {
-        let prev = if i == 1 {
-            "lol".to_owned()
-        } else {
-            format!("lol{}", i - 1)
-        };
-        dtd.push_str(&format!(
-            r#"<!ENTITY lol{i} "{}">"#,
-            format!("&{prev};").repeat(10)
-        ));
-    }
-    dtd.push_str("]>");
-    let bomb = format!(
-        r#"{dtd}<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si><t>&lol9;</t></si></sst>"#
-    );
     let ex = extractor();
-    let err = preview_of(&ex, "laughs.xlsx", &xlsx_with_shared_strings(&bomb))
+    let err = preview_of(&ex, "laughs.xlsx", &xlsx_billion_laughs())
         .await
         .unwrap_err();
     assert_eq!(
@@ -128,7 +98,7 @@ async fn xlsx_with_a_billion_laughs_dtd_is_refused() {
         "the document is too large or too complex to read safely: it declares an XML DTD, which ferry does not read"
     );
     assert!(
-        html_of(&ex, "laughs.xlsx", &xlsx_with_shared_strings(&bomb))
+        html_of(&ex, "laughs.xlsx", &xlsx_billion_laughs())
             .await
             .is_err()
     );

@@ -240,40 +240,7 @@ pub fn corpus_dir() -> Option<PathBuf> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Documents built in the test.
-
-/// A DOCX whose word/document.xml inflates to 1 GiB, in about a megabyte, with honest sizes.
-pub fn docx_bomb() -> Vec<u8> {
-    let head = br#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r>"#;
-    let tail = b"</w:r></w:p></w:body></w:document>";
-    let mut unit = b"<w:t>".to_vec();
-    unit.resize(1024 - 6, b'a');
-    unit.extend_from_slice(b"</w:t>");
-    let chunk = unit.repeat(1024);
-    let (deflated, size, crc) = deflate_repeated(head, &chunk, 1024, tail);
-    assert!(size >= 1 << 30, "the bomb inflates to {size} bytes");
-    zip_raw(&[("word/document.xml", deflated, size, crc)])
-}
-
-/// An XLSX whose shared strings declare a billion-laughs DTD (10⁹ "lol"s if expanded).
-pub fn xlsx_billion_laughs() -> Vec<u8> {
-    let mut dtd = String::from(r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">"#);
-    for i in 1..=9 {
-        let prev = if i == 1 {
-            "lol".to_owned()
-        } else {
-            format!("lol{}", i - 1)
-        };
-        dtd.push_str(&format!(
-            r#"<!ENTITY lol{i} "{}">"#,
-            format!("&{prev};").repeat(10)
-        ));
-    }
-    dtd.push_str("]>");
-    xlsx_with_shared_strings(&format!(
-        r#"{dtd}<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si><t>&lol9;</t></si></sst>"#
-    ))
-}
+// Documents built in the test (zips, XLSX and the hostile ones come from `documents`).
 
 /// Bytes that are no document at all: a fixed xorshift sequence.
 pub fn noise(len: usize) -> Vec<u8> {
