@@ -4,8 +4,9 @@ use serde::Serialize;
 
 /// One code of the `{ "error": { "code", "message" } }` envelope.
 ///
-/// The set is the contract's (API.md §2) plus three that HTTP itself needs and the contract
-/// leaves open: a wrong method, an unsatisfiable `Range`, and a busy server.
+/// Beside the codes every API answers with, five that HTTP itself needs: a wrong method, an
+/// unsatisfiable `Range`, a client over its share (too many open streams), a busy server, and
+/// a full disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
@@ -21,8 +22,10 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     RangeNotSatisfiable,
     UnsupportedFileType,
+    TooManyRequests,
     Internal,
     Unavailable,
+    InsufficientStorage,
 }
 
 impl ErrorCode {
@@ -40,8 +43,10 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::RangeNotSatisfiable => 416,
             ErrorCode::UnsupportedFileType => 422,
+            ErrorCode::TooManyRequests => 429,
             ErrorCode::Internal => 500,
             ErrorCode::Unavailable => 503,
+            ErrorCode::InsufficientStorage => 507,
         }
     }
 
@@ -60,8 +65,10 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ErrorCode::RangeNotSatisfiable => "RANGE_NOT_SATISFIABLE",
             ErrorCode::UnsupportedFileType => "UNSUPPORTED_FILE_TYPE",
+            ErrorCode::TooManyRequests => "TOO_MANY_REQUESTS",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::Unavailable => "UNAVAILABLE",
+            ErrorCode::InsufficientStorage => "INSUFFICIENT_STORAGE",
         }
     }
 }
@@ -78,6 +85,8 @@ mod tests {
             ErrorCode::AlreadyExists,
             ErrorCode::UnsupportedFileType,
             ErrorCode::RangeNotSatisfiable,
+            ErrorCode::TooManyRequests,
+            ErrorCode::InsufficientStorage,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));
@@ -96,6 +105,8 @@ mod tests {
         assert_eq!(ErrorCode::RequestTooLarge.status(), 413);
         assert_eq!(ErrorCode::UnsupportedMediaType.status(), 415);
         assert_eq!(ErrorCode::UnsupportedFileType.status(), 422);
+        assert_eq!(ErrorCode::TooManyRequests.status(), 429);
         assert_eq!(ErrorCode::Internal.status(), 500);
+        assert_eq!(ErrorCode::InsufficientStorage.status(), 507);
     }
 }

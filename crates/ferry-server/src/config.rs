@@ -2,14 +2,42 @@
 //! by the binary.
 
 use ferry_extract::ExtractorConfig;
+use ferry_store::sandbox::SandboxLimits;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::listen::ConnectionLimits;
 
 pub const DEFAULT_SPACE_MAX_BYTES: u64 = 5 * 1024 * 1024;
 pub const DEFAULT_SANDBOX_MAX_BYTES: u64 = 100 * 1024 * 1024;
 pub const DEFAULT_UPLOAD_MAX_BYTES: u64 = 100 * 1024 * 1024;
 pub const DEFAULT_PREVIEW_MAX_CHARS: usize = 4000;
 pub const DEFAULT_PUBLISH_MAX_BYTES: u64 = 100 * 1024 * 1024;
+pub const DEFAULT_BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_MAX_STREAMS_PER_PRINCIPAL: usize = 16;
+pub const DEFAULT_PREVIEW_WAIT: Duration = Duration::from_secs(15);
+pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How webhook deliveries go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// Whether receivers on loopback, private, link-local and other non-public addresses are
+    /// allowed (a deployment whose receivers live on its own network). Off by default: a
+    /// thread owner must not be able to make the server post to its own neighbours.
+    pub allow_private: bool,
+    /// How long one POST to a receiver may take.
+    pub timeout: Duration,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            allow_private: false,
+            timeout: DEFAULT_WEBHOOK_TIMEOUT,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -42,6 +70,17 @@ pub struct Config {
     pub public_url: Option<String>,
     /// How document previews are extracted: the worker program and its limits.
     pub extract: ExtractorConfig,
+    /// How long an upload waits for its preview before it is answered without one.
+    pub preview_wait: Duration,
+    /// Header timeout, connection bound and drain timeout.
+    pub connections: ConnectionLimits,
+    /// How long a request body may stall before the request fails.
+    pub body_idle_timeout: Duration,
+    /// Event streams one principal may hold open on a node.
+    pub max_streams_per_principal: usize,
+    /// How much of the server one thread's sandbox may hold at once.
+    pub sandbox_limits: SandboxLimits,
+    pub webhooks: WebhookSettings,
 }
 
 impl Config {
@@ -67,6 +106,12 @@ impl Config {
                 std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ferry")),
                 ["__extract"],
             ),
+            preview_wait: DEFAULT_PREVIEW_WAIT,
+            connections: ConnectionLimits::default(),
+            body_idle_timeout: DEFAULT_BODY_IDLE_TIMEOUT,
+            max_streams_per_principal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+            sandbox_limits: SandboxLimits::default(),
+            webhooks: WebhookSettings::default(),
         }
     }
 }

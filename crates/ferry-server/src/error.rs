@@ -55,6 +55,25 @@ impl ApiError {
         )
     }
 
+    /// The answer while the disk is full: nothing was stored, and the same request succeeds
+    /// once there is room again.
+    pub fn disk_full(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(%cause, "the disk is full");
+        Self::new(
+            ErrorCode::InsufficientStorage,
+            "the server's disk is full; nothing was stored. Try again once space is freed",
+        )
+    }
+
+    /// An I/O failure: a full disk is said as such, anything else is internal.
+    pub fn io(cause: std::io::Error) -> Self {
+        if ferry_store::is_disk_full(&cause) {
+            Self::disk_full(cause)
+        } else {
+            Self::internal(cause)
+        }
+    }
+
     /// A failure that is the server's fault. The cause is logged, not sent.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");
@@ -152,6 +171,7 @@ impl From<StoreError> for ApiError {
                 ErrorCode::PreconditionFailed,
                 "the file's current ETag does not match If-Match",
             ),
+            other if other.is_disk_full() => ApiError::disk_full(other),
             other => ApiError::internal(other),
         }
     }
@@ -162,14 +182,14 @@ impl From<WriteError> for ApiError {
         match e {
             WriteError::TooLarge { limit } => ApiError::too_large(limit),
             WriteError::Body(message) => ApiError::invalid_request(message),
-            WriteError::Io(io) => ApiError::internal(io),
+            WriteError::Io(io) => ApiError::io(io),
         }
     }
 }
 
 impl From<std::io::Error> for ApiError {
     fn from(e: std::io::Error) -> Self {
-        ApiError::internal(e)
+        ApiError::io(e)
     }
 }
 

@@ -10,6 +10,8 @@ pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod limits;
+pub mod listen;
 pub mod mcp;
 pub mod metrics;
 pub mod previews;
@@ -24,12 +26,11 @@ pub use auth::{Auth, Principal};
 pub use config::Config;
 pub use state::AppState;
 
-use axum::serve::ListenerExt;
 use std::future::Future;
 use tokio::net::TcpListener;
 
-/// Serves the API on `listener` until `shutdown` completes, then finishes the requests in
-/// flight and closes the stores.
+/// Serves the API on `listener` until `shutdown` completes, then ends the event streams,
+/// finishes the requests in flight (for at most the drain timeout) and closes the stores.
 pub async fn serve(
     state: AppState,
     listener: TcpListener,
@@ -40,17 +41,11 @@ pub async fn serve(
     let relay = tokio::spawn(relay_events_from_other_nodes(state.clone()));
     let sweeper = tokio::spawn(sweep_periodically(state.clone()));
     let app = router::router(state.clone());
-    // A streamed body goes out as a write after the headers' write; with Nagle's algorithm on,
-    // that second small segment waits for the client's delayed ACK (~40 ms). Off, a 4 KiB GET
-    // answers in well under a millisecond.
-    let listener = listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
-        }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let stopping = state.clone();
+    listen::serve_connections(listener, app, state.config.connections, shutdown, move || {
+        stopping.begin_shutdown()
+    })
+    .await?;
     worker.abort();
     relay.abort();
     sweeper.abort();
@@ -108,6 +103,15 @@ pub async fn sweep_periodically(state: AppState) {
         match ferry_store::sweep::sweep(&state.db, &state.blobs, state.config.sweep_grace).await {
             Ok(report) => tracing::info!(?report, "sweep done"),
             Err(e) => tracing::warn!(error = %e, "sweep failed"),
+        }
+        match state
+            .sandboxes
+            .sweep_temporary_files(state.config.sweep_grace)
+            .await
+        {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "swept sandbox files of interrupted writes"),
+            Err(e) => tracing::warn!(error = %e, "sandbox sweep failed"),
         }
     }
 }

@@ -102,3 +102,8 @@ impl http_body::Body for Counted {
         self.inner.size_hint()
     }
 }
+
+/// Counts a connection closed on arrival because the server holds as many as it may.
+pub fn connection_refused() {
+    metrics::counter!("ferry_connections_refused_total").increment(1);
+}

@@ -87,6 +87,9 @@ pub fn router(state: AppState) -> Router {
         .route_service("/mcp", crate::mcp::endpoint(state.clone()))
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)
+        .layer(middleware::map_request(crate::limits::idle_bodies(
+            state.config.body_idle_timeout,
+        )))
         .layer(middleware::from_fn(crate::metrics::track))
         .layer(CatchPanicLayer::custom(panicked))
         .layer(TraceLayer::new_for_http())

@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use crate::auth::Auth;
 use crate::config::Config;
 use crate::events::EventHub;
+use crate::limits::StreamSlots;
 use crate::signing::LinkSigner;
 
 #[derive(Debug, Clone)]
@@ -26,6 +27,10 @@ pub struct Inner {
     pub signer: LinkSigner,
     /// Wakes the webhook worker when a delivery is queued.
     pub deliveries_due: Notify,
+    /// The event streams open on this node, by principal.
+    pub streams: Arc<StreamSlots>,
+    /// Turns true when the server begins to shut down: event streams end then.
+    stopping: tokio::sync::watch::Sender<bool>,
     /// The address clients reach this server at, for absolute links (signed downloads).
     public_url: OnceLock<String>,
 }
@@ -51,8 +56,10 @@ impl AppState {
             )?),
         };
         let sandboxes = match (&config.sandbox_dir, &blobs) {
-            (Some(dir), _) => Sandboxes::local(dir)?,
-            (None, Blobs::Local(_)) => Sandboxes::local(config.data_dir.join("sandboxes"))?,
+            (Some(dir), _) => Sandboxes::local(dir, config.sandbox_limits)?,
+            (None, Blobs::Local(_)) => {
+                Sandboxes::local(config.data_dir.join("sandboxes"), config.sandbox_limits)?
+            }
             (None, Blobs::Object(_)) => Sandboxes::stored(db.clone(), blobs.clone()),
         };
         let auth = Auth::new(&config.jwt_secret);
@@ -62,7 +69,10 @@ impl AppState {
         if let Some(url) = &config.public_url {
             let _ = public_url.set(url.trim_end_matches('/').to_owned());
         }
+        let streams = StreamSlots::new(config.max_streams_per_principal);
         Ok(AppState(Arc::new(Inner {
+            streams,
+            stopping: tokio::sync::watch::channel(false).0,
             config,
             auth,
             db,
@@ -74,6 +84,20 @@ impl AppState {
             deliveries_due: Notify::new(),
             public_url,
         })))
+    }
+
+    /// Tells everything long-lived (event streams) that the server is shutting down.
+    pub fn begin_shutdown(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Completes once the server has begun to shut down.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut stopping = self.stopping.subscribe();
+        async move {
+            // An error means the state itself is gone: stop as well.
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+        }
     }
 
     /// Records where this server listens, unless a public URL was configured.

@@ -7,7 +7,8 @@
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
-use sqlx::{Any, AnyConnection, AnyPool, Executor, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Executor};
 use std::str::FromStr;
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -121,17 +122,34 @@ impl Db {
     /// On SQLite the write lock is taken at `BEGIN` (`IMMEDIATE`), so a transaction that reads
     /// before it writes waits for other writers instead of failing with `SQLITE_BUSY` when it
     /// tries to upgrade its lock.
+    ///
+    /// The transaction is opened and closed with plain `BEGIN` / `COMMIT` / `ROLLBACK`
+    /// statements rather than sqlx's transaction bookkeeping: when SQLite fails a commit (a
+    /// full disk, an I/O error) it may already have rolled the transaction back itself, and
+    /// sqlx's own `ROLLBACK` then fails and leaves its depth counter at one, so the pooled
+    /// connection refuses every later transaction until the process restarts. Here a
+    /// connection goes back to the pool only once it is known to be outside a transaction;
+    /// otherwise it is closed and the pool opens a fresh one.
     pub async fn begin_write(&self) -> Result<WriteTx, StoreError> {
         // The turn is taken before a connection, so queued writers hold no connection.
         let turn = match &self.write_turn {
             Some(turn) => Some(turn.clone().lock_owned().await),
             None => None,
         };
-        let tx = match self.engine {
-            Engine::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-            Engine::Postgres => self.pool.begin().await?,
+        let mut conn = self.pool.acquire().await?;
+        let begin = match self.engine {
+            Engine::Sqlite => "BEGIN IMMEDIATE",
+            Engine::Postgres => "BEGIN",
         };
-        Ok(WriteTx { tx, _turn: turn })
+        if let Err(e) = conn.execute(begin).await {
+            // A BEGIN that failed may still have left something behind: start afresh.
+            conn.close_on_drop();
+            return Err(e.into());
+        }
+        Ok(WriteTx {
+            conn: Some(conn),
+            turn,
+        })
     }
 
     /// Whether the database answers.
@@ -146,16 +164,62 @@ impl Db {
 }
 
 /// A write transaction, holding its turn among this process's SQLite writers until it is
-/// committed or dropped (a drop rolls it back). Use it as the connection: `&mut *tx`.
+/// committed or dropped. Use it as the connection: `&mut *tx`.
+///
+/// Dropped without [`WriteTx::commit`] (an error returned early, or the request's future
+/// cancelled at any await point), it is rolled back on a task of its own before its connection
+/// and its turn are given back.
 #[derive(Debug)]
 pub struct WriteTx {
-    tx: Transaction<'static, Any>,
-    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+    conn: Option<PoolConnection<Any>>,
+    turn: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl WriteTx {
-    pub async fn commit(self) -> Result<(), sqlx::Error> {
-        self.tx.commit().await
+    /// Commits. When the commit fails the transaction is rolled back (or the connection closed,
+    /// if even that fails), so a failed write never leaves a connection inside a transaction.
+    pub async fn commit(mut self) -> Result<(), sqlx::Error> {
+        let mut conn = self.conn.take().expect("a transaction has its connection until it ends");
+        let turn = self.turn.take();
+        let committed = conn.execute("COMMIT").await.map(|_| ());
+        if committed.is_err() {
+            roll_back(conn).await;
+        }
+        drop(turn);
+        committed
+    }
+}
+
+/// Rolls back whatever the connection has open; a connection that cannot even do that is
+/// closed instead of being given back to the pool.
+async fn roll_back(mut conn: PoolConnection<Any>) {
+    if let Err(e) = conn.execute("ROLLBACK").await {
+        // "no transaction is active": the database already rolled back on its own (SQLite
+        // does after a full disk), and the connection is clean. Anything else: discard it.
+        let clean = e.to_string().contains("no transaction is active");
+        if !clean {
+            tracing::warn!(error = %e, "a rollback failed; closing the connection");
+            conn.close_on_drop();
+        }
+    }
+}
+
+impl Drop for WriteTx {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let turn = self.turn.take();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    roll_back(conn).await;
+                    drop(turn);
+                });
+            }
+            // No runtime to roll back on: the pool must not get the connection back.
+            Err(_) => conn.close_on_drop(),
+        }
     }
 }
 
@@ -163,13 +227,13 @@ impl std::ops::Deref for WriteTx {
     type Target = AnyConnection;
 
     fn deref(&self) -> &AnyConnection {
-        &self.tx
+        self.conn.as_ref().expect("a transaction has its connection until it ends")
     }
 }
 
 impl std::ops::DerefMut for WriteTx {
     fn deref_mut(&mut self) -> &mut AnyConnection {
-        &mut self.tx
+        self.conn.as_mut().expect("a transaction has its connection until it ends")
     }
 }
 

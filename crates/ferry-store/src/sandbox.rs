@@ -8,8 +8,17 @@
 //! or an absolute symlink target fails inside the open itself — there is no check-then-open
 //! window to race. What cap-std cannot see (a hard link to a file outside) is checked on the
 //! opened descriptor: a regular file with more than one link is refused.
+//!
+//! An agent shares its sandbox folder with the server and may change it while the server works
+//! in it. Nothing the server does there may wait on the agent: files are opened `O_NONBLOCK`
+//! (a FIFO swapped in for a file does not wait for a writer), listings read metadata with
+//! `fstatat` without opening anything, the state of a written file comes from the descriptor
+//! that wrote it, and every operation on a thread's folder holds one of a few permits of that
+//! thread ([`SandboxLimits`]), so even a file system call that hangs ties up a bounded number
+//! of the server's blocking threads, all of them the same thread's.
 
 use bytes::Bytes;
+use cap_fs_ext::DirExt;
 use cap_std::fs::{Dir, OpenOptions};
 use ferry_core::path::SANDBOX_LAYOUT;
 use ferry_core::{SpaceName, Timestamp, ValidPath};
@@ -18,16 +27,68 @@ use std::io;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::sync::Semaphore;
 
 use crate::StoreError;
 use crate::blobs::{BlobRead, Blobs, StoredBlob, WriteError};
 use crate::db::Db;
 use crate::spaces::{ListQuery, SpaceEntry, WriteCondition};
 
-/// Where API writes are assembled before their atomic rename into place; not listed.
+/// Where API writes are assembled before their atomic rename into place; not listed. Its
+/// handle also carries the sandbox's commit lock (`flock`), so that checking a write's
+/// condition and renaming the file into place happen as one step.
 const TMP_DIR: &str = ".ferry-tmp";
+
+/// Entries a listing reads at most; a folder with more is refused rather than listed forever.
+const MAX_LISTED: usize = 100_000;
+
+/// The longest path the API can name; deeper files cannot be addressed, so are not listed.
+const MAX_PATH_BYTES: usize = 1024;
+
+/// How much of the server one thread's local sandbox may hold at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxLimits {
+    /// File system operations on one thread's folder running at once; more wait for a turn.
+    pub concurrent_ops: usize,
+    /// How long an operation may wait for its turn and then run before its request is
+    /// answered `Busy` (an operation the kernel never finishes keeps its permit).
+    pub op_timeout: Duration,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            concurrent_ops: 4,
+            op_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The permits of each thread's local sandbox, made on first use and forgotten when no
+/// operation holds them.
+#[derive(Debug, Default)]
+pub struct Gates {
+    by_thread: Mutex<HashMap<String, Weak<Semaphore>>>,
+}
+
+impl Gates {
+    fn of(&self, thread_id: &str, permits: usize) -> Arc<Semaphore> {
+        let mut map = self.by_thread.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(gate) = map.get(thread_id).and_then(Weak::upgrade) {
+            return gate;
+        }
+        if map.len() >= 1024 {
+            map.retain(|_, gate| gate.strong_count() > 0);
+        }
+        let gate = Arc::new(Semaphore::new(permits.max(1)));
+        map.insert(thread_id.to_owned(), Arc::downgrade(&gate));
+        gate
+    }
+}
 
 /// Why a sandbox operation was refused.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +117,10 @@ pub enum SandboxError {
     TooLarge { limit: u64 },
     #[error("the request body could not be read: {0}")]
     Body(String),
+    #[error("the sandbox is busy: earlier operations on it have not finished; try again")]
+    Busy,
+    #[error("the folder holds more than {MAX_LISTED} entries; list a folder below it")]
+    TooManyEntries,
     #[error(transparent)]
     Io(io::Error),
 }
@@ -98,16 +163,24 @@ pub struct SandboxEntry {
 pub enum Sandboxes {
     /// One folder per thread under a root on this host (or on a file system every node
     /// mounts): agents on the host may work in it directly.
-    Local { root: PathBuf },
+    Local {
+        root: PathBuf,
+        limits: SandboxLimits,
+        gates: Arc<Gates>,
+    },
     /// Files in the blob store, metadata in the database: reachable from every node.
     Stored { db: Db, blobs: Blobs },
 }
 
 impl Sandboxes {
-    pub fn local(root: impl Into<PathBuf>) -> io::Result<Sandboxes> {
+    pub fn local(root: impl Into<PathBuf>, limits: SandboxLimits) -> io::Result<Sandboxes> {
         let root = root.into();
         std::fs::create_dir_all(&root)?;
-        Ok(Sandboxes::Local { root })
+        Ok(Sandboxes::Local {
+            root,
+            limits,
+            gates: Arc::default(),
+        })
     }
 
     pub fn stored(db: Db, blobs: Blobs) -> Sandboxes {
@@ -118,7 +191,7 @@ impl Sandboxes {
     /// here); `None` when they live in the blob store.
     pub fn host_path(&self, thread_id: &str) -> Option<PathBuf> {
         match self {
-            Sandboxes::Local { root } => Some(root.join(thread_id)),
+            Sandboxes::Local { root, .. } => Some(root.join(thread_id)),
             Sandboxes::Stored { .. } => None,
         }
     }
@@ -126,7 +199,7 @@ impl Sandboxes {
     /// Creates a thread's sandbox with the seed's layout, filling `skills/` from `skills`.
     pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> io::Result<()> {
         match self {
-            Sandboxes::Local { root } => {
+            Sandboxes::Local { root, .. } => {
                 let path = root.join(thread_id);
                 let skills = skills.map(Path::to_path_buf);
                 tokio::task::spawn_blocking(move || {
@@ -183,14 +256,22 @@ impl Sandboxes {
     /// Opens a thread's sandbox.
     pub async fn open(&self, thread_id: &str) -> Result<Sandbox, SandboxError> {
         match self {
-            Sandboxes::Local { root } => {
+            Sandboxes::Local {
+                root,
+                limits,
+                gates,
+            } => {
                 let path = root.join(thread_id);
-                let dir = tokio::task::spawn_blocking(move || {
-                    Dir::open_ambient_dir(path, cap_std::ambient_authority())
+                let gate = gates.of(thread_id, limits.concurrent_ops);
+                let dir = run_gated(&gate, limits.op_timeout, move || {
+                    Ok(Dir::open_ambient_dir(path, cap_std::ambient_authority())?)
                 })
-                .await
-                .map_err(|e| SandboxError::Io(io::Error::other(e)))??;
-                Ok(Sandbox::Local(LocalSandbox { dir: Arc::new(dir) }))
+                .await?;
+                Ok(Sandbox::Local(LocalSandbox {
+                    dir: Arc::new(dir),
+                    gate,
+                    op_timeout: limits.op_timeout,
+                }))
             }
             Sandboxes::Stored { db, blobs } => Ok(Sandbox::Stored(StoredSandbox {
                 db: db.clone(),
@@ -198,6 +279,74 @@ impl Sandboxes {
                 thread_id: thread_id.to_owned(),
             })),
         }
+    }
+}
+
+impl Sandboxes {
+    /// Removes what writes killed midway (a crash, `kill -9`) left in each local sandbox's
+    /// temporary folder, once older than `grace`; returns how many files went. Only names this
+    /// server makes (UUIDv7, which carry their creation time) are touched, and a temporary
+    /// folder that is not a plain folder is left alone.
+    pub async fn sweep_temporary_files(&self, grace: Duration) -> io::Result<u64> {
+        let Sandboxes::Local { root, .. } = self else {
+            return Ok(0);
+        };
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || {
+            let cutoff = crate::db::now_millis() - grace.as_millis() as i64;
+            let mut removed = 0;
+            for thread in std::fs::read_dir(&root)? {
+                let thread = thread?;
+                if !thread.file_type()?.is_dir() {
+                    continue;
+                }
+                let Ok(sandbox) = Dir::open_ambient_dir(thread.path(), cap_std::ambient_authority())
+                else {
+                    continue;
+                };
+                let Ok(tmp) = sandbox.open_dir_nofollow(TMP_DIR) else {
+                    continue;
+                };
+                for entry in tmp.entries()? {
+                    let entry = entry?;
+                    let Ok(name) = entry.file_name().into_string() else {
+                        continue;
+                    };
+                    let stale = crate::sweep::key_millis(&name).is_some_and(|t| t <= cutoff);
+                    if stale && tmp.remove_file(&name).is_ok() {
+                        removed += 1;
+                    }
+                }
+            }
+            Ok(removed)
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+}
+
+/// Runs `work` on the blocking pool while holding one of `gate`'s permits. The permit goes with
+/// the work and is given back only when the work ends, so work the kernel never finishes keeps
+/// its permit; the caller is answered [`SandboxError::Busy`] once `timeout` has passed,
+/// whether waiting for a permit or for the work.
+async fn run_gated<T: Send + 'static>(
+    gate: &Arc<Semaphore>,
+    timeout: Duration,
+    work: impl FnOnce() -> Result<T, SandboxError> + Send + 'static,
+) -> Result<T, SandboxError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let permit = tokio::time::timeout_at(deadline, gate.clone().acquire_owned())
+        .await
+        .map_err(|_| SandboxError::Busy)?
+        .map_err(|_| SandboxError::Busy)?;
+    let task = tokio::task::spawn_blocking(move || {
+        let result = work();
+        drop(permit);
+        result
+    });
+    match tokio::time::timeout_at(deadline, task).await {
+        Ok(joined) => joined.map_err(|e| SandboxError::Io(io::Error::other(e)))?,
+        Err(_) => Err(SandboxError::Busy),
     }
 }
 
@@ -265,14 +414,45 @@ fn make_read_only(dir: &Dir) -> io::Result<()> {
     Ok(())
 }
 
-/// The validator of a sandbox file: its modification time and size, as nginx builds ETags.
-fn etag_of(meta: &std::fs::Metadata) -> String {
-    let nanos = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
-    format!("{nanos:x}-{:x}", meta.len())
+/// What a sandbox file's validator and modification time are made of.
+#[derive(Debug, Clone, Copy)]
+struct Stamp {
+    mtime: i64,
+    mtime_nsec: i64,
+    size: u64,
 }
 
-fn modified_of(meta: &std::fs::Metadata) -> Timestamp {
-    Timestamp(meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000)
+impl From<&std::fs::Metadata> for Stamp {
+    fn from(meta: &std::fs::Metadata) -> Self {
+        Stamp {
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+            size: meta.len(),
+        }
+    }
+}
+
+impl From<&cap_std::fs::Metadata> for Stamp {
+    fn from(meta: &cap_std::fs::Metadata) -> Self {
+        use cap_std::fs::MetadataExt as _;
+        Stamp {
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+            size: meta.len(),
+        }
+    }
+}
+
+/// The validator of a sandbox file: its modification time and size, as nginx builds ETags.
+fn etag_of(meta: impl Into<Stamp>) -> String {
+    let stamp = meta.into();
+    let nanos = stamp.mtime as i128 * 1_000_000_000 + stamp.mtime_nsec as i128;
+    format!("{nanos:x}-{:x}", stamp.size)
+}
+
+fn modified_of(meta: impl Into<Stamp>) -> Timestamp {
+    let stamp = meta.into();
+    Timestamp(stamp.mtime * 1000 + stamp.mtime_nsec / 1_000_000)
 }
 
 /// An opened sandbox file: locally a descriptor known to be a singly-linked regular file
@@ -578,17 +758,19 @@ fn store_to_sandbox(e: StoreError) -> SandboxError {
 #[derive(Debug, Clone)]
 pub struct LocalSandbox {
     dir: Arc<Dir>,
+    /// This thread's permits for file system work (see [`SandboxLimits`]).
+    gate: Arc<Semaphore>,
+    op_timeout: Duration,
 }
 
 impl LocalSandbox {
+    /// Runs file system work on the folder, within this thread's share of the server.
     async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Dir) -> Result<T, SandboxError> + Send + 'static,
     ) -> Result<T, SandboxError> {
         let dir = self.dir.clone();
-        tokio::task::spawn_blocking(move || work(&dir))
-            .await
-            .map_err(|e| SandboxError::Io(io::Error::other(e)))?
+        run_gated(&self.gate, self.op_timeout, move || work(&dir)).await
     }
 
     /// Opens a file for reading; the jail check and the open are one call.
@@ -616,7 +798,7 @@ impl LocalSandbox {
             };
             let mut out = Vec::new();
             walk(&start, prefix.as_deref(), recursive, &mut out)?;
-            out.sort_by(|a, b| a.path.cmp(&b.path));
+            out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
             Ok(out)
         })
         .await
@@ -636,49 +818,53 @@ impl LocalSandbox {
         if path.segments().next() == Some(TMP_DIR) {
             return Err(SandboxError::Escapes);
         }
-        let tmp_name = format!("{TMP_DIR}/{}", uuid::Uuid::now_v7().simple());
+        let tmp_name = uuid::Uuid::now_v7().simple().to_string();
         let tmp_file = {
             let tmp_name = tmp_name.clone();
             let parent = path.parent().map(str::to_owned);
             self.blocking(move |dir| {
-                dir.create_dir_all(TMP_DIR)?;
+                let tmp = folder(dir, TMP_DIR)?;
                 if let Some(parent) = &parent {
-                    // A segment that exists but is not a folder (a file, or a symlink — which
-                    // the jail does not follow out) cannot hold the file.
-                    dir.create_dir_all(parent).map_err(|e| match e.kind() {
-                        io::ErrorKind::AlreadyExists => SandboxError::NotAFolder,
-                        _ => classify(e),
-                    })?;
+                    folder(dir, parent)?;
                 }
                 let mut options = OpenOptions::new();
                 options.write(true).create_new(true);
-                Ok(dir.open_with(&tmp_name, &options)?.into_std())
+                Ok(tmp.open_with(&tmp_name, &options)?.into_std())
             })
             .await?
         };
-        let written = stream_to(tmp_file, body, limit).await;
+        // Whatever happens from here on (an error, or the request's future dropped midway),
+        // the temporary file does not outlive the write.
+        let mut leftover = TempGuard {
+            sandbox: self.clone(),
+            name: Some(tmp_name.clone()),
+        };
+        let written = stream_to(tmp_file, body, limit).await?;
         let target = path.as_str().to_owned();
-        self.blocking(move |dir| {
-            if let Err(e) = written {
-                let _ = dir.remove_file(&tmp_name);
-                return Err(e);
-            }
-            let result = commit_write(dir, &tmp_name, &target, &condition);
-            let _ = dir.remove_file(&tmp_name);
-            let created = result?;
-            let std_meta = std_metadata(dir, &target)?;
-            Ok((
-                created,
-                SandboxEntry {
-                    path: target,
-                    is_dir: false,
-                    size: std_meta.len(),
-                    modified: modified_of(&std_meta),
-                    etag: etag_of(&std_meta),
-                },
-            ))
-        })
-        .await
+        let wait = self.op_timeout;
+        let result = self
+            .blocking(move |dir| {
+                // The new file's state comes from the descriptor that wrote it: a second
+                // lookup after the rename could meet whatever the agent put there since.
+                let meta = written.metadata()?;
+                let created = commit_write(dir, &tmp_name, &target, &condition, wait)?;
+                Ok((
+                    created,
+                    SandboxEntry {
+                        path: target,
+                        is_dir: false,
+                        size: meta.len(),
+                        modified: modified_of(&meta),
+                        etag: etag_of(&meta),
+                    },
+                ))
+            })
+            .await;
+        // Renamed into place, the temporary name is gone; otherwise the guard removes it.
+        if result.is_ok() {
+            leftover.name = None;
+        }
+        result
     }
 
     async fn copy_in_unique(
@@ -691,21 +877,20 @@ impl LocalSandbox {
         let name = name.as_str().to_owned();
         let source = source.to_path_buf();
         self.blocking(move |dir| {
-            dir.create_dir_all(&folder)?;
+            let target_dir = self::folder(dir, &folder)?;
             let mut options = OpenOptions::new();
             options.write(true).create_new(true);
             for attempt in 0u32..10_000 {
                 let candidate = numbered(&name, attempt);
-                let path = format!("{folder}/{candidate}");
-                match dir.open_with(&path, &options) {
+                match target_dir.open_with(&candidate, &options) {
                     Ok(target) => {
                         let mut target = target.into_std();
                         let mut from = std::fs::File::open(&source)?;
                         if let Err(e) = io::copy(&mut from, &mut target) {
-                            let _ = dir.remove_file(&path);
+                            let _ = target_dir.remove_file(&candidate);
                             return Err(SandboxError::Io(e));
                         }
-                        return Ok(path);
+                        return Ok(format!("{folder}/{candidate}"));
                     }
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                     Err(e) => return Err(classify(e)),
@@ -717,15 +902,89 @@ impl LocalSandbox {
     }
 }
 
+/// Removes a write's temporary file unless the write renamed it into place.
+struct TempGuard {
+    sandbox: LocalSandbox,
+    name: Option<String>,
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        let Some(name) = self.name.take() else {
+            return;
+        };
+        let dir = self.sandbox.dir.clone();
+        let remove = move || {
+            if let Ok(tmp) = dir.open_dir_nofollow(TMP_DIR) {
+                // Gone already when the write was renamed into place.
+                let _ = tmp.remove_file(&name);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn_blocking(remove);
+            }
+            Err(_) => remove(),
+        }
+    }
+}
+
+/// Opens the folder at `path` beneath `dir`, creating it (and its parents) when missing. A
+/// segment that is a symlink is refused as leaving the sandbox, whether or not its target
+/// would: folders the server writes into are never reached through a link.
+fn folder(dir: &Dir, path: &str) -> Result<Dir, SandboxError> {
+    let mut current = dir.try_clone()?;
+    for segment in path.split('/') {
+        match current.create_dir(segment) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(classify(e)),
+        }
+        current = match current.open_dir_nofollow(segment) {
+            Ok(next) => next,
+            Err(e) => {
+                return Err(match current.symlink_metadata(segment) {
+                    Ok(meta) if meta.file_type().is_symlink() => SandboxError::Escapes,
+                    Ok(meta) if !meta.is_dir() => SandboxError::NotAFolder,
+                    _ => classify(e),
+                });
+            }
+        };
+    }
+    Ok(current)
+}
+
+/// The longest name a file system keeps in one path segment, in bytes.
+const MAX_SEGMENT_BYTES: usize = 255;
+
 /// `report.xlsx` → `report (1).xlsx`; `notes` → `notes (1)`; attempt 0 is the name itself.
+/// A name that would pass 255 bytes with its number is shortened before the number (at a
+/// character boundary), keeping its extension, so the numbered name is always a valid segment.
 pub fn numbered(name: &str, attempt: u32) -> String {
     if attempt == 0 {
         return name.to_owned();
     }
-    match name.rfind('.') {
-        Some(dot) if dot > 0 => format!("{} ({attempt}){}", &name[..dot], &name[dot..]),
-        _ => format!("{name} ({attempt})"),
+    let (stem, ext) = match name.rfind('.') {
+        Some(dot) if dot > 0 => name.split_at(dot),
+        _ => (name, ""),
+    };
+    let suffix = format!(" ({attempt})");
+    // An extension too long to keep beside the number is kept in part.
+    let ext = truncate_to(ext, MAX_SEGMENT_BYTES - suffix.len() - 1);
+    let stem = truncate_to(stem, MAX_SEGMENT_BYTES - suffix.len() - ext.len());
+    format!("{stem}{suffix}{ext}")
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends at a character boundary.
+fn truncate_to(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
     }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The precondition of a sandbox write.
@@ -734,11 +993,6 @@ pub enum SandboxCondition {
     None,
     CreateOnly,
     IfMatch(Vec<String>),
-}
-
-fn std_metadata(dir: &Dir, path: &str) -> Result<std::fs::Metadata, SandboxError> {
-    let file = dir.open(path)?.into_std();
-    Ok(file.metadata()?)
 }
 
 fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
@@ -777,40 +1031,30 @@ fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
     })
 }
 
+/// Moves the written file `tmp` (a name in the temporary folder) to `target` if `condition`
+/// holds; returns whether the target was created. The sandbox's commit lock is held from the
+/// check of the condition to the rename, so of racing conditional writes exactly one wins.
 fn commit_write(
     dir: &Dir,
     tmp: &str,
     target: &str,
     condition: &SandboxCondition,
+    wait: Duration,
 ) -> Result<bool, SandboxError> {
-    let current = match open_checked(dir, target) {
+    let tmp_dir = lock_commits(dir, wait)?;
+    let (parent, name) = match target.rsplit_once('/') {
+        Some((parent, name)) => (folder(dir, parent)?, name),
+        None => (dir.try_clone()?, target),
+    };
+    let current = match open_checked(&parent, name) {
         Ok(opened) => Some(opened.etag),
-        Err(SandboxError::NotFound) => None,
-        Err(SandboxError::IsDir) => return Err(SandboxError::IsDir),
-        Err(SandboxError::Dangling) => None,
+        Err(SandboxError::NotFound | SandboxError::Dangling) => None,
         Err(e) => return Err(e),
     };
-    match condition {
-        SandboxCondition::CreateOnly => {
-            // renameat2(RENAME_NOREPLACE) never replaces an existing name, so of racing
-            // creators exactly one wins. Both names are single components relative to folders
-            // opened through the jail, so the rename cannot be steered outside it.
-            let (parent, name) = match target.rsplit_once('/') {
-                Some((parent, name)) => (dir.open_dir(parent)?, name),
-                None => (dir.try_clone()?, target),
-            };
-            let tmp_dir = dir.open_dir(TMP_DIR)?;
-            let tmp_name = tmp.rsplit('/').next().unwrap_or(tmp);
-            rustix::fs::renameat_with(
-                &tmp_dir,
-                tmp_name,
-                &parent,
-                name,
-                rustix::fs::RenameFlags::NOREPLACE,
-            )
-            .map_err(|e| classify(e.into()))?;
-            return Ok(true);
-        }
+    let flags = match condition {
+        // renameat2(RENAME_NOREPLACE) never replaces an existing name, even one that appeared
+        // after the check (an agent on the host does not take the lock).
+        SandboxCondition::CreateOnly => rustix::fs::RenameFlags::NOREPLACE,
         SandboxCondition::IfMatch(tags) => {
             let matches = current
                 .as_ref()
@@ -818,14 +1062,43 @@ fn commit_write(
             if !matches {
                 return Err(SandboxError::PreconditionFailed);
             }
+            rustix::fs::RenameFlags::empty()
         }
-        SandboxCondition::None => {}
-    }
-    dir.rename(tmp, dir, target)?;
+        SandboxCondition::None => rustix::fs::RenameFlags::empty(),
+    };
+    // Both names are single components relative to folders opened through the jail, so the
+    // rename cannot be steered outside it.
+    rustix::fs::renameat_with(&tmp_dir, tmp, &parent, name, flags)
+        .map_err(|e| classify(e.into()))?;
     Ok(current.is_none())
 }
 
-async fn stream_to<S, E>(file: std::fs::File, body: S, limit: u64) -> Result<(), SandboxError>
+/// Takes the sandbox's commit lock: an exclusive `flock` on the temporary folder, held until
+/// the returned handle is dropped. Tried without blocking, again and again until `wait` has
+/// passed: a lock an agent on the host holds forever makes its own thread's writes `Busy`,
+/// never a server thread wait forever.
+fn lock_commits(dir: &Dir, wait: Duration) -> Result<Dir, SandboxError> {
+    use rustix::fs::FlockOperation;
+    let tmp = folder(dir, TMP_DIR)?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match rustix::fs::flock(&tmp, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(tmp),
+            Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(SandboxError::Busy),
+            Err(e) => return Err(classify(e.into())),
+        }
+    }
+}
+
+/// Writes the body to `file` and makes it durable; returns the file for its metadata.
+async fn stream_to<S, E>(
+    file: std::fs::File,
+    body: S,
+    limit: u64,
+) -> Result<std::fs::File, SandboxError>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
@@ -842,14 +1115,13 @@ where
         writer.write_all(&chunk).await.map_err(SandboxError::Io)?;
     }
     writer.flush().await.map_err(SandboxError::Io)?;
-    writer
-        .into_inner()
-        .sync_all()
-        .await
-        .map_err(SandboxError::Io)?;
-    Ok(())
+    let file = writer.into_inner();
+    file.sync_all().await.map_err(SandboxError::Io)?;
+    Ok(file.into_std().await)
 }
 
+/// Lists `dir` into `out`. Metadata is read with `fstatat` (no symlink followed, nothing
+/// opened), so a special file swapped in for a listed name cannot make the listing wait.
 fn walk(
     dir: &Dir,
     prefix: Option<&str>,
@@ -869,10 +1141,22 @@ fn walk(
             Some(p) => format!("{p}/{name}"),
             None => name.clone(),
         };
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
+        if path.len() > MAX_PATH_BYTES {
+            continue;
+        }
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            // Removed since the folder was read.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(classify(e)),
+        };
+        if meta.is_dir() {
             if recursive {
-                walk(&dir.open_dir(&name)?, Some(&path), true, out)?;
+                match dir.open_dir_nofollow(&name) {
+                    Ok(sub) => walk(&sub, Some(&path), true, out)?,
+                    // Swapped for something else since it was looked at.
+                    Err(_) => continue,
+                }
             } else {
                 out.push(SandboxEntry {
                     path,
@@ -882,8 +1166,7 @@ fn walk(
                     etag: String::new(),
                 });
             }
-        } else if kind.is_file() {
-            let meta = dir.open(&name)?.into_std().metadata()?;
+        } else if meta.is_file() {
             out.push(SandboxEntry {
                 path,
                 is_dir: false,
@@ -891,6 +1174,9 @@ fn walk(
                 modified: modified_of(&meta),
                 etag: etag_of(&meta),
             });
+        }
+        if out.len() > MAX_LISTED {
+            return Err(SandboxError::TooManyEntries);
         }
     }
     Ok(())

@@ -1,8 +1,10 @@
 //! Settings: from flags, then `FERRY_*` environment variables, then `ferry.toml`, then defaults.
 //!
-//! clap reads the first two (a flag wins over its variable); the file fills what both left
-//! unset. Every setting's default is written in its help text, so `ferry serve --help` is the
-//! full reference.
+//! One struct, [`ServeArgs`], declares every setting: clap reads flags and variables from it (a
+//! flag wins over its variable), serde reads `ferry.toml` into the same struct (same names in
+//! snake case), and [`ServeArgs::or`] lets the file fill what both left unset. Every setting's
+//! default is written in its help text, so `ferry serve --help` is the full reference; a test
+//! holds the README's table to it.
 
 use anyhow::Context;
 use clap::Args;
@@ -11,6 +13,7 @@ use ferry_server::config::{
     DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
     DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES,
 };
+use std::time::Duration;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,8 +22,9 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATA: &str = "./ferry-data";
 const SECRET_FILE: &str = "jwt-secret";
 
-/// The settings `ferry serve` reads.
-#[derive(Debug, Args, Default)]
+/// The settings `ferry serve` reads, from flags and variables (clap) or `ferry.toml` (serde).
+#[derive(Debug, Args, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080]
     #[arg(long, env = "FERRY_ADDR")]
@@ -33,6 +37,7 @@ pub struct ServeArgs {
 
     /// Settings file [default: ./ferry.toml, when it exists]
     #[arg(long, env = "FERRY_CONFIG")]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
 
     /// HS256 secret for bearer tokens (a Supabase project's legacy JWT secret works)
@@ -87,26 +92,101 @@ pub struct ServeArgs {
     /// Folder of skill packages copied into each new thread's /sandbox/skills/ [default: none]
     #[arg(long, env = "FERRY_SKILLS_DIR")]
     pub skills_dir: Option<PathBuf>,
+
+    /// Seconds a client has to send a request's headers; an idle keep-alive connection is
+    /// closed after the same time [default: 10]
+    #[arg(long, env = "FERRY_HEADER_TIMEOUT_SECS")]
+    pub header_timeout_secs: Option<u64>,
+
+    /// Seconds a request body may send nothing before the request fails [default: 30]
+    #[arg(long, env = "FERRY_BODY_IDLE_TIMEOUT_SECS")]
+    pub body_idle_timeout_secs: Option<u64>,
+
+    /// Connections open at once; more are closed on arrival [default: 8192]
+    #[arg(long, env = "FERRY_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
+    /// Seconds a shutdown waits for requests in flight [default: 10]
+    #[arg(long, env = "FERRY_DRAIN_TIMEOUT_SECS")]
+    pub drain_timeout_secs: Option<u64>,
+
+    /// Event streams one user, agent or service token may hold open on a node [default: 16]
+    #[arg(long, env = "FERRY_MAX_STREAMS_PER_PRINCIPAL")]
+    pub max_streams_per_principal: Option<usize>,
+
+    /// File system operations on one thread's sandbox folder running at once [default: 4]
+    #[arg(long, env = "FERRY_SANDBOX_OPS_PER_THREAD")]
+    pub sandbox_ops_per_thread: Option<usize>,
+
+    /// Seconds a sandbox operation may wait and run before it is answered 503 [default: 30]
+    #[arg(long, env = "FERRY_SANDBOX_OP_TIMEOUT_SECS")]
+    pub sandbox_op_timeout_secs: Option<u64>,
+
+    /// Extraction workers (document previews) running at once [default: the number of CPUs]
+    #[arg(long, env = "FERRY_EXTRACT_WORKERS")]
+    pub extract_workers: Option<usize>,
+
+    /// Seconds one extraction may run before its worker is killed [default: 20]
+    #[arg(long, env = "FERRY_EXTRACT_TIMEOUT_SECS")]
+    pub extract_timeout_secs: Option<u64>,
+
+    /// Address space of one extraction worker, in bytes [default: 536870912]
+    #[arg(long, env = "FERRY_EXTRACT_MEMORY_BYTES")]
+    pub extract_memory_bytes: Option<u64>,
+
+    /// Seconds an upload waits for its preview before it is answered without one
+    /// [default: 15]
+    #[arg(long, env = "FERRY_PREVIEW_WAIT_SECS")]
+    pub preview_wait_secs: Option<u64>,
+
+    /// Allow webhooks to loopback, private, link-local and other non-public addresses
+    /// [default: false]
+    #[arg(long, env = "FERRY_WEBHOOK_ALLOW_PRIVATE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub webhook_allow_private: Option<bool>,
+
+    /// Seconds one webhook POST may take [default: 10]
+    #[arg(long, env = "FERRY_WEBHOOK_TIMEOUT_SECS")]
+    pub webhook_timeout_secs: Option<u64>,
 }
 
-/// `ferry.toml`: the same settings, by the same names in snake case.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileSettings {
-    addr: Option<SocketAddr>,
-    data: Option<PathBuf>,
-    jwt_secret: Option<String>,
-    database_url: Option<String>,
-    blob_url: Option<String>,
-    sandbox_dir: Option<PathBuf>,
-    sweep_grace_secs: Option<u64>,
-    space_max_bytes: Option<u64>,
-    sandbox_max_bytes: Option<u64>,
-    upload_max_bytes: Option<u64>,
-    publish_max_bytes: Option<u64>,
-    preview_max_chars: Option<usize>,
-    public_url: Option<String>,
-    skills_dir: Option<PathBuf>,
+impl ServeArgs {
+    /// These settings, with `other`'s filling the ones these leave unset.
+    fn or(self, other: ServeArgs) -> ServeArgs {
+        ServeArgs {
+            addr: self.addr.or(other.addr),
+            data: self.data.or(other.data),
+            config: self.config.or(other.config),
+            jwt_secret: self.jwt_secret.or(other.jwt_secret),
+            database_url: self.database_url.or(other.database_url),
+            blob_url: self.blob_url.or(other.blob_url),
+            sandbox_dir: self.sandbox_dir.or(other.sandbox_dir),
+            sweep_grace_secs: self.sweep_grace_secs.or(other.sweep_grace_secs),
+            space_max_bytes: self.space_max_bytes.or(other.space_max_bytes),
+            sandbox_max_bytes: self.sandbox_max_bytes.or(other.sandbox_max_bytes),
+            upload_max_bytes: self.upload_max_bytes.or(other.upload_max_bytes),
+            publish_max_bytes: self.publish_max_bytes.or(other.publish_max_bytes),
+            preview_max_chars: self.preview_max_chars.or(other.preview_max_chars),
+            public_url: self.public_url.or(other.public_url),
+            skills_dir: self.skills_dir.or(other.skills_dir),
+            header_timeout_secs: self.header_timeout_secs.or(other.header_timeout_secs),
+            body_idle_timeout_secs: self.body_idle_timeout_secs.or(other.body_idle_timeout_secs),
+            max_connections: self.max_connections.or(other.max_connections),
+            drain_timeout_secs: self.drain_timeout_secs.or(other.drain_timeout_secs),
+            max_streams_per_principal: self
+                .max_streams_per_principal
+                .or(other.max_streams_per_principal),
+            sandbox_ops_per_thread: self.sandbox_ops_per_thread.or(other.sandbox_ops_per_thread),
+            sandbox_op_timeout_secs: self
+                .sandbox_op_timeout_secs
+                .or(other.sandbox_op_timeout_secs),
+            extract_workers: self.extract_workers.or(other.extract_workers),
+            extract_timeout_secs: self.extract_timeout_secs.or(other.extract_timeout_secs),
+            extract_memory_bytes: self.extract_memory_bytes.or(other.extract_memory_bytes),
+            preview_wait_secs: self.preview_wait_secs.or(other.preview_wait_secs),
+            webhook_allow_private: self.webhook_allow_private.or(other.webhook_allow_private),
+            webhook_timeout_secs: self.webhook_timeout_secs.or(other.webhook_timeout_secs),
+        }
+    }
 }
 
 /// The resolved configuration, and whether the secret was generated (then the server prints
@@ -119,52 +199,86 @@ pub struct Resolved {
 impl ServeArgs {
     pub fn resolve(self) -> anyhow::Result<Resolved> {
         let file = read_file_settings(self.config.as_deref())?;
-        let data = self
+        let settings = self.or(file);
+        let data = settings
             .data
-            .or(file.data)
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
         std::fs::create_dir_all(&data)
             .with_context(|| format!("cannot create the data directory {}", data.display()))?;
-        let (secret, generated_secret) = match self.jwt_secret.or(file.jwt_secret) {
+        let (secret, generated_secret) = match settings.jwt_secret {
             Some(secret) if !secret.is_empty() => (secret.into_bytes(), false),
             _ => (load_or_create_secret(&data)?, true),
         };
         let mut config = Config::embedded(data, secret);
-        config.addr = self.addr.or(file.addr).unwrap_or_else(|| {
+        config.addr = settings.addr.unwrap_or_else(|| {
             DEFAULT_ADDR
                 .parse()
                 .expect("the default address is well formed")
         });
-        if let Some(url) = self.database_url.or(file.database_url) {
+        if let Some(url) = settings.database_url {
             config.database_url = url;
         }
-        config.blob_url = self.blob_url.or(file.blob_url);
-        config.sandbox_dir = self.sandbox_dir.or(file.sandbox_dir);
-        if let Some(secs) = self.sweep_grace_secs.or(file.sweep_grace_secs) {
-            config.sweep_grace = std::time::Duration::from_secs(secs);
+        config.blob_url = settings.blob_url;
+        config.sandbox_dir = settings.sandbox_dir;
+        let secs = Duration::from_secs;
+        if let Some(t) = settings.sweep_grace_secs {
+            config.sweep_grace = secs(t);
         }
-        config.space_max_bytes = self
-            .space_max_bytes
-            .or(file.space_max_bytes)
-            .unwrap_or(DEFAULT_SPACE_MAX_BYTES);
-        config.sandbox_max_bytes = self
+        config.space_max_bytes = settings.space_max_bytes.unwrap_or(DEFAULT_SPACE_MAX_BYTES);
+        config.sandbox_max_bytes = settings
             .sandbox_max_bytes
-            .or(file.sandbox_max_bytes)
             .unwrap_or(DEFAULT_SANDBOX_MAX_BYTES);
-        config.upload_max_bytes = self
-            .upload_max_bytes
-            .or(file.upload_max_bytes)
-            .unwrap_or(DEFAULT_UPLOAD_MAX_BYTES);
-        config.publish_max_bytes = self
+        config.upload_max_bytes = settings.upload_max_bytes.unwrap_or(DEFAULT_UPLOAD_MAX_BYTES);
+        config.publish_max_bytes = settings
             .publish_max_bytes
-            .or(file.publish_max_bytes)
             .unwrap_or(DEFAULT_PUBLISH_MAX_BYTES);
-        config.preview_max_chars = self
+        config.preview_max_chars = settings
             .preview_max_chars
-            .or(file.preview_max_chars)
             .unwrap_or(DEFAULT_PREVIEW_MAX_CHARS);
-        config.skills_dir = self.skills_dir.or(file.skills_dir);
-        config.public_url = self.public_url.or(file.public_url);
+        config.skills_dir = settings.skills_dir;
+        config.public_url = settings.public_url;
+        if let Some(t) = settings.header_timeout_secs {
+            config.connections.header_timeout = secs(t.max(1));
+        }
+        if let Some(n) = settings.max_connections {
+            config.connections.max_connections = n.max(1);
+        }
+        if let Some(t) = settings.drain_timeout_secs {
+            config.connections.drain_timeout = secs(t);
+        }
+        if let Some(t) = settings.body_idle_timeout_secs {
+            config.body_idle_timeout = secs(t.max(1));
+        }
+        if let Some(n) = settings.max_streams_per_principal {
+            config.max_streams_per_principal = n.max(1);
+        }
+        if let Some(n) = settings.sandbox_ops_per_thread {
+            config.sandbox_limits.concurrent_ops = n.max(1);
+        }
+        if let Some(t) = settings.sandbox_op_timeout_secs {
+            config.sandbox_limits.op_timeout = secs(t.max(1));
+        }
+        if let Some(n) = settings.extract_workers {
+            config.extract.max_concurrent = n.max(1);
+        }
+        if let Some(t) = settings.extract_timeout_secs {
+            config.extract.timeout = secs(t.max(1));
+            // The CPU limit stays within the wall clock, so a busy worker is stopped by the
+            // kernel before it would be killed from outside.
+            config.extract.cpu_seconds = config.extract.cpu_seconds.min(t.max(1));
+        }
+        if let Some(bytes) = settings.extract_memory_bytes {
+            config.extract.memory_bytes = bytes;
+        }
+        if let Some(t) = settings.preview_wait_secs {
+            config.preview_wait = secs(t);
+        }
+        if let Some(allow) = settings.webhook_allow_private {
+            config.webhooks.allow_private = allow;
+        }
+        if let Some(t) = settings.webhook_timeout_secs {
+            config.webhooks.timeout = secs(t.max(1));
+        }
         Ok(Resolved {
             config,
             generated_secret,
@@ -172,13 +286,13 @@ impl ServeArgs {
     }
 }
 
-fn read_file_settings(explicit: Option<&Path>) -> anyhow::Result<FileSettings> {
+fn read_file_settings(explicit: Option<&Path>) -> anyhow::Result<ServeArgs> {
     let path = match explicit {
         Some(path) => path.to_path_buf(),
         None => {
             let default = PathBuf::from("ferry.toml");
             if !default.exists() {
-                return Ok(FileSettings::default());
+                return Ok(ServeArgs::default());
             }
             default
         }

@@ -5,7 +5,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use ferry_store::events::StoredEvent;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -83,9 +83,21 @@ pub async fn events(
             )
                 .into_response())
         }
-        None | Some("sse") => Ok(Sse::new(subscribe(state, thread.id, after))
-            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-            .into_response()),
+        None | Some("sse") => {
+            let slot = state.streams.take(&principal)?;
+            let stopped = state.stopped();
+            // The stream ends when the server shuts down (the client reconnects elsewhere with
+            // Last-Event-ID); the slot goes with it.
+            let stream = subscribe(state, thread.id, after)
+                .take_until(stopped)
+                .map(move |event| {
+                    let _ = &slot;
+                    event
+                });
+            Ok(Sse::new(stream)
+                .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+                .into_response())
+        }
         Some(other) => Err(ApiError::invalid_request(format!(
             "unknown format '{other}': use json, or leave it out for SSE"
         ))),

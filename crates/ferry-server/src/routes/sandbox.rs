@@ -43,7 +43,9 @@ impl From<SandboxError> for ApiError {
             }
             SandboxError::TooLarge { limit } => ApiError::too_large(limit),
             SandboxError::Body(m) => ApiError::invalid_request(m),
-            SandboxError::Io(io) => ApiError::internal(io),
+            SandboxError::Busy => ApiError::new(ErrorCode::Unavailable, message),
+            SandboxError::TooManyEntries => ApiError::invalid_request(message),
+            SandboxError::Io(io) => ApiError::io(io),
         }
     }
 }
