@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
-use tokio::sync::Semaphore;
 
 use crate::error::ExtractError;
+use crate::fair::FairQueue;
 use crate::limits::{Limits, MIB};
 use crate::read::{Preview, preview_file, preview_in_process};
 use crate::worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse};
@@ -34,8 +34,8 @@ pub struct ExtractorConfig {
     /// Most bytes read from the worker's output; past it the worker is
     /// killed. Default 8 MiB.
     pub output_bytes: usize,
-    /// Workers running at once; further requests wait their turn. Default:
-    /// the number of CPUs.
+    /// Workers running at once; further requests wait their turn, shared
+    /// fairly between owners ([`FairQueue`]). Default: the number of CPUs.
     pub max_concurrent: usize,
     /// Reading limits passed to the worker.
     pub limits: Limits,
@@ -66,11 +66,15 @@ impl ExtractorConfig {
 }
 
 /// Makes previews and HTML renderings of untrusted documents in a child
-/// process. Cheap to clone; clones share the concurrency limit.
+/// process. Cheap to clone; clones share the workers.
+///
+/// Every request names its owner (the user whose document it is): workers
+/// are shared fairly between owners, so one user's burst of slow documents
+/// does not hold back another user's preview.
 #[derive(Debug, Clone)]
 pub struct Extractor {
     config: Arc<ExtractorConfig>,
-    slots: Arc<Semaphore>,
+    slots: Arc<FairQueue>,
 }
 
 /// Bytes of the worker's standard error kept to tell why it died.
@@ -79,7 +83,7 @@ const STDERR_KEEP: usize = 16 * 1024;
 impl Extractor {
     /// An extractor with this configuration.
     pub fn new(config: ExtractorConfig) -> Self {
-        let slots = Arc::new(Semaphore::new(config.max_concurrent.max(1)));
+        let slots = FairQueue::new(config.max_concurrent);
         Extractor {
             config: Arc::new(config),
             slots,
@@ -91,8 +95,13 @@ impl Extractor {
         &self.config
     }
 
-    /// The preview of the document at `path`, named `file_name`, of at most
-    /// `max_chars` characters.
+    /// Requests waiting for a worker.
+    pub fn waiting(&self) -> usize {
+        self.slots.waiting()
+    }
+
+    /// The preview of `owner`'s document at `path`, named `file_name`, of at
+    /// most `max_chars` characters.
     ///
     /// Images (only their header is read, by imagesize), plain text (a
     /// bounded prefix is decoded) and types without a preview are handled in
@@ -101,6 +110,7 @@ impl Extractor {
     /// more than the work. Every other type is read by the worker.
     pub async fn preview(
         &self,
+        owner: &str,
         path: &Path,
         file_name: &str,
         max_chars: usize,
@@ -117,22 +127,30 @@ impl Extractor {
             .await
             .map_err(|_| ExtractError::Crashed)?;
         }
-        match self.run(Op::Preview, path, file_name, max_chars).await? {
+        match self
+            .run(owner, Op::Preview, path, file_name, max_chars)
+            .await?
+        {
             WorkerResponse::Preview { preview } => Ok(preview),
             WorkerResponse::Error { error } => Err(error),
             WorkerResponse::Html { .. } => Err(protocol_error()),
         }
     }
 
-    /// The sanitized HTML rendering of the document at `path`, named
+    /// The sanitized HTML rendering of `owner`'s document at `path`, named
     /// `file_name`, for the preview panel. Always made by the worker.
-    pub async fn render_html(&self, path: &Path, file_name: &str) -> Result<String, ExtractError> {
+    pub async fn render_html(
+        &self,
+        owner: &str,
+        path: &Path,
+        file_name: &str,
+    ) -> Result<String, ExtractError> {
         if crate::preview_kind(file_name) != crate::PreviewKind::Html {
             return Err(ExtractError::Unsupported(
                 "there is no HTML preview for this kind of file".to_owned(),
             ));
         }
-        match self.run(Op::Html, path, file_name, 0).await? {
+        match self.run(owner, Op::Html, path, file_name, 0).await? {
             WorkerResponse::Html { html } => Ok(html),
             WorkerResponse::Error { error } => Err(error),
             WorkerResponse::Preview { .. } => Err(protocol_error()),
@@ -141,16 +159,13 @@ impl Extractor {
 
     async fn run(
         &self,
+        owner: &str,
         op: Op,
         path: &Path,
         file_name: &str,
         max_chars: usize,
     ) -> Result<WorkerResponse, ExtractError> {
-        let _slot = self
-            .slots
-            .acquire()
-            .await
-            .map_err(|_| ExtractError::Worker("the extractor is shut down".to_owned()))?;
+        let _turn = self.slots.turn(owner).await;
         let cfg = &*self.config;
         let path = std::path::absolute(path).map_err(|e| ExtractError::io(&e))?;
         let request = WorkerRequest {
@@ -366,7 +381,7 @@ mod tests {
             ["__extract"],
         ));
         let err = ex
-            .preview(Path::new("/tmp/x.docx"), "x.docx", 100)
+            .preview("test", Path::new("/tmp/x.docx"), "x.docx", 100)
             .await
             .unwrap_err();
         assert!(
@@ -383,7 +398,7 @@ mod tests {
         let mut cfg = ExtractorConfig::new("yes", Vec::<String>::new());
         cfg.output_bytes = 1024;
         let err = Extractor::new(cfg)
-            .preview(Path::new("/tmp/x.docx"), "x.docx", 100)
+            .preview("test", Path::new("/tmp/x.docx"), "x.docx", 100)
             .await
             .unwrap_err();
         assert_eq!(err, ExtractError::OutputTooLarge);
@@ -392,7 +407,7 @@ mod tests {
         cfg.timeout = Duration::from_millis(300);
         let started = std::time::Instant::now();
         let err = Extractor::new(cfg)
-            .preview(Path::new("/tmp/x.docx"), "x.docx", 100)
+            .preview("test", Path::new("/tmp/x.docx"), "x.docx", 100)
             .await
             .unwrap_err();
         assert_eq!(err, ExtractError::TimedOut);
@@ -408,7 +423,7 @@ mod tests {
         // kill_on_drop alone would leave it running.
         let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
         let ex = Extractor::new(ExtractorConfig::new("sh", ["-c", script.as_str()]));
-        let call = ex.preview(Path::new("/tmp/x.docx"), "x.docx", 10);
+        let call = ex.preview("test", Path::new("/tmp/x.docx"), "x.docx", 10);
         // Give the worker time to start, then drop the call.
         let _ = tokio::time::timeout(Duration::from_millis(500), call).await;
         let pid = std::fs::read_to_string(&pidfile).unwrap();

@@ -40,7 +40,7 @@
 //! | output read by the parent | 8 MiB, then the worker is killed | "the document produced more preview output than allowed" |
 //! | file writes (`RLIMIT_FSIZE`), core dumps | 0 | — |
 //! | open files (`RLIMIT_NOFILE`) | 16 | — |
-//! | workers at once | number of CPUs | requests wait |
+//! | workers at once | number of CPUs | requests wait, shared fairly between owners; one owner holds at most all but one |
 //!
 //! Reading limits ([`Limits`]), applied inside the readers while they read:
 //! zip packages may hold at most 10,000 entries and unpack to at most
@@ -87,6 +87,7 @@ mod csvfile;
 mod docx;
 mod error;
 mod extractor;
+mod fair;
 mod html;
 mod kind;
 mod limits;

@@ -25,7 +25,7 @@ async fn preview(rel: &str) -> Result<String, ExtractError> {
     let p = path(rel);
     let name = p.file_name().unwrap().to_string_lossy().into_owned();
     let started = Instant::now();
-    let result = extractor().preview(&p, &name, 4000).await;
+    let result = extractor().preview("test", &p, &name, 4000).await;
     assert!(
         started.elapsed() < PER_FILE,
         "{rel} took {:?}",
@@ -144,9 +144,9 @@ async fn every_corpus_file_previews_and_renders_within_limits() {
         for p in files {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             let started = Instant::now();
-            let preview = ex.preview(&p, &name, 4000).await;
+            let preview = ex.preview("test", &p, &name, 4000).await;
             if preview_kind(&name) == PreviewKind::Html {
-                match ex.render_html(&p, &name).await {
+                match ex.render_html("test", &p, &name).await {
                     Ok(html) => {
                         assert!(html.starts_with("<!DOCTYPE html>"));
                         assert!(!html.contains("<script"));

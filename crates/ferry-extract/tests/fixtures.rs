@@ -10,7 +10,7 @@ use ferry_extract::{ExtractError, Extractor, Preview};
 
 async fn text(name: &str, max_chars: usize) -> String {
     let preview = extractor()
-        .preview(&fixture(name), name, max_chars)
+        .preview("test", &fixture(name), name, max_chars)
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     preview.text.unwrap_or_else(|| panic!("{name}: no text"))
@@ -18,7 +18,7 @@ async fn text(name: &str, max_chars: usize) -> String {
 
 async fn html(ex: &Extractor, name: &str) -> String {
     let html = ex
-        .render_html(&fixture(name), name)
+        .render_html("test", &fixture(name), name)
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_safe_document(&html);
@@ -149,7 +149,10 @@ async fn images_give_their_size_in_process() {
         2, 0x80, 0, 0, 1, 0xE0, 8, 2, 0, 0, 0,
     ];
     let path = common::write(dir.path(), "shot.png", &png);
-    let p = extractor().preview(&path, "shot.png", 4000).await.unwrap();
+    let p = extractor()
+        .preview("test", &path, "shot.png", 4000)
+        .await
+        .unwrap();
     assert_eq!(
         p,
         Preview {
@@ -238,7 +241,7 @@ async fn text_markdown_json_and_html_source_render_safely() {
         "notes.md",
         b"# Notes\n\n* one\n* two\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))\n\n<img src=\"https://tracker.example/p.gif\" onerror=\"alert(1)\">\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
     );
-    let h = ex.render_html(&md, "notes.md").await.unwrap();
+    let h = ex.render_html("test", &md, "notes.md").await.unwrap();
     assert_safe_document(&h);
     assert!(
         h.contains("<h1>Notes</h1>") && h.contains("<li>one</li>") && h.contains("<td>1</td>"),
@@ -250,7 +253,7 @@ async fn text_markdown_json_and_html_source_render_safely() {
         "data.json",
         br#"{"z":1,"a":[true,null],"s":"<b>"}"#,
     );
-    let h = ex.render_html(&js, "data.json").await.unwrap();
+    let h = ex.render_html("test", &js, "data.json").await.unwrap();
     assert_safe_document(&h);
     assert!(h.contains("<pre>{\n  &quot;z&quot;: 1,\n  &quot;a&quot;: [\n    true,\n    null\n  ],\n  &quot;s&quot;: &quot;&lt;b&gt;&quot;\n}</pre>"), "{h}");
 
@@ -259,7 +262,7 @@ async fn text_markdown_json_and_html_source_render_safely() {
         "page.html",
         b"<html><body onload=\"x()\"><script src=\"https://e.com/a.js\"></script></body></html>",
     );
-    let h = ex.render_html(&page, "page.html").await.unwrap();
+    let h = ex.render_html("test", &page, "page.html").await.unwrap();
     assert_safe_document(&h);
     assert!(
         h.contains("<pre>&lt;html&gt;&lt;body onload=&quot;x()&quot;&gt;"),
@@ -271,7 +274,7 @@ async fn text_markdown_json_and_html_source_render_safely() {
         "main.rs",
         b"fn main() { println!(\"<hi>\"); }\n",
     );
-    let h = ex.render_html(&code, "main.rs").await.unwrap();
+    let h = ex.render_html("test", &code, "main.rs").await.unwrap();
     assert!(
         h.contains("<pre>fn main() { println!(&quot;&lt;hi&gt;&quot;); }\n</pre>"),
         "{h}"
@@ -283,7 +286,8 @@ async fn kinds_without_html_are_refused() {
     let ex = extractor();
     for name in ["two-pages.pdf", "shot.png", "logo.svg", "archive.zip"] {
         assert!(matches!(
-            ex.render_html(&fixture("two-pages.pdf"), name).await,
+            ex.render_html("test", &fixture("two-pages.pdf"), name)
+                .await,
             Err(ExtractError::Unsupported(_))
         ));
     }

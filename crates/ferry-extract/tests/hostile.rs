@@ -18,7 +18,7 @@ async fn preview_of(ex: &Extractor, name: &str, bytes: &[u8]) -> Result<String, 
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), name, bytes);
     let started = Instant::now();
-    let result = ex.preview(&path, name, 4000).await;
+    let result = ex.preview("test", &path, name, 4000).await;
     assert!(
         started.elapsed() < QUICK,
         "{name} took {:?}",
@@ -31,7 +31,7 @@ async fn html_of(ex: &Extractor, name: &str, bytes: &[u8]) -> Result<String, Ext
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), name, bytes);
     let started = Instant::now();
-    let result = ex.render_html(&path, name).await;
+    let result = ex.render_html("test", &path, name).await;
     assert!(
         started.elapsed() < QUICK,
         "{name} took {:?}",
@@ -334,7 +334,7 @@ async fn a_timeout_kills_the_whole_process_group() {
     let mut cfg = ferry_extract::ExtractorConfig::new("sh", ["-c", script.as_str()]);
     cfg.timeout = Duration::from_millis(500);
     let err = Extractor::new(cfg)
-        .preview(std::path::Path::new("/tmp/x.docx"), "x.docx", 10)
+        .preview("test", std::path::Path::new("/tmp/x.docx"), "x.docx", 10)
         .await
         .unwrap_err();
     assert_eq!(err, ExtractError::TimedOut);

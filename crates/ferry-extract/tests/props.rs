@@ -121,7 +121,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = common::write(dir.path(), "damaged.xls", &bytes);
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let result = runtime.block_on(common::extractor().preview(&path, "damaged.xls", 300));
+        let result = runtime.block_on(common::extractor().preview("test", &path, "damaged.xls", 300));
         if let Ok(p) = result {
             prop_assert!(p.text.is_some_and(|t| t.chars().count() <= 300));
         }

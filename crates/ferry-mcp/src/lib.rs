@@ -15,6 +15,7 @@
 
 pub mod api;
 mod handler;
+pub mod stdio;
 pub mod tools;
 
 pub use api::{Api, ApiRequest, ApiResponse, HttpApi};
@@ -40,7 +41,15 @@ pub struct McpArgs {
     /// The thread for a token that names none (a service_role token).
     #[arg(long, env = "FERRY_THREAD")]
     pub thread: Option<String>,
+    /// The largest JSON-RPC message read from stdin, in bytes; a larger request is answered
+    /// with REQUEST_TOO_LARGE (the default leaves room for a 5 MiB file as base64)
+    #[arg(long, env = "FERRY_MCP_MAX_REQUEST_BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_request_bytes: usize,
 }
+
+/// Room for a space file of the default limit (5 MiB), base64-encoded, plus the message: what
+/// `/mcp` accepts on a server with default settings.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 11 * 1024 * 1024;
 
 /// Serves the tools on stdin/stdout until the client closes them. Stdout carries the protocol
 /// only: anything else must go to stderr.
@@ -48,7 +57,12 @@ pub async fn run_stdio(args: McpArgs) -> anyhow::Result<()> {
     let api = HttpApi::new(&args.url)?;
     let base_url = api.base_url().to_owned();
     let handler = FerryMcp::with_token(Arc::new(api), &base_url, &args.token, args.thread);
-    let running = rmcp::serve_server(handler, rmcp::transport::stdio())
+    let transport = stdio::transport(
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+        args.max_request_bytes,
+    );
+    let running = rmcp::serve_server(handler, transport)
         .await
         .map_err(|e| anyhow::anyhow!("the MCP client did not complete its handshake: {e}"))?;
     running.waiting().await?;

@@ -3,12 +3,16 @@
 //! Every message is stored in the thread's event channel first; a [`Connector`] then carries
 //! it somewhere. Two exist: [`EventChannel`] wakes the thread's live subscribers (browsers on
 //! SSE), and [`Webhook`] queues a durable delivery to a URL the thread registered. Webhook
-//! deliveries are made by a background worker with retries and backoff, so a slow or broken
-//! receiver never holds up the agent's reply.
+//! deliveries are made in the background with retries and backoff, so a slow or broken
+//! receiver never holds up the agent's reply; each connector has its own queue, worked by its
+//! own task, so a slow receiver delays only its own deliveries, never another user's. Where
+//! a webhook may point is [`crate::outbound`]'s business.
 
 use futures::future::BoxFuture;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_store::events::StoredEvent;
@@ -88,44 +92,89 @@ pub async fn connectors_of(
 
 /// Attempts before a delivery is given up.
 const MAX_ATTEMPTS: u32 = 8;
-/// How long a claimed delivery stays with the node that claimed it.
-const LEASE: Duration = Duration::from_secs(60);
-/// How long one POST to a receiver may take.
-const POST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a claimed delivery stays with the node that claimed it: longer than one POST may
+/// take, so it is not claimed twice.
+fn lease(state: &AppState) -> Duration {
+    state.config.webhooks.timeout * 2 + Duration::from_secs(30)
+}
+/// Receivers posted to at once on a node, each by its connector's own task.
+const MAX_ACTIVE_CONNECTORS: usize = 64;
 
 /// The wait before attempt `attempts + 1`: 1 s, 2 s, 4 s … at most 5 minutes.
 pub fn backoff(attempts: u32) -> Duration {
     Duration::from_secs(1u64 << attempts.saturating_sub(1).min(8)).min(Duration::from_secs(300))
 }
 
-/// Runs webhook deliveries until the process ends: due deliveries are claimed in the database
-/// (so with several nodes each attempt is made once) and posted.
+/// Runs webhook deliveries until the process ends. It looks for connectors with deliveries
+/// due and starts a task for each one not already being worked on this node; that task claims
+/// its connector's deliveries one at a time in the database (so with several nodes each
+/// attempt is made once) and posts them in order, until none is due.
 pub async fn run_delivery_worker(state: AppState) {
-    let client = match reqwest::Client::builder().timeout(POST_TIMEOUT).build() {
+    let client = match crate::outbound::webhook_client(
+        state.config.webhooks.timeout,
+        state.config.webhooks.allow_private,
+    ) {
         Ok(client) => client,
         Err(e) => {
             tracing::error!(error = %e, "webhook deliveries are off: no HTTP client");
             return;
         }
     };
+    let active: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_ACTIVE_CONNECTORS));
     loop {
         match state
             .db
-            .claim_deliveries(16, LEASE.as_millis() as i64)
+            .connectors_due(MAX_ACTIVE_CONNECTORS as u32 * 2)
             .await
         {
-            Ok(batch) if !batch.is_empty() => {
-                for delivery in batch {
-                    attempt(&state, &client, delivery).await;
+            Ok(due) => {
+                for connector_id in due {
+                    let newly_active = active
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(connector_id.clone());
+                    if !newly_active {
+                        continue;
+                    }
+                    let Ok(slot) = slots.clone().try_acquire_owned() else {
+                        active
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&connector_id);
+                        break;
+                    };
+                    let (state, client, active) = (state.clone(), client.clone(), active.clone());
+                    tokio::spawn(async move {
+                        work_connector(&state, &client, &connector_id).await;
+                        active
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&connector_id);
+                        drop(slot);
+                    });
                 }
-                continue;
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not claim webhook deliveries"),
+            Err(e) => tracing::warn!(error = %e, "could not look for webhook deliveries"),
         }
         // Sleep until a delivery is queued here, or a retry may have come due.
         let _ =
             tokio::time::timeout(Duration::from_millis(500), state.deliveries_due.notified()).await;
+    }
+}
+
+/// Posts one connector's due deliveries, oldest first, until none is left.
+async fn work_connector(state: &AppState, client: &reqwest::Client, connector_id: &str) {
+    let lease = lease(state).as_millis() as i64;
+    loop {
+        match state.db.claim_delivery(connector_id, lease).await {
+            Ok(Some(delivery)) => attempt(state, client, delivery).await,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, connector = %connector_id, "could not claim a webhook delivery");
+                return;
+            }
+        }
     }
 }
 
@@ -197,13 +246,18 @@ async fn post(
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the connector was removed")?;
+    // Registered before the rules were tightened, or under FERRY_WEBHOOK_ALLOW_PRIVATE since
+    // turned off: the URL is checked again before every attempt.
+    let url =
+        reqwest::Url::parse(&connector.url).map_err(|e| format!("the URL is invalid: {e}"))?;
+    crate::outbound::check_webhook_url(&url, state.config.webhooks.allow_private)?;
     let body = serde_json::to_vec(&payload(state, delivery).await?).map_err(|e| e.to_string())?;
     let mut mac = Hmac::<Sha256>::new_from_slice(connector.secret.as_bytes())
         .expect("HMAC takes any key length");
     mac.update(&body);
     let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
     let response = client
-        .post(&connector.url)
+        .post(url)
         .header("content-type", "application/json")
         .header("x-ferry-signature", signature)
         .header("x-ferry-delivery", &delivery.id)
@@ -213,6 +267,11 @@ async fn post(
         .map_err(|e| format!("the receiver could not be reached: {e}"))?;
     if response.status().is_success() {
         Ok(())
+    } else if response.status().is_redirection() {
+        Err(format!(
+            "the receiver answered {} (redirects are not followed)",
+            response.status()
+        ))
     } else {
         Err(format!("the receiver answered {}", response.status()))
     }

@@ -14,6 +14,7 @@ pub mod limits;
 pub mod listen;
 pub mod mcp;
 pub mod metrics;
+pub mod outbound;
 pub mod previews;
 pub mod router;
 pub mod routes;
@@ -42,9 +43,13 @@ pub async fn serve(
     let sweeper = tokio::spawn(sweep_periodically(state.clone()));
     let app = router::router(state.clone());
     let stopping = state.clone();
-    listen::serve_connections(listener, app, state.config.connections, shutdown, move || {
-        stopping.begin_shutdown()
-    })
+    listen::serve_connections(
+        listener,
+        app,
+        state.config.connections,
+        shutdown,
+        move || stopping.begin_shutdown(),
+    )
     .await?;
     worker.abort();
     relay.abort();

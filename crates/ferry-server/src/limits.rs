@@ -60,9 +60,9 @@ impl http_body::Body for IdleBody {
                 Poll::Ready(frame)
             }
             Poll::Pending => match timer.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyStalled(
-                    idle.as_secs(),
-                ))))),
+                Poll::Ready(()) => {
+                    Poll::Ready(Some(Err(axum::Error::new(BodyStalled(idle.as_secs())))))
+                }
                 Poll::Pending => Poll::Pending,
             },
         }
@@ -81,6 +81,102 @@ impl http_body::Body for IdleBody {
 pub fn idle_bodies(idle: Duration) -> impl Fn(Request) -> std::future::Ready<Request> + Clone {
     move |request: Request| {
         std::future::ready(request.map(|body| Body::new(IdleBody::new(body, idle))))
+    }
+}
+
+/// How much of a refused request's unread body is read and thrown away so that the client
+/// sees the answer; a larger rest closes the connection instead.
+const LINGER_BYTES: u64 = 64 * 1024 * 1024;
+/// How long that reading may take.
+const LINGER_TIME: Duration = Duration::from_secs(10);
+
+/// Middleware: a request refused before its body was read (too large by its `Content-Length`,
+/// unauthenticated, a bad path) has the rest of its body read and discarded, up to a bound,
+/// before the answer goes out. Otherwise the server would close the connection on a client
+/// still sending, and the client would see a broken pipe instead of the error envelope.
+pub async fn linger_on_refusal(
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let leftover: Arc<Mutex<Option<Body>>> = Arc::default();
+    let request = request.map(|body| {
+        Body::new(Returnable {
+            inner: Some(body),
+            leftover: leftover.clone(),
+        })
+    });
+    let response = next.run(request).await;
+    if response.status().is_success() {
+        return response;
+    }
+    let rest = leftover.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(rest) = rest {
+        let _ = tokio::time::timeout(LINGER_TIME, discard(rest)).await;
+    }
+    response
+}
+
+/// Reads a body to its end, up to [`LINGER_BYTES`].
+async fn discard(mut body: Body) {
+    use http_body_util::BodyExt;
+    let mut read = 0u64;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Some(data) = frame.data_ref() {
+            read += data.len() as u64;
+            if read > LINGER_BYTES {
+                return;
+            }
+        }
+    }
+}
+
+/// A request body that, dropped before its end, hands what is left to [`linger_on_refusal`].
+struct Returnable {
+    inner: Option<Body>,
+    leftover: Arc<Mutex<Option<Body>>>,
+}
+
+impl http_body::Body for Returnable {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = self.get_mut();
+        let Some(inner) = &mut this.inner else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(inner).poll_frame(cx);
+        if let Poll::Ready(None | Some(Err(_))) = &polled {
+            // Ended, or broken: nothing to hand back.
+            this.inner = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_none_or(http_body::Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner
+            .as_ref()
+            .map(http_body::Body::size_hint)
+            .unwrap_or_else(|| SizeHint::with_exact(0))
+    }
+}
+
+impl Drop for Returnable {
+    fn drop(&mut self) {
+        if let Some(rest) = self.inner.take()
+            && !http_body::Body::is_end_stream(&rest)
+        {
+            *self.leftover.lock().unwrap_or_else(|p| p.into_inner()) = Some(rest);
+        }
     }
 }
 
@@ -161,7 +257,9 @@ mod tests {
     #[test]
     fn a_principal_gets_its_share_and_no_more() {
         let slots = StreamSlots::new(2);
-        let alice = Principal::User { sub: "alice".into() };
+        let alice = Principal::User {
+            sub: "alice".into(),
+        };
         let bob = Principal::User { sub: "bob".into() };
         let first = slots.take(&alice).unwrap();
         let _second = slots.take(&alice).unwrap();

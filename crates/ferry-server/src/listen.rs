@@ -101,17 +101,13 @@ pub async fn serve_connections(
                     .timer(TokioTimer::new())
                     .keep_alive_interval(Some(limits.header_timeout))
                     .keep_alive_timeout(limits.header_timeout);
-                watcher
-                    .watch(builder.serve_connection(io, service))
-                    .await
+                watcher.watch(builder.serve_connection(io, service)).await
             } else {
                 let mut builder = hyper::server::conn::http1::Builder::new();
                 builder
                     .timer(TokioTimer::new())
                     .header_read_timeout(limits.header_timeout);
-                watcher
-                    .watch(builder.serve_connection(io, service))
-                    .await
+                watcher.watch(builder.serve_connection(io, service)).await
             };
             if let Err(e) = result {
                 tracing::debug!(error = %e, "connection ended with an error");
@@ -124,9 +120,7 @@ pub async fn serve_connections(
         .await
         .is_err()
     {
-        tracing::warn!(
-            "the drain timeout passed with requests still in flight; closing them"
-        );
+        tracing::warn!("the drain timeout passed with requests still in flight; closing them");
     }
     Ok(())
 }

@@ -8,7 +8,7 @@
 use axum::Router;
 use axum::body::Body;
 use axum::extract::FromRequestParts;
-use axum::http::Request;
+use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ferry_mcp::{Api, ApiRequest, ApiResponse, HttpOptions};
 use futures::future::BoxFuture;
@@ -19,6 +19,7 @@ use std::task::{Context, Poll};
 use tower::{Service, ServiceExt};
 
 use crate::auth::Principal;
+use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The `/mcp` endpoint: refuses a request without a valid bearer token with the 401 envelope,
@@ -27,6 +28,8 @@ use crate::state::AppState;
 pub struct McpEndpoint {
     state: AppState,
     mcp: ferry_mcp::HttpService,
+    /// The largest JSON-RPC message accepted, in bytes.
+    max_body: usize,
 }
 
 impl std::fmt::Debug for McpEndpoint {
@@ -44,6 +47,7 @@ pub fn endpoint(state: AppState) -> McpEndpoint {
     let options = HttpOptions::for_file_limit(state.config.space_max_bytes);
     McpEndpoint {
         state,
+        max_body: options.max_request_body_bytes,
         mcp: ferry_mcp::http_service(api, options),
     }
 }
@@ -60,13 +64,26 @@ impl Service<Request<Body>> for McpEndpoint {
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let state = self.state.clone();
         let mcp = self.mcp.clone();
+        let max_body = self.max_body;
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
             if let Err(refused) = Principal::from_request_parts(&mut parts, &state).await {
                 return Ok(refused.into_response());
             }
+            let too_large = || ApiError::too_large(max_body as u64).into_response();
+            let declared = parts
+                .headers
+                .get(axum::http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|len| len > max_body as u64) {
+                return Ok(too_large());
+            }
             let answer = mcp.oneshot(Request::from_parts(parts, body)).await;
             Ok(match answer {
+                // The SDK's own refusal of a body that grew past the limit is plain text; the
+                // API answers in its envelope everywhere, /mcp included.
+                Ok(response) if response.status() == StatusCode::PAYLOAD_TOO_LARGE => too_large(),
                 Ok(response) => response.into_response(),
                 Err(never) => match never {},
             })

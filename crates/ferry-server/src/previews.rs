@@ -7,7 +7,11 @@ use crate::error::ApiResult;
 use crate::state::AppState;
 
 /// The sanitized HTML rendering of a revision. Renderings are cached by content and type, so
-/// a document is read by the extraction worker once, not on every view.
+/// a document is read by the extraction worker once, not on every view; a document that
+/// cannot be rendered is remembered too, so a hostile file costs a worker once, not on every
+/// view. A cache entry is shared by everyone who has the same bytes, so nothing in it may be
+/// theirs: the document is rendered under a neutral name (only its extension matters), never
+/// the name its owner gave it.
 pub async fn rendered_html(state: &AppState, revision: &Revision) -> ApiResult<String> {
     let cache_dir = state.config.data_dir.join("cache").join("html");
     let cached = cache_dir.join(format!(
@@ -19,15 +23,21 @@ pub async fn rendered_html(state: &AppState, revision: &Revision) -> ApiResult<S
         return Ok(html);
     }
     let source = state.blobs.local_copy(&revision.blob_key).await?;
+    let neutral_name = format!("document{}", revision.file_type);
+    let owner = state
+        .db
+        .thread(&revision.thread_id)
+        .await?
+        .map(|t| t.owner)
+        .unwrap_or_default();
     let html = match state
         .extractor
-        .render_html(source.path(), &revision.filename)
+        .render_html(&owner, source.path(), &neutral_name)
         .await
     {
         Ok(html) => html,
-        // A document that cannot be rendered still gets a page saying so; it is not cached,
-        // in case the failure was the machine's (a timeout under load).
-        Err(e) => return Ok(failure_page(&e.to_string())),
+        // A document that cannot be rendered gets a page saying so.
+        Err(e) => failure_page(&e.to_string()),
     };
     write_atomically(cache_dir, cached, html.clone()).await;
     Ok(html)

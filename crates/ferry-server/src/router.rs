@@ -87,6 +87,7 @@ pub fn router(state: AppState) -> Router {
         .route_service("/mcp", crate::mcp::endpoint(state.clone()))
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)
+        .layer(middleware::from_fn(crate::limits::linger_on_refusal))
         .layer(middleware::map_request(crate::limits::idle_bodies(
             state.config.body_idle_timeout,
         )))

@@ -179,7 +179,10 @@ impl WriteTx {
     /// Commits. When the commit fails the transaction is rolled back (or the connection closed,
     /// if even that fails), so a failed write never leaves a connection inside a transaction.
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
-        let mut conn = self.conn.take().expect("a transaction has its connection until it ends");
+        let mut conn = self
+            .conn
+            .take()
+            .expect("a transaction has its connection until it ends");
         let turn = self.turn.take();
         let committed = conn.execute("COMMIT").await.map(|_| ());
         if committed.is_err() {
@@ -227,13 +230,17 @@ impl std::ops::Deref for WriteTx {
     type Target = AnyConnection;
 
     fn deref(&self) -> &AnyConnection {
-        self.conn.as_ref().expect("a transaction has its connection until it ends")
+        self.conn
+            .as_ref()
+            .expect("a transaction has its connection until it ends")
     }
 }
 
 impl std::ops::DerefMut for WriteTx {
     fn deref_mut(&mut self) -> &mut AnyConnection {
-        self.conn.as_mut().expect("a transaction has its connection until it ends")
+        self.conn
+            .as_mut()
+            .expect("a transaction has its connection until it ends")
     }
 }
 

@@ -23,11 +23,11 @@ use cap_std::fs::{Dir, OpenOptions};
 use ferry_core::path::SANDBOX_LAYOUT;
 use ferry_core::{SpaceName, Timestamp, ValidPath};
 use futures::{Stream, StreamExt};
+use std::collections::HashMap;
 use std::io;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufWriter};
@@ -300,7 +300,8 @@ impl Sandboxes {
                 if !thread.file_type()?.is_dir() {
                     continue;
                 }
-                let Ok(sandbox) = Dir::open_ambient_dir(thread.path(), cap_std::ambient_authority())
+                let Ok(sandbox) =
+                    Dir::open_ambient_dir(thread.path(), cap_std::ambient_authority())
                 else {
                     continue;
                 };
@@ -1078,8 +1079,17 @@ fn commit_write(
 /// passed: a lock an agent on the host holds forever makes its own thread's writes `Busy`,
 /// never a server thread wait forever.
 fn lock_commits(dir: &Dir, wait: Duration) -> Result<Dir, SandboxError> {
+    use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
     use rustix::fs::FlockOperation;
-    let tmp = folder(dir, TMP_DIR)?;
+    // `folder` opens with O_PATH, which flock refuses: the lock needs a real descriptor.
+    folder(dir, TMP_DIR)?;
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .maybe_dir(true)
+        .follow(FollowSymlinks::No);
+    cap_std::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_DIRECTORY);
+    let tmp = Dir::from_std_file(dir.open_with(TMP_DIR, &options)?.into_std());
     let deadline = Instant::now() + wait;
     loop {
         match rustix::fs::flock(&tmp, FlockOperation::NonBlockingLockExclusive) {

@@ -224,40 +224,55 @@ impl Db {
         Ok(())
     }
 
-    /// Claims up to `limit` due deliveries for `lease_ms`. The conditions are repeated in the
-    /// outer `WHERE` so that, on Postgres, a node that loses the race for a row re-checks them
-    /// against the winner's update and skips it: each attempt is made by one node.
-    pub async fn claim_deliveries(
-        &self,
-        limit: u32,
-        lease_ms: i64,
-    ) -> Result<Vec<Delivery>, StoreError> {
+    /// Up to `limit` connectors that have a delivery due and not claimed, oldest due first.
+    pub async fn connectors_due(&self, limit: u32) -> Result<Vec<String>, StoreError> {
         let now = now_millis();
-        let rows = sqlx::query(
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT connector_id FROM webhook_deliveries WHERE state = 'pending' \
+             AND next_at <= $1 AND (locked_until IS NULL OR locked_until < $1) \
+             GROUP BY connector_id ORDER BY MIN(next_at) LIMIT $2",
+        )
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows)
+    }
+
+    /// Claims the next due delivery of one connector for `lease_ms`. The conditions are
+    /// repeated in the outer `WHERE` so that, on Postgres, a node that loses the race for the
+    /// row re-checks them against the winner's update and skips it: each attempt is made by
+    /// one node.
+    pub async fn claim_delivery(
+        &self,
+        connector_id: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Delivery>, StoreError> {
+        let now = now_millis();
+        let row = sqlx::query(
             "UPDATE webhook_deliveries SET locked_until = $2, attempts = attempts + 1 \
-             WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' \
-                          AND next_at <= $1 AND (locked_until IS NULL OR locked_until < $1) \
-                          ORDER BY next_at LIMIT $3) \
+             WHERE id IN (SELECT id FROM webhook_deliveries WHERE connector_id = $3 \
+                          AND state = 'pending' AND next_at <= $1 \
+                          AND (locked_until IS NULL OR locked_until < $1) \
+                          ORDER BY next_at, created_at LIMIT 1) \
              AND state = 'pending' AND (locked_until IS NULL OR locked_until < $1) \
              RETURNING id, connector_id, thread_id, event_id, attempts",
         )
         .bind(now)
         .bind(now + lease_ms)
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
+        .bind(connector_id)
+        .fetch_optional(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(Delivery {
-                    id: row.try_get("id")?,
-                    connector_id: row.try_get("connector_id")?,
-                    thread_id: row.try_get("thread_id")?,
-                    event_id: row.try_get("event_id")?,
-                    attempts: row.try_get::<i64, _>("attempts")? as u32,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::from)
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        Ok(Some(Delivery {
+            id: row.try_get("id")?,
+            connector_id: row.try_get("connector_id")?,
+            thread_id: row.try_get("thread_id")?,
+            event_id: row.try_get("event_id")?,
+            attempts: row.try_get::<i64, _>("attempts")? as u32,
+        }))
     }
 
     /// Records an attempt: delivered, retried at `retry_at`, or (without one) given up.

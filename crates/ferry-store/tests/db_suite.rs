@@ -252,9 +252,10 @@ on_every_engine! {
         assert_eq!(db.published_revision(&t.id, &r1.file_id, None).await.unwrap().unwrap().sha256, "b");
         assert_eq!(db.published_blob_with_sha(&t.id, "a").await.unwrap().as_deref(), Some("blob-a"));
         assert_eq!(db.published_by_storage_path(&r1.storage_path).await.unwrap().unwrap().revision, 2);
-        assert!(db.blob_referenced("blob-a").await.unwrap());
-        assert!(db.blob_referenced("up-1").await.unwrap());
-        assert!(!db.blob_referenced("nobody").await.unwrap());
+        let references = db.blob_references().await.unwrap();
+        assert!(db.blob_referenced(&references, "blob-a").await.unwrap());
+        assert!(db.blob_referenced(&references, "up-1").await.unwrap());
+        assert!(!db.blob_referenced(&references, "nobody").await.unwrap());
     };
 
     revisions_under_concurrent_publishes_are_distinct => |db: Db| async move {
@@ -297,19 +298,25 @@ on_every_engine! {
         for event in 1..=20 {
             db.queue_delivery(&c.id, &t.id, event).await.unwrap();
         }
+        let other = db.insert_connector(&t.id, "webhook", "http://y/hook", "secret").await.unwrap();
+        db.queue_delivery(&other.id, &t.id, 1).await.unwrap();
+        let mut due = db.connectors_due(10).await.unwrap();
+        due.sort();
+        let mut expected = vec![c.id.clone(), other.id.clone()];
+        expected.sort();
+        assert_eq!(due, expected, "each connector with a due delivery, once");
         let db = Arc::new(db);
         let claimers: Vec<_> = (0..4)
             .map(|_| {
                 let db = db.clone();
+                let connector = c.id.clone();
                 tokio::spawn(async move {
                     let mut mine = Vec::new();
-                    loop {
-                        let batch = db.claim_deliveries(3, 60_000).await.unwrap();
-                        if batch.is_empty() {
-                            break mine;
-                        }
-                        mine.extend(batch.into_iter().map(|d| d.id));
+                    while let Some(delivery) = db.claim_delivery(&connector, 60_000).await.unwrap() {
+                        assert_eq!(delivery.connector_id, connector);
+                        mine.push(delivery.id);
                     }
+                    mine
                 })
             })
             .collect();
@@ -323,10 +330,68 @@ on_every_engine! {
         assert_eq!((count, all.len()), (20, 20), "each delivery claimed exactly once");
         db.finish_delivery(&all[0], Ok(())).await.unwrap();
         db.finish_delivery(&all[1], Err(("boom", Some(0)))).await.unwrap();
-        let again = db.claim_deliveries(10, 60_000).await.unwrap();
-        assert_eq!(again.len(), 1);
-        assert_eq!(again[0].attempts, 2);
-        assert_eq!(db.connectors(&t.id).await.unwrap().len(), 1);
+        let again = db.claim_delivery(&c.id, 60_000).await.unwrap().expect("the retry is due");
+        assert_eq!(again.attempts, 2);
+        assert!(db.claim_delivery(&c.id, 60_000).await.unwrap().is_none());
+        assert_eq!(db.connectors_due(10).await.unwrap(), vec![other.id.clone()]);
+        assert_eq!(db.connectors(&t.id).await.unwrap().len(), 2);
         assert!(db.delete_connector(&t.id, &c.id).await.unwrap());
+    };
+
+    the_sweep_sees_every_column_that_holds_blob_keys => |db: Db| async move {
+        let references = db.blob_references().await.unwrap();
+        let mut found: Vec<String> = references
+            .columns
+            .iter()
+            .map(|(table, column)| format!("{table}.{column}"))
+            .collect();
+        found.sort();
+        for known in [
+            "attachments.blob_key",
+            "published_revisions.blob_key",
+            "space_files.blob_key",
+            "uploads.blob_key",
+        ] {
+            assert!(found.iter().any(|f| f == known), "{known} missing from {found:?}");
+        }
+        // A column that stores blob keys under another name would be invisible to the sweep,
+        // and its blobs deleted after the grace period: the schema must not have one.
+        let all: Vec<(String, String)> = match db.engine() {
+            ferry_store::Engine::Sqlite => sqlx::query_as(
+                "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p \
+                 WHERE m.type = 'table'",
+            )
+            .fetch_all(db.pool())
+            .await
+            .unwrap(),
+            ferry_store::Engine::Postgres => sqlx::query_as(
+                "SELECT CAST(table_name AS TEXT), CAST(column_name AS TEXT) \
+                 FROM information_schema.columns WHERE table_schema = current_schema()",
+            )
+            .fetch_all(db.pool())
+            .await
+            .unwrap(),
+        };
+        for (table, column) in all {
+            if column.contains("blob") || column.contains("object_key") {
+                assert!(
+                    ferry_store::sweep::holds_blob_keys(&column),
+                    "{table}.{column} looks like a blob reference but is not named *blob_key, \
+                     so the sweep would not see it"
+                );
+            }
+        }
+        // A table added later is seen without any change to the sweep.
+        sqlx::query("CREATE TABLE thumbnails (id TEXT PRIMARY KEY, image_blob_key TEXT NOT NULL)")
+            .execute(db.pool())
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO thumbnails (id, image_blob_key) VALUES ('t', 'thumb-key')")
+            .execute(db.pool())
+            .await
+            .unwrap();
+        let references = db.blob_references().await.unwrap();
+        assert!(references.columns.contains(&("thumbnails".into(), "image_blob_key".into())));
+        assert!(db.blob_referenced(&references, "thumb-key").await.unwrap());
     };
 }

@@ -13,10 +13,10 @@ use ferry_server::config::{
     DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
     DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES,
 };
-use std::time::Duration;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATA: &str = "./ferry-data";
@@ -200,9 +200,7 @@ impl ServeArgs {
     pub fn resolve(self) -> anyhow::Result<Resolved> {
         let file = read_file_settings(self.config.as_deref())?;
         let settings = self.or(file);
-        let data = settings
-            .data
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
+        let data = settings.data.unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
         std::fs::create_dir_all(&data)
             .with_context(|| format!("cannot create the data directory {}", data.display()))?;
         let (secret, generated_secret) = match settings.jwt_secret {
@@ -228,7 +226,9 @@ impl ServeArgs {
         config.sandbox_max_bytes = settings
             .sandbox_max_bytes
             .unwrap_or(DEFAULT_SANDBOX_MAX_BYTES);
-        config.upload_max_bytes = settings.upload_max_bytes.unwrap_or(DEFAULT_UPLOAD_MAX_BYTES);
+        config.upload_max_bytes = settings
+            .upload_max_bytes
+            .unwrap_or(DEFAULT_UPLOAD_MAX_BYTES);
         config.publish_max_bytes = settings
             .publish_max_bytes
             .unwrap_or(DEFAULT_PUBLISH_MAX_BYTES);

@@ -438,7 +438,8 @@ async fn a_subscriber_that_never_reads_does_not_block_publishers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_subscribers_all_receive_an_event() {
-    let app = TestApp::new().await;
+    // One token holds all 200 streams: above the default share of one principal.
+    let app = TestApp::with(|config| config.max_streams_per_principal = 256).await;
     let t = thread(&app, "alice").await;
     let addr = app.spawn().await;
     let client = reqwest::Client::new();

@@ -303,6 +303,11 @@ struct Receiver {
     received: mpsc::UnboundedReceiver<(axum::http::HeaderMap, Value)>,
 }
 
+/// A server whose webhooks may reach the receivers these tests run on loopback.
+async fn webhook_app() -> TestApp {
+    TestApp::with(|config| config.webhooks.allow_private = true).await
+}
+
 async fn receiver(plan: Vec<u16>, hold: Option<Arc<tokio::sync::Notify>>) -> Receiver {
     let (tx, rx) = mpsc::unbounded_channel();
     let plan = Arc::new(Mutex::new(plan.into_iter()));
@@ -343,7 +348,7 @@ async fn next(receiver: &mut Receiver) -> (axum::http::HeaderMap, Value) {
 #[tokio::test]
 async fn a_webhook_receives_each_message_with_signed_links() {
     use hmac::{Hmac, Mac};
-    let app = TestApp::new().await;
+    let app = webhook_app().await;
     let addr = app.spawn().await;
     let t = thread(&app, "alice").await;
     let mut hook = receiver(vec![], None).await;
@@ -441,7 +446,7 @@ async fn a_webhook_receives_each_message_with_signed_links() {
 
 #[tokio::test]
 async fn failed_deliveries_are_retried_with_backoff() {
-    let app = TestApp::new().await;
+    let app = webhook_app().await;
     app.spawn().await;
     let t = thread(&app, "alice").await;
     let mut hook = receiver(vec![500, 503], None).await;
@@ -467,7 +472,7 @@ async fn failed_deliveries_are_retried_with_backoff() {
 
 #[tokio::test]
 async fn a_slow_receiver_never_blocks_the_reply() {
-    let app = TestApp::new().await;
+    let app = webhook_app().await;
     app.spawn().await;
     let t = thread(&app, "alice").await;
     let release = Arc::new(tokio::sync::Notify::new());
@@ -505,7 +510,7 @@ async fn connectors_are_validated_and_removable() {
         .post_json(
             &format!("/api/threads/{}/connectors", t.id),
             &t.user,
-            json!({"type": "webhook", "url": "http://127.0.0.1:9/hook"}),
+            json!({"type": "webhook", "url": "https://hooks.example.com/hook"}),
         )
         .await
         .json()["id"]

@@ -7,8 +7,10 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ferry_core::SandboxPath;
 use ferry_core::tags::{FileTag, parse_say};
+use ferry_store::sandbox::SandboxError;
 use ferry_store::say::Attachment;
 use ferry_store::threads::Thread;
+use ferry_store::{StoreError, WriteError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -192,68 +194,111 @@ fn message_json(
     )
 }
 
+/// Why a `<file>` tag was skipped, in words the agent can act on. Failures that are the
+/// server's own are logged in full and reported only as such: no database or file system
+/// error text reaches the caller.
+#[derive(Debug, thiserror::Error)]
+enum Skipped {
+    #[error("{0}")]
+    Path(#[from] ferry_core::path::PathError),
+    #[error("{0}")]
+    Sandbox(String),
+    #[error("the file is larger than the publish limit of {}", crate::error::describe_bytes(*.0))]
+    TooLarge(u64),
+    #[error("the server's disk is full; try again later")]
+    DiskFull,
+    #[error(
+        "the file could not be attached because of an internal error; the server log has the details"
+    )]
+    Internal,
+}
+
+impl Skipped {
+    /// An internal failure: logged here, answered generically.
+    fn internal(cause: impl std::fmt::Display) -> Skipped {
+        tracing::error!(%cause, "say: a <file> tag failed internally");
+        Skipped::Internal
+    }
+}
+
+impl From<StoreError> for Skipped {
+    fn from(e: StoreError) -> Self {
+        if e.is_disk_full() {
+            Skipped::DiskFull
+        } else {
+            Skipped::internal(e)
+        }
+    }
+}
+
+impl From<SandboxError> for Skipped {
+    fn from(e: SandboxError) -> Self {
+        match e {
+            SandboxError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
+            SandboxError::Io(io) => Skipped::internal(io),
+            SandboxError::TooLarge { limit } => Skipped::TooLarge(limit),
+            SandboxError::NotFound => Skipped::Sandbox(
+                "no such file in the sandbox, and nothing published under that path".into(),
+            ),
+            // The other refusals describe the caller's path and are safe to repeat.
+            other => Skipped::Sandbox(other.to_string()),
+        }
+    }
+}
+
+impl From<WriteError> for Skipped {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::TooLarge { limit } => Skipped::TooLarge(limit),
+            WriteError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
+            other => Skipped::internal(other),
+        }
+    }
+}
+
 /// Finds the file a `<file>` tag names: first among what the thread already published (by
 /// sandbox or storage path), then in the sandbox, through the jail. The bytes are kept
 /// permanently as the attachment's own copy.
-async fn resolve(state: &AppState, thread: &Thread, tag: &FileTag) -> Result<Attachment, String> {
-    let mut attachment = if let Some(revision) = state
-        .db
-        .published_by_path(&thread.id, &tag.path)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        Attachment {
-            id: String::new(),
-            thread_id: thread.id.clone(),
-            filename: revision.filename,
-            mime_type: revision.mime_type,
-            size: revision.file_size,
-            sha256: revision.sha256,
-            send_as: String::new(),
-            blob_key: revision.blob_key,
-            published: Some((revision.file_id, revision.revision)),
-            created_at: ferry_core::Timestamp(0),
-        }
-    } else {
-        let path = SandboxPath::parse(&tag.path).map_err(|e| e.to_string())?;
-        let sandbox = state
-            .sandboxes
-            .open(&thread.id)
-            .await
-            .map_err(|e| e.to_string())?;
-        let opened = sandbox
-            .open(path.relative())
-            .await
-            .map_err(|e| e.to_string())?;
-        let limit = state.config.publish_max_bytes;
-        if opened.size > limit {
-            return Err(format!("the file is larger than {limit} bytes"));
-        }
-        let read = opened.stream(None).await.map_err(|e| e.to_string())?;
-        let blob = state
-            .blobs
-            .write(read.stream, limit)
-            .await
-            .map_err(|e| e.to_string())?;
-        Attachment {
-            id: String::new(),
-            thread_id: thread.id.clone(),
-            filename: path.file_name().to_owned(),
-            mime_type: ferry_core::mime::mime_for_name(path.file_name()),
-            size: blob.size,
-            sha256: blob.sha256,
-            send_as: String::new(),
-            blob_key: blob.key,
-            published: None,
-            created_at: ferry_core::Timestamp(0),
-        }
-    };
+async fn resolve(state: &AppState, thread: &Thread, tag: &FileTag) -> Result<Attachment, Skipped> {
+    let mut attachment =
+        if let Some(revision) = state.db.published_by_path(&thread.id, &tag.path).await? {
+            Attachment {
+                id: String::new(),
+                thread_id: thread.id.clone(),
+                filename: revision.filename,
+                mime_type: revision.mime_type,
+                size: revision.file_size,
+                sha256: revision.sha256,
+                send_as: String::new(),
+                blob_key: revision.blob_key,
+                published: Some((revision.file_id, revision.revision)),
+                created_at: ferry_core::Timestamp(0),
+            }
+        } else {
+            let path = SandboxPath::parse(&tag.path)?;
+            let sandbox = state.sandboxes.open(&thread.id).await?;
+            let opened = sandbox.open(path.relative()).await?;
+            let limit = state.config.publish_max_bytes;
+            if opened.size > limit {
+                return Err(Skipped::TooLarge(limit));
+            }
+            let read = opened.stream(None).await.map_err(SandboxError::Io)?;
+            let blob = state.blobs.write(read.stream, limit).await?;
+            Attachment {
+                id: String::new(),
+                thread_id: thread.id.clone(),
+                filename: path.file_name().to_owned(),
+                mime_type: ferry_core::mime::mime_for_name(path.file_name()),
+                size: blob.size,
+                sha256: blob.sha256,
+                send_as: String::new(),
+                blob_key: blob.key,
+                published: None,
+                created_at: ferry_core::Timestamp(0),
+            }
+        };
     attachment.send_as = tag.mode.resolve(&attachment.mime_type).as_str().to_owned();
-    state
-        .db
-        .insert_attachment(attachment)
-        .await
-        .map_err(|e| e.to_string())
+    Ok(state.db.insert_attachment(attachment).await?)
 }
 
 async fn download(
@@ -391,6 +436,8 @@ pub async fn create_connector(
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
         .ok_or_else(|| ApiError::invalid_request("'url' must be an absolute http or https URL"))?;
+    crate::outbound::check_webhook_url(&url, state.config.webhooks.allow_private)
+        .map_err(|why| ApiError::invalid_request(format!("'url' is refused: {why}")))?;
     let secret = hex::encode(rand::random::<[u8; 32]>());
     let row = state
         .db

@@ -217,17 +217,32 @@ pub async fn create(
 /// Puts one spooled file where it belongs and records it.
 async fn keep(state: &AppState, thread: &Thread, file: Received) -> ApiResult<UploadView> {
     let Received { name, spooled } = file;
-    let (preview, preview_error, width, height) = match state
-        .extractor
-        .preview(
+    // Extraction is shared fairly between users, and the wait for it is bounded: past it the
+    // upload is kept without a preview (the worker is stopped), so a busy server delays an
+    // upload by at most the preview wait.
+    let previewed = tokio::time::timeout(
+        state.config.preview_wait,
+        state.extractor.preview(
+            &thread.owner,
             spooled.path(),
             name.as_str(),
             state.config.preview_max_chars,
-        )
-        .await
-    {
-        Ok(p) => (p.text, None, p.width, p.height),
-        Err(e) => (None, Some(e.to_string()), None, None),
+        ),
+    )
+    .await;
+    let (preview, preview_error, width, height) = match previewed {
+        Ok(Ok(p)) => (p.text, None, p.width, p.height),
+        Ok(Err(e)) => (None, Some(e.to_string()), None, None),
+        Err(_) => (
+            None,
+            Some(format!(
+                "the preview was skipped: the document reader was busy for more than {} s; \
+                 the file itself is in the sandbox",
+                state.config.preview_wait.as_secs()
+            )),
+            None,
+            None,
+        ),
     };
     let blob = state.blobs.commit(spooled).await?;
     let file_type = mime_for_name(name.as_str());

@@ -77,6 +77,18 @@ impl TestApp {
         TestApp { state, dir }
     }
 
+    /// A server whose data directory is `data` (on a file system the test chose); `dir` is
+    /// then an empty folder of its own.
+    pub async fn with_data(data: std::path::PathBuf, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = config(&data);
+        adjust(&mut config);
+        let state = AppState::open(config).await.unwrap();
+        TestApp {
+            state,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
     pub fn user(&self, sub: &str) -> String {
         self.state
             .auth
@@ -167,11 +179,10 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state = self.state.clone();
-        state.set_listen_addr(addr);
-        tokio::spawn(ferry_server::connectors::run_delivery_worker(state.clone()));
         tokio::spawn(async move {
-            let app = ferry_server::router::router(state);
-            axum::serve(listener, app).await.unwrap();
+            ferry_server::serve(state, listener, std::future::pending())
+                .await
+                .unwrap();
         });
         addr
     }
