@@ -46,6 +46,19 @@ pub enum PathError {
     TooLong,
     #[error("sandbox paths start with '/sandbox/' (or are relative to /sandbox/workspace/)")]
     OutsideSandbox,
+    #[error("the file needs a name (a multipart filename, or ?filename=)")]
+    NoFileName,
+}
+
+/// The name a user's browser or client sends with an upload, made into one safe path
+/// segment: any folder part (`C:\fakepath\`, `../`) is dropped, surrounding white space is
+/// trimmed, then the name must pass the path rules.
+pub fn upload_file_name(raw: &str) -> Result<ValidPath, PathError> {
+    let base = raw.rsplit(['/', '\\']).next().unwrap_or("").trim();
+    if base.is_empty() {
+        return Err(PathError::NoFileName);
+    }
+    ValidPath::parse(base)
 }
 
 /// A path that passed every rule of API.md §3.

@@ -83,6 +83,7 @@
 //! the mark counting toward the limit; an untouched preview never ends with
 //! an added mark.
 
+mod compound;
 mod csvfile;
 mod docx;
 mod error;

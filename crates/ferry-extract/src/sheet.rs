@@ -185,7 +185,8 @@ fn read_xlsx<R: Read + Seek>(
 }
 
 /// Reads the sheets of a legacy XLS workbook. calamine decodes the whole
-/// workbook when it opens it; the process limits bound that.
+/// workbook when it opens it; the process limits bound that, and a compound
+/// file whose sector chains loop is refused before it is opened.
 fn read_xls<R: Read + Seek>(
     mut reader: R,
     limits: &Limits,
@@ -205,6 +206,7 @@ fn read_xls<R: Read + Seek>(
             crate::limits::human_bytes(limits.max_file_bytes)
         )));
     }
+    crate::compound::check_chains(&mut reader, len, XLS)?;
     let mut wb = Xls::new(reader).map_err(xls_error)?;
     let names: Vec<String> = wb
         .sheets_metadata()

@@ -420,3 +420,50 @@ fn the_worker_answers_a_bad_request_with_an_error() {
         "{error}"
     );
 }
+
+/// A compound file (the container of .xls) of a header, one FAT sector and one directory
+/// sector, whose FAT sends the directory's chain back to itself: calamine would append that
+/// sector forever. (Found by fuzzing the XLS reader.)
+fn xls_with_a_looping_chain() -> Vec<u8> {
+    const FAT_SECTOR: u32 = 0xFFFF_FFFD;
+    const FREE: u32 = 0xFFFF_FFFF;
+    let mut file = vec![0u8; 512 * 3];
+    file[..8].copy_from_slice(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]);
+    let put = |file: &mut Vec<u8>, at: usize, value: u32| {
+        file[at..at + 4].copy_from_slice(&value.to_le_bytes())
+    };
+    file[24..26].copy_from_slice(&0x3Eu16.to_le_bytes()); // minor version
+    file[26..28].copy_from_slice(&3u16.to_le_bytes()); // major version 3: 512-byte sectors
+    file[28..30].copy_from_slice(&0xFFFEu16.to_le_bytes()); // little-endian
+    file[30..32].copy_from_slice(&9u16.to_le_bytes()); // sector shift
+    file[32..34].copy_from_slice(&6u16.to_le_bytes()); // mini sector shift
+    put(&mut file, 44, 1); // one FAT sector
+    put(&mut file, 48, 1); // the directory starts at sector 1
+    put(&mut file, 56, 4096); // mini stream cutoff
+    put(&mut file, 60, 0xFFFF_FFFE); // no mini FAT
+    put(&mut file, 68, 0xFFFF_FFFE); // no DIFAT sectors
+    put(&mut file, 76, 0); // the FAT is sector 0
+    for i in 1..109 {
+        put(&mut file, 76 + 4 * i, FREE);
+    }
+    // Sector 0 (file offset 512) is the FAT: sector 0 is a FAT sector, sector 1 is followed
+    // by sector 1.
+    put(&mut file, 512, FAT_SECTOR);
+    put(&mut file, 516, 1);
+    for i in 2..128 {
+        put(&mut file, 512 + 4 * i, FREE);
+    }
+    file
+}
+
+#[tokio::test]
+async fn an_xls_whose_sector_chain_loops_is_refused_before_it_is_read() {
+    let ex = extractor();
+    let err = preview_of(&ex, "loop.xls", &xls_with_a_looping_chain())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("loops back on itself"),
+        "refused by the chain check, not by a limit: {err}"
+    );
+}

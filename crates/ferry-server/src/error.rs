@@ -74,7 +74,8 @@ impl ApiError {
         }
     }
 
-    /// A failure that is the server's fault. The cause is logged, not sent.
+    /// A failure that is the server's fault. The cause is logged (inside the request's span, so
+    /// with its request id, which the answer's `X-Request-Id` repeats), not sent.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");
         Self::new(

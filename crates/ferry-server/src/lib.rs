@@ -16,6 +16,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod outbound;
 pub mod previews;
+pub mod request_id;
 pub mod router;
 pub mod routes;
 pub mod serve;

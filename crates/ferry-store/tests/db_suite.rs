@@ -394,4 +394,48 @@ on_every_engine! {
         assert!(references.columns.contains(&("thumbnails".into(), "image_blob_key".into())));
         assert!(db.blob_referenced(&references, "thumb-key").await.unwrap());
     };
+
+    racing_if_match_writes_in_a_stored_sandbox_have_one_winner => |db: Db| async move {
+        use ferry_store::sandbox::{SandboxCondition, Sandboxes};
+        let blob_dir = tempfile::tempdir().unwrap();
+        let blobs = ferry_store::Blobs::Local(ferry_store::LocalBlobs::open(blob_dir.path()).unwrap());
+        let sandboxes = Sandboxes::stored(db.clone(), blobs);
+        let t = db.create_thread("alice", None).await.unwrap();
+        sandboxes.create(&t.id, None).await.unwrap();
+        let sandbox = sandboxes.open(&t.id).await.unwrap();
+        let target = path("outputs/race.txt");
+        let body = |text: String| {
+            futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(text))])
+        };
+        let (_, first) = sandbox
+            .write(&target, body("v0".into()), 1024, SandboxCondition::None, "text/plain")
+            .await
+            .unwrap();
+        let writers: Vec<_> = (0..50)
+            .map(|i| {
+                let (sandbox, target, etag) = (sandbox.clone(), target.clone(), first.etag.clone());
+                tokio::spawn(async move {
+                    sandbox
+                        .write(
+                            &target,
+                            body(format!("writer {i}")),
+                            1024,
+                            SandboxCondition::IfMatch(vec![etag]),
+                            "text/plain",
+                        )
+                        .await
+                })
+            })
+            .collect();
+        let mut won = 0;
+        let mut refused = 0;
+        for writer in writers {
+            match writer.await.unwrap() {
+                Ok(_) => won += 1,
+                Err(ferry_store::sandbox::SandboxError::PreconditionFailed) => refused += 1,
+                Err(other) => panic!("unexpected: {other}"),
+            }
+        }
+        assert_eq!((won, refused), (1, 49));
+    };
 }

@@ -406,6 +406,92 @@ mod tests {
         assert_eq!(resolved.config.addr.to_string(), "127.0.0.1:8080");
     }
 
+    /// The README's settings table lists exactly the settings `ferry serve` reads, each with
+    /// its flag and its variable, and a default.
+    #[test]
+    fn the_readme_table_matches_the_settings() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let mut declared: Vec<(String, String)> = Serve::command()
+            .get_arguments()
+            .filter_map(|arg| {
+                let long = arg.get_long()?;
+                let env = arg.get_env()?.to_str()?.to_owned();
+                Some((format!("--{long}"), env))
+            })
+            .collect();
+        declared.sort();
+        let readme = include_str!("../../../README.md");
+        let table = readme
+            .split("## Settings")
+            .nth(1)
+            .expect("the README has a Settings section")
+            .split("\n## ")
+            .next()
+            .unwrap();
+        let mut documented: Vec<(String, String)> = table
+            .lines()
+            .filter(|line| line.starts_with("| `--"))
+            .map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                assert!(!cells[3].is_empty(), "no default for {line}");
+                (
+                    cells[1].trim_matches('`').to_owned(),
+                    cells[2].trim_matches('`').to_owned(),
+                )
+            })
+            .collect();
+        documented.sort();
+        assert_eq!(
+            documented, declared,
+            "README.md's settings table and ServeArgs differ"
+        );
+    }
+
+    #[test]
+    fn every_new_setting_reaches_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let resolved = ServeArgs {
+            data: Some(dir.path().join("data")),
+            header_timeout_secs: Some(3),
+            body_idle_timeout_secs: Some(4),
+            max_connections: Some(5),
+            drain_timeout_secs: Some(6),
+            max_streams_per_principal: Some(7),
+            sandbox_ops_per_thread: Some(8),
+            sandbox_op_timeout_secs: Some(9),
+            extract_workers: Some(3),
+            extract_timeout_secs: Some(5),
+            extract_memory_bytes: Some(1 << 28),
+            preview_wait_secs: Some(2),
+            webhook_allow_private: Some(true),
+            webhook_timeout_secs: Some(11),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let c = resolved.config;
+        let secs = Duration::from_secs;
+        assert_eq!(c.connections.header_timeout, secs(3));
+        assert_eq!(c.body_idle_timeout, secs(4));
+        assert_eq!(c.connections.max_connections, 5);
+        assert_eq!(c.connections.drain_timeout, secs(6));
+        assert_eq!(c.max_streams_per_principal, 7);
+        assert_eq!(c.sandbox_limits.concurrent_ops, 8);
+        assert_eq!(c.sandbox_limits.op_timeout, secs(9));
+        assert_eq!(c.extract.max_concurrent, 3);
+        assert_eq!(c.extract.timeout, secs(5));
+        assert_eq!(c.extract.cpu_seconds, 5);
+        assert_eq!(c.extract.memory_bytes, 1 << 28);
+        assert_eq!(c.preview_wait, secs(2));
+        assert!(c.webhooks.allow_private);
+        assert_eq!(c.webhooks.timeout, secs(11));
+    }
+
     #[test]
     fn unknown_file_settings_are_refused() {
         let dir = tempfile::tempdir().unwrap();

@@ -959,3 +959,181 @@ async fn sigterm_ends_open_event_streams_and_the_process_exits() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+// ---- oversized MCP requests get an answer ----
+
+/// `ferry mcp` on pipes, initialized, acting on the server at `addr` with `token`.
+struct StdioMcp {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl StdioMcp {
+    fn start(addr: std::net::SocketAddr, token: &str) -> StdioMcp {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(support::ferry_exe())
+            .args(["mcp", "--url", &format!("http://{addr}")])
+            .env("FERRY_TOKEN", token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut mcp = StdioMcp {
+            input: child.stdin.take().unwrap(),
+            output: std::io::BufReader::new(child.stdout.take().unwrap()),
+            child,
+        };
+        mcp.send(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "hardening", "version": "0" }
+            }
+        }));
+        assert_eq!(mcp.answer()["id"], 1);
+        mcp.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        mcp
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        self.input.write_all(&line).unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// The next line `ferry mcp` writes, within 30 s.
+    fn answer(&mut self) -> Value {
+        use std::io::BufRead;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            let output = &mut self.output;
+            scope.spawn(move || {
+                let mut line = String::new();
+                let _ = output.read_line(&mut line);
+                let _ = tx.send(line);
+            });
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("ferry mcp answered within 30 s");
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+        })
+    }
+
+    fn write_space_file(&mut self, id: u32, content_bytes: usize) -> Value {
+        self.send(&json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {
+                "name": "write_space_file",
+                "arguments": {
+                    "spaceName": "notes",
+                    "path": format!("big-{id}.md"),
+                    "content": "x".repeat(content_bytes),
+                    "contentType": "text/markdown"
+                }
+            }
+        }));
+        let answer = self.answer();
+        assert_eq!(answer["id"], id, "{answer}");
+        answer
+    }
+}
+
+impl Drop for StdioMcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn error_code(answer: &Value) -> &str {
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    answer["result"]["structuredContent"]["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no envelope: {answer}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn oversized_mcp_requests_over_stdio_are_answered() {
+    let app = TestApp::new().await;
+    let addr = app.spawn().await;
+    let t = thread(&app, "alice").await;
+    let agent = t.agent.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut mcp = StdioMcp::start(addr, &agent);
+        // Over what `ferry mcp` reads: answered by it, without reaching the server.
+        let huge = mcp.write_space_file(2, 20 * 1024 * 1024);
+        assert_eq!(error_code(&huge), "REQUEST_TOO_LARGE");
+        // Read, but over the server's space limit: the server's own answer comes back.
+        for id in 3..6 {
+            let large = mcp.write_space_file(id, 6 * 1024 * 1024);
+            assert_eq!(error_code(&large), "REQUEST_TOO_LARGE");
+        }
+        // The session goes on.
+        let fine = mcp.write_space_file(9, 1024);
+        assert_eq!(fine["result"]["isError"], false, "{fine}");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_oversized_mcp_request_over_http_gets_the_envelope() {
+    let app = TestApp::with(|config| config.space_max_bytes = 64 * 1024).await;
+    let addr = app.spawn().await;
+    let t = thread(&app, "alice").await;
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "write_space_file", "arguments": { "content": "x".repeat(2 << 20) } }
+    })
+    .to_string();
+    let client = reqwest::Client::new();
+    let send = |chunked: bool| {
+        let request = client
+            .post(format!("http://{addr}/mcp"))
+            .bearer_auth(&t.agent)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        let request = if chunked {
+            let chunks: Vec<Result<Vec<u8>, std::io::Error>> = body
+                .as_bytes()
+                .chunks(64 * 1024)
+                .map(|c| Ok(c.to_vec()))
+                .collect();
+            request.body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        } else {
+            request.body(body.clone())
+        };
+        request.send()
+    };
+    for chunked in [false, true] {
+        let reply = send(chunked).await.unwrap();
+        assert_eq!(reply.status(), 413, "chunked: {chunked}");
+        let envelope: Value = reply.json().await.unwrap();
+        assert_eq!(envelope["error"]["code"], "REQUEST_TOO_LARGE", "{envelope}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_upload_is_answered_not_cut_off() {
+    // The answer comes before the body is read (the declared length is over the limit); the
+    // rest of the body is read and dropped so the client sees the envelope, not a broken pipe.
+    let app = TestApp::with(|config| config.space_max_bytes = 1024 * 1024).await;
+    let addr = app.spawn().await;
+    let token = app.user("alice");
+    let reply = reqwest::Client::new()
+        .put(format!("http://{addr}/api/spaces/notes/files/big.bin"))
+        .bearer_auth(&token)
+        .header("content-type", "application/octet-stream")
+        .body(vec![7u8; 32 * 1024 * 1024])
+        .send()
+        .await
+        .expect("an answer, not a broken pipe");
+    assert_eq!(reply.status(), 413);
+    let envelope: Value = reply.json().await.unwrap();
+    assert_eq!(envelope["error"]["code"], "REQUEST_TOO_LARGE");
+}

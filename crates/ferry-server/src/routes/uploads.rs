@@ -9,9 +9,10 @@ use axum::Json;
 use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::Response;
+use ferry_core::ValidPath;
 use ferry_core::attachment::AttachmentNote;
 use ferry_core::mime::{is_vision_image, mime_for_name};
-use ferry_core::{ErrorCode, ValidPath};
+use ferry_core::path::upload_file_name;
 use ferry_store::Spooled;
 use ferry_store::threads::Thread;
 use ferry_store::uploads::{Upload, new_upload_id};
@@ -116,19 +117,6 @@ pub struct RawUploadParams {
     filename: Option<String>,
 }
 
-/// A name as a user's browser or client sends it, made into one safe path segment: any
-/// folder part (`C:\fakepath\`, `../`) is dropped, then the name must pass the path rules.
-pub fn upload_name(raw: &str) -> ApiResult<ValidPath> {
-    let base = raw.rsplit(['/', '\\']).next().unwrap_or("").trim();
-    if base.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidPath,
-            "the file needs a name (a multipart filename, or ?filename=)",
-        ));
-    }
-    Ok(ValidPath::parse(base)?)
-}
-
 /// One file received and spooled, waiting to be kept.
 struct Received {
     name: ValidPath,
@@ -182,7 +170,7 @@ pub async fn create(
             if !matches!(field.name(), Some("file" | "files" | "file[]")) {
                 continue;
             }
-            let name = upload_name(field.file_name().unwrap_or(""))?;
+            let name = upload_file_name(field.file_name().unwrap_or(""))?;
             let spooled = state.blobs.spool(field, limit).await?;
             received.push(Received { name, spooled });
         }
@@ -197,7 +185,7 @@ pub async fn create(
                 "send multipart/form-data with 'file' parts, or the raw bytes with ?filename=",
             )
         })?;
-        let name = upload_name(&raw_name)?;
+        let name = upload_file_name(&raw_name)?;
         crate::routes::spaces::usable_content_type(request.headers())?;
         crate::routes::spaces::check_declared_length(request.headers(), limit)?;
         let spooled = state

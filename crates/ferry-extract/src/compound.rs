@@ -1,0 +1,180 @@
+//! A check of a compound file's sector chains (the container of `.xls` workbooks) before
+//! calamine reads it.
+//!
+//! A compound file stores each stream as a chain of sectors: its allocation table (the FAT,
+//! and the mini FAT for small streams) gives each sector's successor. calamine follows a chain
+//! until its end mark or, for the directory, without any length bound, so a table whose chain
+//! loops back on itself makes it append the same sectors forever (found by fuzzing: a few KB
+//! that grow without bound). Here both tables are read and any loop is refused as a malformed
+//! file, before calamine sees it. Everything else (a bad signature, a sector beyond the end)
+//! is left to calamine, which reports it.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use crate::error::ExtractError;
+
+const SIGNATURE: [u8; 8] = [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
+/// Ids at and above this are marks (end of chain, free, FAT or DIFAT sector), not sectors.
+const FIRST_MARK: u32 = 0xFFFF_FFFA;
+const HEADER_FAT_IDS: usize = 109;
+
+/// Refuses a compound file whose FAT or mini FAT has a chain that loops. `len` is the file's
+/// length; the reader is left at its start.
+pub(crate) fn check_chains<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    what: &'static str,
+) -> Result<(), ExtractError> {
+    let result = read_tables(reader, len)
+        .map(|tables| tables.is_some_and(|(fat, mini_fat)| has_loop(&fat) || has_loop(&mini_fat)));
+    reader
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| ExtractError::io(&e))?;
+    match result {
+        Ok(true) => Err(ExtractError::invalid(
+            what,
+            "a chain of its sectors loops back on itself",
+        )),
+        // Unreadable tables are calamine's to report.
+        Ok(false) | Err(_) => Ok(()),
+    }
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+/// The FAT and the mini FAT, or `None` when this is not a compound file ferry can read the
+/// tables of (then calamine decides).
+fn read_tables<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+) -> std::io::Result<Option<(Vec<u32>, Vec<u32>)>> {
+    let mut header = [0u8; 512];
+    reader.seek(SeekFrom::Start(0))?;
+    if reader.read_exact(&mut header).is_err() || header[..8] != SIGNATURE {
+        return Ok(None);
+    }
+    let shift = u16::from_le_bytes([header[30], header[31]]);
+    if shift != 9 && shift != 12 {
+        return Ok(None);
+    }
+    let sector_size = 1usize << shift;
+    let sectors_in_file = (len / sector_size as u64) as usize;
+    let mut sector = vec![0u8; sector_size];
+    let read_sector = |reader: &mut R, id: u32, into: &mut Vec<u8>| -> std::io::Result<bool> {
+        let offset = (u64::from(id) + 1) * sector_size as u64;
+        if offset + sector_size as u64 > len {
+            return Ok(false);
+        }
+        reader.seek(SeekFrom::Start(offset))?;
+        reader.read_exact(into)?;
+        Ok(true)
+    };
+
+    // The FAT's own sectors: 109 ids in the header, then the DIFAT chain (each of its sectors
+    // holds ids and, last, the next DIFAT sector), walked at most once per sector.
+    let mut fat_ids: Vec<u32> = (0..HEADER_FAT_IDS)
+        .map(|i| u32_at(&header, 76 + 4 * i))
+        .filter(|id| *id < FIRST_MARK)
+        .collect();
+    let mut difat = u32_at(&header, 68);
+    let per_sector = sector_size / 4;
+    let mut steps = 0;
+    while difat < FIRST_MARK {
+        steps += 1;
+        if steps > sectors_in_file || !read_sector(reader, difat, &mut sector)? {
+            return Ok(None);
+        }
+        fat_ids.extend(
+            (0..per_sector - 1)
+                .map(|i| u32_at(&sector, 4 * i))
+                .filter(|id| *id < FIRST_MARK),
+        );
+        difat = u32_at(&sector, 4 * (per_sector - 1));
+    }
+    if fat_ids.len() > sectors_in_file {
+        return Ok(None);
+    }
+    let mut fat = Vec::with_capacity(fat_ids.len() * per_sector);
+    for id in fat_ids {
+        if !read_sector(reader, id, &mut sector)? {
+            return Ok(None);
+        }
+        fat.extend((0..per_sector).map(|i| u32_at(&sector, 4 * i)));
+    }
+    // The mini FAT is itself a stream in the FAT, whose chain was just checked for loops only
+    // if the FAT has none: read it only then, sector by sector up to its declared length.
+    if has_loop(&fat) {
+        return Ok(Some((fat, Vec::new())));
+    }
+    let mut mini_fat = Vec::new();
+    let mut id = u32_at(&header, 60);
+    let mini_sectors = u32_at(&header, 64) as usize;
+    for _ in 0..mini_sectors.min(sectors_in_file) {
+        if id >= FIRST_MARK || id as usize >= fat.len() || !read_sector(reader, id, &mut sector)? {
+            break;
+        }
+        mini_fat.extend((0..per_sector).map(|i| u32_at(&sector, 4 * i)));
+        id = fat[id as usize];
+    }
+    Ok(Some((fat, mini_fat)))
+}
+
+/// Whether following successors from any entry of `table` comes back to an entry already on
+/// the same walk. Each entry is walked once: linear in the table's size.
+fn has_loop(table: &[u32]) -> bool {
+    const UNSEEN: u8 = 0;
+    const ON_WALK: u8 = 1;
+    const DONE: u8 = 2;
+    let mut state = vec![UNSEEN; table.len()];
+    let mut walk = Vec::new();
+    for start in 0..table.len() {
+        if state[start] != UNSEEN {
+            continue;
+        }
+        let mut at = start;
+        let looped = loop {
+            match state[at] {
+                ON_WALK => break true,
+                DONE => break false,
+                _ => {}
+            }
+            state[at] = ON_WALK;
+            walk.push(at);
+            let next = table[at];
+            if next >= FIRST_MARK || next as usize >= table.len() {
+                break false;
+            }
+            at = next as usize;
+        };
+        if looped {
+            return true;
+        }
+        for entry in walk.drain(..) {
+            state[entry] = DONE;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const END: u32 = 0xFFFF_FFFE;
+    const FREE: u32 = 0xFFFF_FFFF;
+
+    #[test]
+    fn chains_that_end_are_fine_and_loops_are_found() {
+        assert!(!has_loop(&[1, 2, END, FREE, 5, END]));
+        assert!(!has_loop(&[]));
+        assert!(has_loop(&[1, 2, 0]));
+        assert!(has_loop(&[END, 1]));
+        assert!(has_loop(&[1, 2, 3, 4, 2]));
+        // Two chains joining is not a loop.
+        assert!(!has_loop(&[2, 2, END]));
+        // An id beyond the table ends the walk (calamine reports it).
+        assert!(!has_loop(&[7, END]));
+    }
+}
