@@ -60,51 +60,55 @@ fn read_tables<R: Read + Seek>(
         return Ok(None);
     }
     let sector_size = 1usize << shift;
-    let sectors_in_file = (len / sector_size as u64) as usize;
+    // As calamine reads them: sector `id` starts at `(id + 1) * sector_size`; an id past
+    // `len / sector_size` is an error (no chain goes on through it), and the last sector may be
+    // short, its table then holding fewer entries.
+    let max_id = len / sector_size as u64;
     let mut sector = vec![0u8; sector_size];
-    let read_sector = |reader: &mut R, id: u32, into: &mut Vec<u8>| -> std::io::Result<bool> {
-        let offset = (u64::from(id) + 1) * sector_size as u64;
-        if offset + sector_size as u64 > len {
-            return Ok(false);
+    let mut entries_of = |reader: &mut R, id: u32| -> std::io::Result<Option<Vec<u32>>> {
+        if u64::from(id) > max_id {
+            return Ok(None);
         }
+        let offset = (u64::from(id) + 1) * sector_size as u64;
+        let available = len.saturating_sub(offset).min(sector_size as u64) as usize;
         reader.seek(SeekFrom::Start(offset))?;
-        reader.read_exact(into)?;
-        Ok(true)
+        reader.read_exact(&mut sector[..available])?;
+        Ok(Some(
+            (0..available / 4).map(|i| u32_at(&sector, 4 * i)).collect(),
+        ))
     };
+    let sectors_in_file = max_id as usize + 1;
 
     // The FAT's own sectors: 109 ids in the header, then the DIFAT chain (each of its sectors
     // holds ids and, last, the next DIFAT sector), walked at most once per sector.
     let mut fat_ids: Vec<u32> = (0..HEADER_FAT_IDS)
         .map(|i| u32_at(&header, 76 + 4 * i))
-        .filter(|id| *id < FIRST_MARK)
         .collect();
     let mut difat = u32_at(&header, 68);
-    let per_sector = sector_size / 4;
     let mut steps = 0;
     while difat < FIRST_MARK {
         steps += 1;
-        if steps > sectors_in_file || !read_sector(reader, difat, &mut sector)? {
+        let Some(mut ids) = entries_of(reader, difat)?.filter(|_| steps <= sectors_in_file) else {
+            return Ok(None);
+        };
+        let Some(next) = ids.pop() else {
+            return Ok(None);
+        };
+        fat_ids.extend(ids);
+        difat = next;
+    }
+    let mut fat = Vec::new();
+    for id in fat_ids.into_iter().filter(|id| *id < FIRST_MARK) {
+        let Some(entries) = entries_of(reader, id)? else {
+            return Ok(None);
+        };
+        fat.extend(entries);
+        if fat.len() > sectors_in_file * (sector_size / 4) {
             return Ok(None);
         }
-        fat_ids.extend(
-            (0..per_sector - 1)
-                .map(|i| u32_at(&sector, 4 * i))
-                .filter(|id| *id < FIRST_MARK),
-        );
-        difat = u32_at(&sector, 4 * (per_sector - 1));
     }
-    if fat_ids.len() > sectors_in_file {
-        return Ok(None);
-    }
-    let mut fat = Vec::with_capacity(fat_ids.len() * per_sector);
-    for id in fat_ids {
-        if !read_sector(reader, id, &mut sector)? {
-            return Ok(None);
-        }
-        fat.extend((0..per_sector).map(|i| u32_at(&sector, 4 * i)));
-    }
-    // The mini FAT is itself a stream in the FAT, whose chain was just checked for loops only
-    // if the FAT has none: read it only then, sector by sector up to its declared length.
+    // The mini FAT is itself a stream in the FAT; it is read (sector by sector, up to its
+    // declared length) only when the FAT has no loop.
     if has_loop(&fat) {
         return Ok(Some((fat, Vec::new())));
     }
@@ -112,10 +116,13 @@ fn read_tables<R: Read + Seek>(
     let mut id = u32_at(&header, 60);
     let mini_sectors = u32_at(&header, 64) as usize;
     for _ in 0..mini_sectors.min(sectors_in_file) {
-        if id >= FIRST_MARK || id as usize >= fat.len() || !read_sector(reader, id, &mut sector)? {
+        if id >= FIRST_MARK || id as usize >= fat.len() {
             break;
         }
-        mini_fat.extend((0..per_sector).map(|i| u32_at(&sector, 4 * i)));
+        let Some(entries) = entries_of(reader, id)? else {
+            break;
+        };
+        mini_fat.extend(entries);
         id = fat[id as usize];
     }
     Ok(Some((fat, mini_fat)))

@@ -467,3 +467,33 @@ async fn an_xls_whose_sector_chain_loops_is_refused_before_it_is_read() {
         "refused by the chain check, not by a limit: {err}"
     );
 }
+
+/// The same loop, with the FAT in a last sector that the file cuts short (calamine reads the
+/// part that is there). Also found by fuzzing.
+fn xls_with_a_looping_chain_in_a_short_fat() -> Vec<u8> {
+    let mut file = xls_with_a_looping_chain();
+    let put = |file: &mut Vec<u8>, at: usize, value: u32| {
+        file[at..at + 4].copy_from_slice(&value.to_le_bytes())
+    };
+    put(&mut file, 48, 0); // the directory is sector 0
+    put(&mut file, 76, 1); // the FAT is sector 1, the file's last, cut to 64 bytes
+    file.truncate(512 * 2 + 64);
+    put(&mut file, 1024, 0); // sector 0 is followed by sector 0
+    put(&mut file, 1028, 0xFFFF_FFFD);
+    for i in 2..16 {
+        put(&mut file, 1024 + 4 * i, 0xFFFF_FFFF);
+    }
+    file
+}
+
+#[tokio::test]
+async fn an_xls_whose_short_fat_loops_is_refused_too() {
+    let ex = extractor();
+    let err = preview_of(&ex, "short.xls", &xls_with_a_looping_chain_in_a_short_fat())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("loops back on itself"),
+        "refused by the chain check, not by a limit: {err}"
+    );
+}
