@@ -10,12 +10,23 @@ fn check(path: &ValidPath) {
     assert!(!text.is_empty() && text.len() <= 1024, "{text:?}");
     assert!(!text.starts_with('/') && !text.ends_with('/'), "{text:?}");
     for segment in text.split('/') {
-        assert!(!segment.is_empty() && segment != "." && segment != "..", "{text:?}");
+        assert!(
+            !segment.is_empty() && segment != "." && segment != "..",
+            "{text:?}"
+        );
         assert!(segment.len() <= 255, "{text:?}");
     }
-    assert!(!text.chars().any(|c| c.is_control() && (c as u32) < 0x80 || c == '\\'), "{text:?}");
+    assert!(
+        !text
+            .chars()
+            .any(|c| c.is_control() && (c as u32) < 0x80 || c == '\\'),
+        "{text:?}"
+    );
     // Accepted once, accepted again unchanged: validation is idempotent.
-    assert_eq!(ValidPath::parse(text).map(|p| p.into_string()).as_deref(), Ok(text));
+    assert_eq!(
+        ValidPath::parse(text).map(|p| p.into_string()).as_deref(),
+        Ok(text)
+    );
 }
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
@@ -33,7 +44,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     }
     if let Ok(name) = upload_file_name(text) {
         check(&name);
-        assert!(!name.as_str().contains('/'), "an upload name is one segment");
+        assert!(
+            !name.as_str().contains('/'),
+            "an upload name is one segment"
+        );
     }
     let _ = SpaceName::parse(text);
 });

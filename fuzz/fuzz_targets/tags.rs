@@ -8,7 +8,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let reply = ferry_core::tags::parse_say(text);
     for file in &reply.files {
         assert!(!file.path.is_empty());
-        assert!(text.contains(file.path.as_str()), "a path comes from the text");
+        assert!(
+            text.contains(file.path.as_str()),
+            "a path comes from the text"
+        );
     }
     for tag in ferry_core::tags::extract_tags(text, "say") {
         // Everything a tag hands out is a slice of the text it was given.

@@ -48,7 +48,11 @@ pub fn document(data: &[u8], name: &str) {
             && let Some(text) = &preview.text
         {
             // The preview keeps to its character budget, cut mark included.
-            assert!(text.chars().count() <= 4000, "{} characters", text.chars().count());
+            assert!(
+                text.chars().count() <= 4000,
+                "{} characters",
+                text.chars().count()
+            );
         }
         if let Ok(html) = render_html_bytes(data, name, &limits) {
             // The rendering is sanitized: no script survives, whatever the document held.

@@ -18,46 +18,52 @@ const SIGNATURE: [u8; 8] = [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
 const FIRST_MARK: u32 = 0xFFFF_FFFA;
 const HEADER_FAT_IDS: usize = 109;
 
-/// Refuses a compound file whose FAT or mini FAT has a chain that loops. `len` is the file's
+/// Refuses a compound file whose FAT or mini FAT has a chain that loops, or whose FAT lists
+/// more sectors than the file holds. `len` is the file's
 /// length; the reader is left at its start.
 pub(crate) fn check_chains<R: Read + Seek>(
     reader: &mut R,
     len: u64,
     what: &'static str,
 ) -> Result<(), ExtractError> {
-    let result = read_tables(reader, len)
-        .map(|tables| tables.is_some_and(|(fat, mini_fat)| has_loop(&fat) || has_loop(&mini_fat)));
+    let result = read_tables(reader, len);
     reader
         .seek(SeekFrom::Start(0))
         .map_err(|e| ExtractError::io(&e))?;
-    match result {
-        Ok(true) => Err(ExtractError::invalid(
-            what,
-            "a chain of its sectors loops back on itself",
-        )),
-        // Unreadable tables are calamine's to report.
-        Ok(false) | Err(_) => Ok(()),
-    }
+    let malformed = match result {
+        Ok(Tables::Read { fat, mini_fat }) if has_loop(&fat) || has_loop(&mini_fat) => {
+            "a chain of its sectors loops back on itself"
+        }
+        Ok(Tables::Malformed(why)) => why,
+        // Tables that read fine, or not at all, are calamine's to judge.
+        Ok(Tables::Read { .. } | Tables::Unknown) | Err(_) => return Ok(()),
+    };
+    Err(ExtractError::invalid(what, malformed))
+}
+
+/// What was found of a compound file's allocation tables.
+enum Tables {
+    /// Not a compound file whose tables can be read here: calamine decides.
+    Unknown,
+    /// Broken in a way that would make calamine's reading unbounded.
+    Malformed(&'static str),
+    Read { fat: Vec<u32>, mini_fat: Vec<u32> },
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
 
-/// The FAT and the mini FAT, or `None` when this is not a compound file ferry can read the
-/// tables of (then calamine decides).
-fn read_tables<R: Read + Seek>(
-    reader: &mut R,
-    len: u64,
-) -> std::io::Result<Option<(Vec<u32>, Vec<u32>)>> {
+/// The FAT and the mini FAT, read as calamine reads them.
+fn read_tables<R: Read + Seek>(reader: &mut R, len: u64) -> std::io::Result<Tables> {
     let mut header = [0u8; 512];
     reader.seek(SeekFrom::Start(0))?;
     if reader.read_exact(&mut header).is_err() || header[..8] != SIGNATURE {
-        return Ok(None);
+        return Ok(Tables::Unknown);
     }
     let shift = u16::from_le_bytes([header[30], header[31]]);
     if shift != 9 && shift != 12 {
-        return Ok(None);
+        return Ok(Tables::Unknown);
     }
     let sector_size = 1usize << shift;
     // As calamine reads them: sector `id` starts at `(id + 1) * sector_size`; an id past
@@ -89,28 +95,36 @@ fn read_tables<R: Read + Seek>(
     while difat < FIRST_MARK {
         steps += 1;
         let Some(mut ids) = entries_of(reader, difat)?.filter(|_| steps <= sectors_in_file) else {
-            return Ok(None);
+            return Ok(Tables::Unknown);
         };
         let Some(next) = ids.pop() else {
-            return Ok(None);
+            return Ok(Tables::Unknown);
         };
         fat_ids.extend(ids);
         difat = next;
     }
+    fat_ids.retain(|id| *id < FIRST_MARK);
+    // Each FAT sector is a sector of the file, listed once: a table listing more than the file
+    // holds would make the FAT (and everything read through it) larger than the file.
+    if fat_ids.len() > sectors_in_file {
+        return Ok(Tables::Malformed(
+            "its allocation table lists more sectors than the file holds",
+        ));
+    }
     let mut fat = Vec::new();
-    for id in fat_ids.into_iter().filter(|id| *id < FIRST_MARK) {
+    for id in fat_ids {
         let Some(entries) = entries_of(reader, id)? else {
-            return Ok(None);
+            return Ok(Tables::Unknown);
         };
         fat.extend(entries);
-        if fat.len() > sectors_in_file * (sector_size / 4) {
-            return Ok(None);
-        }
     }
     // The mini FAT is itself a stream in the FAT; it is read (sector by sector, up to its
     // declared length) only when the FAT has no loop.
     if has_loop(&fat) {
-        return Ok(Some((fat, Vec::new())));
+        return Ok(Tables::Read {
+            fat,
+            mini_fat: Vec::new(),
+        });
     }
     let mut mini_fat = Vec::new();
     let mut id = u32_at(&header, 60);
@@ -125,7 +139,7 @@ fn read_tables<R: Read + Seek>(
         mini_fat.extend(entries);
         id = fat[id as usize];
     }
-    Ok(Some((fat, mini_fat)))
+    Ok(Tables::Read { fat, mini_fat })
 }
 
 /// Whether following successors from any entry of `table` comes back to an entry already on

@@ -497,3 +497,18 @@ async fn an_xls_whose_short_fat_loops_is_refused_too() {
         "refused by the chain check, not by a limit: {err}"
     );
 }
+
+/// A header that lists the same FAT sector a hundred times: the table read through it would
+/// be a hundred times the file. (Found by fuzzing.)
+#[tokio::test]
+async fn an_xls_whose_fat_lists_more_sectors_than_it_has_is_refused() {
+    let mut file = xls_with_a_looping_chain();
+    for i in 1..100 {
+        file[76 + 4 * i..80 + 4 * i].copy_from_slice(&0u32.to_le_bytes());
+    }
+    let err = preview_of(&extractor(), "many.xls", &file).await.unwrap_err();
+    assert!(
+        err.to_string().contains("lists more sectors than the file holds"),
+        "{err}"
+    );
+}

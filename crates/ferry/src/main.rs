@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the server (SQLite and a local directory unless told otherwise).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print a signed bearer token for a user, an agent or an orchestrator.
     Token(TokenArgs),
     /// Serve the agent tools over MCP on stdin/stdout, acting on a ferry server with a token.
@@ -83,7 +83,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Token(args) => token(args),
         Command::Mcp(args) => mcp(args),
     }
