@@ -6,8 +6,8 @@ preview and a download) and sends it (shown inline), then answers in the chat.
 
     FERRY_URL=http://127.0.0.1:8080 FERRY_TOKEN=<agent token> python3 agent.py [--once]
 
-The event stream and the sandbox are plain HTTP (API.md §5, §8); the deliveries go through
-ferry's MCP tools at /mcp (API.md §11), the same tools a model-driven agent would call.
+The event stream and the sandbox are plain HTTP (docs/reference/threads-and-sandbox.md, events.md); the deliveries go through
+ferry's MCP tools at /mcp (docs/mcp.md), the same tools a model-driven agent would call.
 """
 
 from __future__ import annotations

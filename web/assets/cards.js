@@ -1,4 +1,4 @@
-// What agents deliver, as the seed draws it: a card per published file (publishing, error
+// What agents deliver, as docs/reference/web-ui.md describes it: a card per published file (publishing, error
 // and ready states; icon by type, display name, `DOCX · 44.6 KB`, description, Download),
 // say-mode attachments, `file_send` contents inline, and the chips of a user's uploads.
 import { h } from './dom.js';
@@ -19,7 +19,7 @@ export function publishedContentPath(threadId, fileId) {
 }
 
 /**
- * A published file's card. `state` is 'publishing', 'error' or 'ready' (the seed's three);
+ * A published file's card. `state` is 'publishing', 'error' or 'ready' (docs/reference/web-ui.md);
  * `onOpen(file, openButton)` opens the preview panel when the card (not its button) is clicked.
  */
 export function publishedCard(threadId, file, { state = 'ready', error = '', onOpen } = {}) {

@@ -1,6 +1,6 @@
 // Formatting shared by every screen.
 
-/** The seed's size format: under 1,024 → `N B`, under 1 MiB → `N.N KB`, else `N.N MB`. */
+/** The size format of docs/reference/web-ui.md: under 1,024 → `N B`, under 1 MiB → `N.N KB`, else `N.N MB`. */
 export function formatSize(bytes) {
   const n = Number(bytes) || 0;
   if (n < 1024) return `${n} B`;

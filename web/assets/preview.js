@@ -1,4 +1,4 @@
-// The preview panel (the seed's FilePreviewSheet): opened by clicking a published file's
+// The preview panel (docs/reference/web-ui.md): opened by clicking a published file's
 // card. It shows the server's preview by `preview_kind` — an image, the browser's PDF
 // viewer, server-rendered HTML in a sandboxed frame, or "Preview not available — download
 // to view" — with a revision picker and Download. Escape or Close closes it, and focus goes

@@ -15,7 +15,7 @@ const STATUS_TEXT = {
   stopped: 'Offline',
 };
 
-/** The notes the seed hides from the chat: `<UserUploaded… hidden="true">…</…>`. */
+/** The hidden notes kept out of the chat: `<UserUploaded… hidden="true">…</…>`. */
 const HIDDEN_NOTE = /<(UserUploaded(?:Image|Document|Attachment))\b[^>]*hidden="true"[^>]*>[\s\S]*?<\/\1>/g;
 
 export class ThreadView {

@@ -1,4 +1,4 @@
-//! The hidden attachment note of seed 000 that tells the agent where an upload is.
+//! The hidden attachment note (docs/reference/uploads.md) that tells the agent where an upload is.
 
 /// What the note says about one upload.
 #[derive(Debug, Clone, Copy)]
@@ -15,7 +15,7 @@ pub struct AttachmentNote<'a> {
 }
 
 impl AttachmentNote<'_> {
-    /// The note in the seed's exact layout, every value XML-escaped.
+    /// The note in its exact layout (docs/reference/uploads.md), every value XML-escaped.
     ///
     /// A document whose preview could not be made still gets a `<Preview>` element, holding
     /// the reason, so the agent knows to open the file in the sandbox itself.

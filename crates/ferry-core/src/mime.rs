@@ -4,8 +4,8 @@ use crate::send_file::{extension_of, is_text_extension, mime_for_extension};
 
 /// The MIME type of a file, from its name.
 ///
-/// The 38 text types of `send_file` use the seed's map (so `.ts` is TypeScript, not an MPEG
-/// stream); the publish tool's types use seed 000's map; anything else is looked up in the
+/// The 38 text types of `send_file` use their own table (docs/reference/send-file.md) (so `.ts` is TypeScript, not an MPEG
+/// stream); the publish tool's types use their own table (docs/reference/publish.md); anything else is looked up in the
 /// common registry of extensions, and an unknown type is `application/octet-stream`.
 pub fn mime_for_name(name: &str) -> String {
     let Some(ext) = extension_of(name) else {
@@ -39,7 +39,7 @@ pub fn mime_for_name(name: &str) -> String {
 
 const OCTET_STREAM: &str = "application/octet-stream";
 
-/// Whether an upload is an image the model can see (API.md §6: png, jpg, jpeg, gif, webp).
+/// Whether an upload is an image the model can see (png, jpg, jpeg, gif, webp; docs/reference/uploads.md).
 pub fn is_vision_image(name: &str) -> bool {
     matches!(
         extension_of(name).as_deref(),

@@ -1,4 +1,4 @@
-//! The one path validator (API.md §3).
+//! The one path validator (docs/reference/paths.md).
 //!
 //! Every path a client names — a space file, a sandbox file, an upload's file name — is turned
 //! into a [`ValidPath`] here before anything else looks at it. A `ValidPath` is relative,
@@ -61,7 +61,7 @@ pub fn upload_file_name(raw: &str) -> Result<ValidPath, PathError> {
     ValidPath::parse(base)
 }
 
-/// A path that passed every rule of API.md §3.
+/// A path that passed every rule of docs/reference/paths.md.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ValidPath(String);
 
@@ -201,12 +201,12 @@ fn hex_value(b: u8) -> Option<u8> {
 
 /// A path inside a thread's sandbox, held relative to `/sandbox/` (`outputs/report.md`).
 ///
-/// Clients write sandbox paths the seed's way, `/sandbox/outputs/report.md`; a relative path
+/// Clients write sandbox paths the agent's way, `/sandbox/outputs/report.md`; a relative path
 /// is taken relative to `/sandbox/workspace/`, the agent's scratch directory.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SandboxPath(ValidPath);
 
-/// The top-level folders every sandbox starts with (seed 000's layout).
+/// The top-level folders every sandbox starts with (docs/reference/threads-and-sandbox.md).
 pub const SANDBOX_LAYOUT: [&str; 7] = [
     "skills",
     "user_uploads",

@@ -1,8 +1,8 @@
-//! The rules of `send_file` (API.md §9, seed 001): which files may be sent inline to the user,
+//! The rules of `send_file` (docs/reference/send-file.md): which files may be sent inline to the user,
 //! with which MIME type, how their bytes are encoded, and what every answer says.
 //!
 //! `send_file` puts a small text file straight into a `file_send` event, so it accepts only the
-//! seed's 38 text extensions and at most 20 KiB (an event must stay within 32 KiB even after
+//! the 38 text extensions of docs/reference/send-file.md and at most 20 KiB (an event must stay within 32 KiB even after
 //! base64). Anything else goes through `publish_file_to_user`, and the messages say so.
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ use crate::ErrorCode;
 /// The largest file `send_file` delivers, in bytes (20 KiB).
 pub const MAX_SEND_FILE_BYTES: u64 = 20_480;
 
-/// Every extension `send_file` accepts with its MIME type, in the seed's order.
+/// Every extension `send_file` accepts with its MIME type, in the documented order.
 ///
 /// One table keeps the list and the map from drifting apart: an extension cannot be accepted
 /// without a MIME type, nor mapped without being accepted.
@@ -57,7 +57,7 @@ const TEXT_TYPES: [(&str, &str); 38] = [
     (".svg", "image/svg+xml"),
 ];
 
-/// The 38 extensions `send_file` accepts, lower-case with their leading dot, in the seed's order.
+/// The 38 extensions `send_file` accepts, lower-case with their leading dot, in the documented order.
 pub const TEXT_EXTENSIONS: [&str; 38] = {
     let mut extensions = [""; 38];
     let mut i = 0;
@@ -75,7 +75,7 @@ const FALLBACK_MIME: &str = "text/plain";
 const PUBLISH_HINT: &str =
     "To deliver other files, use publish_file_to_user, which accepts any file type.";
 
-/// The extension of a file name, the way the seed (Node's `path.extname`) sees it: the text from
+/// The extension of a file name, the way Node's `path.extname` sees it (agents built on Node expect it): the text from
 /// the last `.` on, lower-cased, when that dot is not the name's first character.
 ///
 /// `notes.MD` → `.md`, `archive.tar.gz` → `.gz`, `x.gitignore` → `.gitignore`, while
@@ -95,7 +95,7 @@ pub fn is_text_extension(ext: &str) -> bool {
         .any(|(known, _)| known.eq_ignore_ascii_case(ext))
 }
 
-/// The MIME type the seed gives an extension (with its dot, any case); `text/plain` when unknown.
+/// The MIME type of an extension (docs/reference/send-file.md) (with its dot, any case); `text/plain` when unknown.
 pub fn mime_for_extension(ext: &str) -> &'static str {
     TEXT_TYPES
         .iter()
@@ -112,7 +112,7 @@ pub fn supported_extensions_list() -> String {
 
 /// Accepts a file by its name's extension and gives its MIME type.
 ///
-/// A path is accepted too; the name in the refusal is its last segment, as the seed reports it.
+/// A path is accepted too; the name in the refusal is its last segment, as docs/reference/send-file.md shows.
 pub fn check_type(file_name: &str) -> Result<&'static str, SendFileError> {
     match extension_of(file_name) {
         Some(ext) if is_text_extension(&ext) => Ok(mime_for_extension(&ext)),
@@ -130,7 +130,7 @@ pub fn check_size(size: u64) -> Result<(), SendFileError> {
     Ok(())
 }
 
-/// Both checks in the seed's order (type first, then size); gives the MIME type.
+/// Both checks in the documented order (type first, then size); gives the MIME type.
 ///
 /// The seed checks that the file exists before either; that needs I/O and is the caller's part.
 pub fn check_file(file_name: &str, size: u64) -> Result<&'static str, SendFileError> {
@@ -158,7 +158,7 @@ pub fn sent_message(file_name: &str, size: u64, mime: &str) -> String {
     )
 }
 
-/// How a file's content travels in a `file_send` event (`encoding` in API.md §8).
+/// How a file's content travels in a `file_send` event (`encoding`, docs/reference/events.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Encoding {
     /// The content is the file's text.
@@ -242,7 +242,7 @@ pub enum SendFileError {
 }
 
 impl SendFileError {
-    /// The API error code this refusal answers with (API.md §2, §9).
+    /// The API error code this refusal answers with (docs/reference/errors.md, send-file.md).
     pub fn code(&self) -> ErrorCode {
         match self {
             SendFileError::NotFound { .. } => ErrorCode::NotFound,
@@ -416,7 +416,7 @@ mod tests {
             )
         );
         assert!(err.to_string().contains("exceeds"));
-        // The one byte past the limit still reads as 20.0KB, exactly as the seed writes it.
+        // The one byte past the limit still reads as 20.0KB, exactly as docs/reference/send-file.md writes it.
         assert!(
             check_size(20_481)
                 .unwrap_err()

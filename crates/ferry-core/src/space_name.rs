@@ -1,4 +1,4 @@
-//! Space names (API.md §4): 1–64 of `A-Za-z0-9._-`, not starting with `.`.
+//! Space names (docs/reference/spaces.md): 1–64 of `A-Za-z0-9._-`, not starting with `.`.
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! Tag extraction for say mode (API.md §10, seed 003).
+//! Tag extraction for say mode (docs/reference/say.md).
 //!
 //! A model in say mode answers with text such as
 //! `<say>Here is the report</say><file mode="doc">/sandbox/outputs/report.pdf</file>`.
@@ -281,7 +281,7 @@ impl<'a> Scanner<'a, '_> {
     }
 }
 
-/// How a file attached in say mode should be presented (`sendAs` in API.md §10).
+/// How a file attached in say mode should be presented (`sendAs`, docs/reference/say.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SendAs {
@@ -367,15 +367,15 @@ pub struct SayReply {
     pub files: Vec<FileTag>,
 }
 
-/// Takes a say-mode reply apart (API.md §10).
+/// Takes a say-mode reply apart (docs/reference/say.md).
 ///
 /// - `files`: every `<file>` element anywhere in the text, inside `<say>` blocks or outside
-///   them, as the seed extracts them from the full response before the text outside `<say>` is
+///   them, as they are extracted from the full response before the text outside `<say>` is
 ///   suppressed. The content is trimmed and taken as the path; an empty path is dropped, and a
 ///   self-closing `<file/>` is no file at all.
 /// - `says`: the content of each `<say>` block, in order, with any `<file>` elements inside it
 ///   removed (they are delivered as attachments, so showing their markup as well would only be
-///   noise), then trimmed like the seed's extraction. A block left empty is dropped, since an
+///   noise), then trimmed. A block left empty is dropped, since an
 ///   empty message tells the user nothing.
 pub fn parse_say(text: &str) -> SayReply {
     let file_tags = extract_tags(text, "file");

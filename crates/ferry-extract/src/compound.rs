@@ -47,7 +47,10 @@ enum Tables {
     Unknown,
     /// Broken in a way that would make calamine's reading unbounded.
     Malformed(&'static str),
-    Read { fat: Vec<u32>, mini_fat: Vec<u32> },
+    Read {
+        fat: Vec<u32>,
+        mini_fat: Vec<u32>,
+    },
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {

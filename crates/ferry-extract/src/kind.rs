@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How the preview panel shows a published file (API §7 `preview_kind`).
+/// How the preview panel shows a published file (`preview_kind`, docs/reference/publish.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PreviewKind {
@@ -187,7 +187,7 @@ pub(crate) fn format_of(file_name: &str) -> Format {
     }
 }
 
-/// The preview kind for a file name (API §7): `image` for PNG, JPEG, GIF,
+/// The preview kind for a file name (docs/reference/publish.md): `image` for PNG, JPEG, GIF,
 /// WebP and SVG; `pdf`; `html` for text, Markdown, CSV, JSON, code, DOCX,
 /// XLSX/XLS and PPTX; `none` for everything else.
 ///

@@ -1,5 +1,5 @@
 //! ferry-extract: the text previews the model reads and the sanitized HTML
-//! renderings the preview panel shows (API §6 and §7).
+//! renderings the preview panel shows (docs/reference/uploads.md and publish.md).
 //!
 //! # The boundary
 //!

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) const MIB: u64 = 1024 * 1024;
 
 /// Rows of a sheet or CSV file shown in a text preview, the header row
-/// included (the seed's "first 20 rows").
+/// included ("first 20 rows").
 pub const PREVIEW_ROWS: usize = 20;
 
 /// Bounds applied while a document is being read.

@@ -15,7 +15,7 @@ use crate::limits::{Limits, human_bytes};
 use crate::text::{decode_text, mark_cut};
 use crate::{csvfile, docx, pdf, pptx, sheet};
 
-/// What an upload's preview holds (API §6): the text the model reads, and
+/// What an upload's preview holds (docs/reference/uploads.md): the text the model reads, and
 /// for images their size.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preview {

@@ -2,7 +2,7 @@
 //! through calamine's range reader) and the grid both fill.
 //!
 //! Text preview, per sheet, in workbook order, sheets separated by a blank
-//! line (the seed's format):
+//! line (docs/reference/uploads.md):
 //!
 //! ```text
 //! Sheet1: Revenue | Q1 | Q2 | Q3 | Q4

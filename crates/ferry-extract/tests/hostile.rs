@@ -506,9 +506,12 @@ async fn an_xls_whose_fat_lists_more_sectors_than_it_has_is_refused() {
     for i in 1..100 {
         file[76 + 4 * i..80 + 4 * i].copy_from_slice(&0u32.to_le_bytes());
     }
-    let err = preview_of(&extractor(), "many.xls", &file).await.unwrap_err();
+    let err = preview_of(&extractor(), "many.xls", &file)
+        .await
+        .unwrap_err();
     assert!(
-        err.to_string().contains("lists more sectors than the file holds"),
+        err.to_string()
+            .contains("lists more sectors than the file holds"),
         "{err}"
     );
 }

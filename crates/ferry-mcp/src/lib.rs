@@ -1,4 +1,4 @@
-//! ferry's agent tools over the Model Context Protocol (API.md §11).
+//! ferry's agent tools over the Model Context Protocol (docs/mcp.md).
 //!
 //! Seven tools — `send_file`, `publish_file_to_user`, `list_space_files`, `read_space_file`,
 //! `write_space_file`, `say` and `list_uploads` — offered two ways:

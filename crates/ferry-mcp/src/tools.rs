@@ -1,15 +1,15 @@
-//! The tools an agent sees (API.md §11): names, input schemas, descriptions, annotations, and
+//! The tools an agent sees (docs/mcp.md): names, input schemas, descriptions, annotations, and
 //! the instructions the server hands every client.
 //!
 //! The schemas are written out by hand, not derived, so that they are exactly the contract's:
-//! seed 004's reference schemas for the space tools, the same style for the others.
+//! the space tools' schemas as docs/mcp.md documents them, the same style for the others.
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// What the server tells every client when it connects: the delivery rule (seed 003) and the
-/// guidance for spaces (seed 004).
+/// What the server tells every client when it connects: the delivery rule (docs/agents.md) and the
+/// guidance for spaces (docs/mcp.md).
 pub const INSTRUCTIONS: &str = "\
 ferry is a file exchange between you and the person you work for. They upload files into your \
 thread's sandbox; you deliver files back to them.
@@ -254,7 +254,7 @@ pub fn all() -> Vec<Tool> {
         let title = tool.title.clone().unwrap_or_default();
         tool.annotations = Some(match tool.name.as_ref() {
             LIST_SPACE_FILES | READ_SPACE_FILE | LIST_UPLOADS => hints(&title, true, true),
-            // No tool deletes anything (seed 004 keeps delete, rename and move out of scope),
+            // No tool deletes anything (delete, rename and move are not offered),
             // so every tool says destructiveHint: false. An overwrite is guarded instead by the
             // instructions (confirm first) and by ifNoneMatch. The same arguments twice leave
             // the same file, hence idempotent.
@@ -334,7 +334,7 @@ pub struct SayArgs {
 pub struct NoArgs {}
 
 /// Whether `content_type` names text, so `write_space_file` takes its content as text rather
-/// than base64 (API.md §11: `text/*`, JSON, XML, JavaScript, SVG).
+/// than base64 (`text/*`, JSON, XML, JavaScript, SVG; docs/mcp.md).
 pub fn is_text_type(content_type: &str) -> bool {
     let essence = content_type
         .split(';')

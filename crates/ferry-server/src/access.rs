@@ -1,4 +1,4 @@
-//! Who may do what in a thread (API.md §1, the access table).
+//! Who may do what in a thread (docs/reference/auth.md, who may do what).
 //!
 //! A thread the caller may not see answers 404, never 403, so that its existence does not
 //! leak; a caller who may see it but whose role may not perform the action gets 403.

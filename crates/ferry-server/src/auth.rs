@@ -1,4 +1,4 @@
-//! Bearer-JWT authentication (API.md §1).
+//! Bearer-JWT authentication (docs/reference/auth.md).
 //!
 //! Tokens are HS256 JWTs signed with the deployment's secret — the same secret as a Supabase
 //! project's legacy JWT secret, so Supabase access tokens work unchanged. The caller's identity
@@ -38,7 +38,7 @@ pub enum Principal {
 }
 
 impl Principal {
-    /// The user whose spaces this caller reaches, if any (API.md §1, last row of the table).
+    /// The user whose spaces this caller reaches, if any (docs/reference/auth.md, who may use spaces).
     pub fn space_owner(&self) -> Result<&str, ApiError> {
         match self {
             Principal::User { sub } | Principal::Agent { sub, .. } => Ok(sub),

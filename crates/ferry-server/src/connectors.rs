@@ -1,4 +1,4 @@
-//! Where an agent's messages go (seed 003's connectors).
+//! Where an agent's messages go (docs/reference/say.md, connectors).
 //!
 //! Every message is stored in the thread's event channel first; a [`Connector`] then carries
 //! it somewhere. Two exist: [`EventChannel`] wakes the thread's live subscribers (browsers on

@@ -1,4 +1,4 @@
-//! The server's one error type and the envelope it becomes (API.md §2).
+//! The server's one error type and the envelope it becomes (docs/reference/errors.md).
 //!
 //! Handlers return `Result<_, ApiError>`; every failure, including axum's own rejections, an
 //! unknown route and a wrong method, leaves the server as

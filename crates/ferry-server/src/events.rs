@@ -74,7 +74,7 @@ pub enum Role<'a> {
     Agent(&'a str),
 }
 
-/// Builds an event's JSON: the common fields of API.md §8 followed by `extra`.
+/// Builds an event's JSON: the common fields of every event (docs/reference/events.md) followed by `extra`.
 pub fn event_json(
     id: i64,
     at: ferry_core::Timestamp,

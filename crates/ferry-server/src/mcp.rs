@@ -1,4 +1,4 @@
-//! `/mcp`: the agent tools over streamable HTTP (API.md §11).
+//! `/mcp`: the agent tools over streamable HTTP (docs/mcp.md).
 //!
 //! The tools live in `ferry-mcp` as a thin client of the HTTP API; here they get an [`Api`]
 //! that sends each request through this server's own router, in process, with the bearer token

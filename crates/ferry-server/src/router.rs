@@ -84,7 +84,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::delete(say::delete_connector),
         )
         .merge(crate::web::routes())
-        // The agent tools over streamable HTTP (API.md §11), acting with the caller's bearer token.
+        // The agent tools over streamable HTTP (docs/mcp.md), acting with the caller's bearer token.
         .route_service("/mcp", crate::mcp::endpoint(state.clone()))
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)
@@ -147,13 +147,13 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ),
     modifiers(&BearerAuth, &McpEndpoint),
     tags(
-        (name = "spaces", description = "Per-user storage (seed 004)"),
+        (name = "spaces", description = "Per-user storage"),
         (name = "threads", description = "Threads and agent tokens"),
         (name = "sandbox", description = "A thread's sandbox files"),
-        (name = "uploads", description = "User → agent uploads with previews (seed 000)"),
+        (name = "uploads", description = "User → agent uploads with previews"),
         (name = "events", description = "The thread's event channel, messages and send_file"),
-        (name = "published", description = "Agent → user published files (seed 000)"),
-        (name = "say", description = "Say mode, attachments and connectors (seed 003)"),
+        (name = "published", description = "Agent → user published files"),
+        (name = "say", description = "Say mode, attachments and connectors"),
         (name = "mcp", description = "The agent tools over the Model Context Protocol"),
         (name = "operations", description = "Health, metrics and this document"),
     )

@@ -1,4 +1,4 @@
-//! The web UI (API.md §13): plain HTML, CSS and ES modules from `web/`, embedded in the
+//! The web UI (docs/reference/web-ui.md): plain HTML, CSS and ES modules from `web/`, embedded in the
 //! binary (a debug build reads them from the source tree instead).
 //!
 //! - `/`, `/t/{thread}`, `/spaces` and `/spaces/{…}` answer the app's page, so each of those

@@ -1,4 +1,4 @@
-//! The stored event channel of a thread (API.md §8).
+//! The stored event channel of a thread (docs/reference/events.md).
 //!
 //! Each event gets the next id of its thread while the thread's row is locked, inside the
 //! transaction that stores it. Ids are therefore gap-free and committed in order, which is what

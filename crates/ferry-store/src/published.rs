@@ -1,4 +1,4 @@
-//! Published files and their revisions (API.md §7, seed 000's `publish_file_to_user`).
+//! Published files and their revisions (docs/reference/publish.md, `publish_file_to_user`).
 
 use ferry_core::Timestamp;
 use sqlx::Row;
@@ -205,7 +205,7 @@ impl Db {
         Ok(row.as_ref().map(revision_from_row).transpose()?)
     }
 
-    /// The newest revision stored under a storage path (the seed's LangConnect route).
+    /// The newest revision stored under a storage path (`/api/storage/thread-file`, docs/reference/publish.md).
     pub async fn published_by_storage_path(
         &self,
         storage_path: &str,

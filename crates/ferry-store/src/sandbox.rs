@@ -196,7 +196,7 @@ impl Sandboxes {
         }
     }
 
-    /// Creates a thread's sandbox with the seed's layout, filling `skills/` from `skills`.
+    /// Creates a thread's sandbox with the standard layout, filling `skills/` from `skills`.
     pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> io::Result<()> {
         match self {
             Sandboxes::Local { root, .. } => {

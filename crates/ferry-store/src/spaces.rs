@@ -1,4 +1,4 @@
-//! Per-user spaces (API.md §4): files addressed by (owner, space, path).
+//! Per-user spaces (docs/reference/spaces.md): files addressed by (owner, space, path).
 //!
 //! Paths behave like S3 keys with `/` as the folder separator: a folder exists while a file lies
 //! beneath it. Conditional writes are decided by the database in one statement, so they stay

@@ -1,4 +1,4 @@
-//! User uploads (API.md §6): the original bytes, where they went, and their preview.
+//! User uploads (docs/reference/uploads.md): the original bytes, where they went, and their preview.
 
 use ferry_core::Timestamp;
 use sqlx::Row;

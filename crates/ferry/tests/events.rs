@@ -1,4 +1,4 @@
-//! The thread's event channel (API.md §8): SSE over a real socket with replay after a
+//! The thread's event channel (docs/reference/events.md): SSE over a real socket with replay after a
 //! reconnect, live delivery, keep-alives, JSON polling, messages and their limits, and
 //! subscribers that are slow or many.
 
@@ -180,7 +180,7 @@ async fn json_polling() {
         assert_eq!(e["sessionId"], t.id.as_str());
         assert_eq!(e["content"], format!("p{}", i + 1).as_str());
         assert!(e["timestamp"].as_str().unwrap().ends_with('Z'));
-        // The seed's field order.
+        // The documented field order.
         let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys,

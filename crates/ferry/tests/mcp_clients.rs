@@ -1,4 +1,4 @@
-//! The agent tools over MCP, driven by real clients (API.md §11).
+//! The agent tools over MCP, driven by real clients (docs/mcp.md).
 //!
 //! The official MCP Python SDK drives both transports of the real binary — `ferry mcp` on
 //! stdio and `/mcp` on `ferry serve` — through `tests/mcp/mcp_clients.py`. The JSON-RPC tests

@@ -1,4 +1,4 @@
-//! Agent → user: publish with revisions, downloads and previews (API.md §7, seed 000). The
+//! Agent → user: publish with revisions, downloads and previews (docs/reference/publish.md). The
 //! previews are checked as a browser would receive them: body and headers.
 
 mod support;

@@ -1,4 +1,4 @@
-//! A thread's sandbox over HTTP (API.md §3, §5): listing, reading and writing by `/sandbox/…`
+//! A thread's sandbox over HTTP (docs/reference/paths.md, threads-and-sandbox.md): listing, reading and writing by `/sandbox/…`
 //! paths, and every way a path or a planted link could reach outside the sandbox.
 
 mod support;

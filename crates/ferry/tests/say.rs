@@ -1,4 +1,4 @@
-//! Say mode (API.md §10, seed 003's Task 8) and the webhook connector, against a local HTTP
+//! Say mode (docs/reference/say.md) and the webhook connector, against a local HTTP
 //! receiver started by the test.
 
 mod support;

@@ -1,5 +1,5 @@
-//! send_file (API.md §9, seeds 001/002) through `POST /api/threads/{id}/send-file`: every rule
-//! and message of seed 001's test list, and the `file_send` event byte for byte.
+//! send_file (docs/reference/send-file.md) through `POST /api/threads/{id}/send-file`: every rule
+//! and message of docs/reference/send-file.md, and the `file_send` event byte for byte.
 
 mod support;
 mod thread_support;
@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use support::{Reply, TestApp};
 use thread_support::{Sse, Thread, pct, put_file, stored_events, thread};
 
-/// The seed's 38 extensions and their MIME types, in the seed's order.
+/// The 38 extensions and their MIME types, in the documented order.
 const SEED_TYPES: [(&str, &str); 38] = [
     (".txt", "text/plain"),
     (".md", "text/markdown"),
@@ -51,7 +51,7 @@ const SEED_TYPES: [(&str, &str); 38] = [
     (".svg", "image/svg+xml"),
 ];
 
-/// The seed's list as its refusal prints it: `[...TEXT_EXTENSIONS].sort().join(', ')`.
+/// The list as the refusal prints it: `[...TEXT_EXTENSIONS].sort().join(', ')`.
 fn sorted_list() -> String {
     let mut list: Vec<&str> = SEED_TYPES.iter().map(|(e, _)| *e).collect();
     list.sort_unstable();
@@ -78,7 +78,7 @@ fn file_sends(events: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-/// The `file_send` event the seed's orchestrator publishes, in API.md §8's field order.
+/// The `file_send` event, in the documented field order (docs/reference/events.md).
 #[allow(clippy::too_many_arguments)]
 fn expected_event(
     id: i64,

@@ -1,4 +1,4 @@
-//! Spaces (API.md §4) through the router, in-process: every route and every error it can give.
+//! Spaces (docs/reference/spaces.md) through the router, in-process: every route and every error it can give.
 
 mod support;
 

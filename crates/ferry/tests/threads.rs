@@ -1,4 +1,4 @@
-//! Threads and agent tokens (API.md §1, §5): who may create, see and act in a thread, and the
+//! Threads and agent tokens (docs/reference/auth.md, threads-and-sandbox.md): who may create, see and act in a thread, and the
 //! sandbox each thread gets.
 
 mod support;
@@ -327,7 +327,7 @@ async fn sandbox_dir_is_told_to_agents_and_service_role_only() {
     let dir = as_agent["sandboxDir"].as_str().unwrap();
     assert_eq!(as_service["sandboxDir"], dir);
 
-    // The folder exists with the seed's layout.
+    // The folder exists with the standard layout.
     let root = std::path::Path::new(dir);
     for folder in [
         "skills",

@@ -1,4 +1,4 @@
-//! User → agent uploads (API.md §6, seed 000): the answer's fields, the original bytes in the
+//! User → agent uploads (docs/reference/uploads.md): the answer's fields, the original bytes in the
 //! sandbox, safe names, limits, the hidden attachment note, previews of real and hostile
 //! documents, and who may see what.
 
@@ -17,7 +17,7 @@ use thread_support::{
 const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 const DOCX: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 
-/// The seed's hidden note for an image, built from the answer's own fields.
+/// The hidden note for an image, built from the answer's own fields.
 fn image_note(name: &str, file_type: &str, storage: &str, sandbox: &str) -> String {
     format!(
         "<UserUploadedImage hidden=\"true\">\n  <FileName>{name}</FileName>\n  \
@@ -26,7 +26,7 @@ fn image_note(name: &str, file_type: &str, storage: &str, sandbox: &str) -> Stri
     )
 }
 
-/// The seed's hidden note for a document, with its preview.
+/// The hidden note for a document, with its preview.
 fn document_note(
     name: &str,
     file_type: &str,
@@ -68,7 +68,7 @@ fn uploads_of(reply: &Reply) -> Vec<Value> {
     reply.json()["uploads"].as_array().unwrap().clone()
 }
 
-/// The seed's spreadsheet preview of the committed fixture `seed.xlsx`.
+/// The spreadsheet preview of the committed fixture `seed.xlsx`.
 const SEED_XLSX_PREVIEW: &str = "Sheet1: Revenue | Q1 | Q2 | Q3 | Q4\n\
 Row 1: North | 125000 | 132000 | 141000 | 156000\n\
 Row 2: South | 98000 | 103000 | 115000 | 122000\n\
@@ -163,7 +163,7 @@ async fn three_files_at_once_with_every_field_of_the_answer() {
     unique.dedup();
     assert_eq!(unique.len(), 3, "upload ids are distinct");
 
-    // The spreadsheet: the seed's preview and its note.
+    // The spreadsheet: the documented preview and its note.
     let sheet_u = &uploads[0];
     assert_eq!(sheet_u["preview"], SEED_XLSX_PREVIEW);
     assert!(sheet_u.get("previewError").is_none(), "{sheet_u}");

@@ -1,4 +1,4 @@
-//! The thread's event channel (API.md §8): SSE with replay, JSON polling, and messages.
+//! The thread's event channel (docs/reference/events.md): SSE with replay, JSON polling, and messages.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};

@@ -1,4 +1,4 @@
-//! Agent → user: publish with revisions, downloads and previews (API.md §7, seed 000).
+//! Agent → user: publish with revisions, downloads and previews (docs/reference/publish.md).
 
 use axum::Json;
 use axum::extract::State;
@@ -18,7 +18,7 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::serve::{Servable, attachment_disposition, header_value, serve_blob, serve_download};
 use crate::state::AppState;
 
-/// The Content-Security-Policy of `html` and `image` previews (API.md §7): nothing may load or
+/// The Content-Security-Policy of `html` and `image` previews (docs/reference/publish.md): nothing may load or
 /// run, and `sandbox` gives the document an opaque origin even if opened directly.
 pub const PREVIEW_CSP: &str =
     "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox";
@@ -34,7 +34,7 @@ pub struct PublishRequest {
     pub description: String,
 }
 
-/// The publish answer (seed 000's tool result, plus `id`, `revision`, `preview_kind`).
+/// The publish answer (the tool result agents were built against, plus `id`, `revision`, `preview_kind`; docs/reference/publish.md).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct PublishedView {
     pub success: bool,
@@ -78,7 +78,7 @@ pub struct PublishedList {
     pub files: Vec<PublishedView>,
 }
 
-/// The extension as the seed records it: `.docx`, lower-cased; empty when there is none.
+/// The extension as it is recorded: `.docx`, lower-cased; empty when there is none.
 fn file_type_of(name: &str) -> String {
     ferry_core::send_file::extension_of(name).unwrap_or_default()
 }
@@ -406,7 +406,7 @@ pub struct StorageParams {
     storage_path: String,
 }
 
-/// The seed's LangConnect route: a published file by its storage path, for whoever may read
+/// `/api/storage/thread-file`: a published file by its storage path, for whoever may read
 /// that thread.
 #[utoipa::path(
     get, path = "/api/storage/thread-file", tag = "published",

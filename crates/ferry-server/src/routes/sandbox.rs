@@ -1,4 +1,4 @@
-//! A thread's sandbox over HTTP (API.md §5): list, read and write files by their `/sandbox/…`
+//! A thread's sandbox over HTTP (docs/reference/threads-and-sandbox.md): list, read and write files by their `/sandbox/…`
 //! paths, through the jailed handle of `ferry_store::sandbox`.
 
 use axum::Json;

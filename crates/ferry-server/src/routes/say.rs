@@ -1,4 +1,4 @@
-//! Say mode (API.md §10, seed 003): `<say>` blocks become messages, `<file>` tags attach
+//! Say mode (docs/reference/say.md): `<say>` blocks become messages, `<file>` tags attach
 //! files, and each message goes to every connector of the thread.
 
 use axum::Json;

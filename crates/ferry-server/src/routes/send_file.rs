@@ -1,4 +1,4 @@
-//! send_file (API.md §9, seeds 001/002): a small text file straight over the event channel.
+//! send_file (docs/reference/send-file.md): a small text file straight over the event channel.
 
 use axum::Json;
 use axum::extract::State;
@@ -73,7 +73,7 @@ pub async fn send_file(
 ) -> ApiResult<Json<SendFileResult>> {
     let thread = thread_for(&state, &principal, &id, Action::ActAsAgent).await?;
     let path = SandboxPath::parse(&body.file_path)?;
-    // The seed's order: the file must exist, then be a text type, then be small enough.
+    // The documented order: the file must exist, then be a text type, then be small enough.
     let sandbox = state.sandboxes.open(&thread.id).await?;
     let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
         SandboxError::NotFound => ApiError::from(SendFileError::NotFound {

@@ -1,4 +1,4 @@
-//! Per-user spaces (API.md §4, seed 004): list, read and create-or-overwrite files.
+//! Per-user spaces (docs/reference/spaces.md): list, read and create-or-overwrite files.
 
 use axum::Json;
 use axum::body::Body;
@@ -106,7 +106,7 @@ pub struct FileList {
     pub next_cursor: Option<String>,
 }
 
-/// The answer to a successful PUT (seed 004).
+/// The answer to a successful PUT (docs/reference/spaces.md).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteResult {

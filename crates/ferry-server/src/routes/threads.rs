@@ -1,4 +1,4 @@
-//! Threads (API.md §5) and agent tokens (§1).
+//! Threads (docs/reference/threads-and-sandbox.md) and agent tokens (docs/reference/auth.md).
 
 use axum::Json;
 use axum::extract::State;

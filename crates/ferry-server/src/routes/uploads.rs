@@ -1,4 +1,4 @@
-//! User → agent uploads (API.md §6, seed 000).
+//! User → agent uploads (docs/reference/uploads.md).
 //!
 //! Each file is streamed to a local spool (hashed on the way, refused past the limit), then
 //! copied into `/sandbox/user_uploads/`, previewed by the extraction worker, committed as a

@@ -39,7 +39,7 @@ TOOLS = [
     "list_uploads",
 ]
 
-# API.md §11 and seed 004's reference schemas, with the descriptions left out (they are
+# The tool schemas docs/mcp.md documents, with the descriptions left out (they are
 # checked to exist, not compared word for word).
 SCHEMAS: dict[str, dict[str, Any]] = {
     "send_file": {
@@ -97,7 +97,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 
 READ_ONLY = {"list_space_files", "read_space_file", "list_uploads"}
 
-# Phrases of seed 004's guidance and seed 003's delivery rule the instructions must carry.
+# Phrases of the spaces guidance and the delivery rule the instructions must carry.
 INSTRUCTION_PHRASES = [
     "confirm before overwriting",
     "ideas/",
