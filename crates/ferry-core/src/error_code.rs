@@ -94,7 +94,7 @@ mod tests {
     }
 
     #[test]
-    fn contract_statuses() {
+    fn documented_statuses() {
         assert_eq!(ErrorCode::Unauthenticated.status(), 401);
         assert_eq!(ErrorCode::Forbidden.status(), 403);
         assert_eq!(ErrorCode::NotFound.status(), 404);

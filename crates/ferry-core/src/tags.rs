@@ -316,7 +316,7 @@ impl SendAs {
 
     /// Resolves [`SendAs::Auto`] by MIME type: `image/*` is a photo, `video/*` a video, anything
     /// else a document. An explicit mode is kept as it is.
-    /// This includes SVG (`image/svg+xml`), as the contract says; ferry itself only ever
+    /// This includes SVG (`image/svg+xml`), as docs/reference/say.md says; ferry itself only ever
     /// serves SVG as an image, never as a document that can run script.
     pub fn resolve(self, mime: &str) -> SendAs {
         if self != SendAs::Auto {

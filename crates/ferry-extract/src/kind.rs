@@ -215,7 +215,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kinds_follow_the_contract() {
+    fn kinds_follow_the_reference() {
         for (name, kind) in [
             ("shot.PNG", PreviewKind::Image),
             ("a.jpeg", PreviewKind::Image),

@@ -1,8 +1,8 @@
 //! The tools an agent sees (docs/mcp.md): names, input schemas, descriptions, annotations, and
 //! the instructions the server hands every client.
 //!
-//! The schemas are written out by hand, not derived, so that they are exactly the contract's:
-//! the space tools' schemas as docs/mcp.md documents them, the same style for the others.
+//! The schemas are written out by hand, not derived, so that they are exactly the ones
+//! docs/mcp.md documents.
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::Deserialize;

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Clock skew tolerated on `exp` and `nbf`, in seconds (the contract allows at most 60).
+/// Clock skew tolerated on `exp` and `nbf`, in seconds (docs/reference/auth.md).
 const LEEWAY_SECONDS: u64 = 30;
 /// The audience that person and agent tokens must carry (Supabase's).
 pub const AUDIENCE: &str = "authenticated";

@@ -222,7 +222,7 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     for phrase in INSTRUCTION_PHRASES:
         check(phrase in instructions, f"instructions mention {phrase!r}", instructions)
 
-    # Discovery: exactly the seven tools, with the contract's schemas and honest annotations.
+    # Discovery: exactly the seven tools, with the documented schemas and honest annotations.
     listed = (await session.list_tools()).tools
     check([t.name for t in listed] == TOOLS, "the tools, in order", [t.name for t in listed])
     for tool in listed:
