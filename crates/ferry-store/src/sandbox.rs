@@ -840,15 +840,41 @@ impl LocalSandbox {
             sandbox: self.clone(),
             name: Some(tmp_name.clone()),
         };
-        let written = stream_to(tmp_file, body, limit).await?;
+        let written = match stream_to(tmp_file, body, limit).await {
+            Ok(written) => written,
+            Err(e) => {
+                // Removed before the answer, so a client never sees it linger.
+                if let Some(name) = leftover.name.take() {
+                    let _ = self
+                        .blocking(move |dir| {
+                            remove_temporary(dir, &name);
+                            Ok(())
+                        })
+                        .await;
+                }
+                return Err(e);
+            }
+        };
         let target = path.as_str().to_owned();
         let wait = self.op_timeout;
         let result = self
             .blocking(move |dir| {
                 // The new file's state comes from the descriptor that wrote it: a second
                 // lookup after the rename could meet whatever the agent put there since.
-                let meta = written.metadata()?;
-                let created = commit_write(dir, &tmp_name, &target, &condition, wait)?;
+                let committed = written
+                    .metadata()
+                    .map_err(SandboxError::from)
+                    .and_then(|meta| {
+                        let created = commit_write(dir, &tmp_name, &target, &condition, wait)?;
+                        Ok((created, meta))
+                    });
+                let (created, meta) = match committed {
+                    Ok(done) => done,
+                    Err(e) => {
+                        remove_temporary(dir, &tmp_name);
+                        return Err(e);
+                    }
+                };
                 Ok((
                     created,
                     SandboxEntry {
@@ -861,8 +887,9 @@ impl LocalSandbox {
                 ))
             })
             .await;
-        // Renamed into place, the temporary name is gone; otherwise the guard removes it.
-        if result.is_ok() {
+        // Renamed into place or removed by the commit step, the temporary name is gone. Only
+        // when that step never ran (no turn within the timeout) is it left to the guard.
+        if !matches!(result, Err(SandboxError::Busy)) {
             leftover.name = None;
         }
         result
@@ -909,18 +936,20 @@ struct TempGuard {
     name: Option<String>,
 }
 
+/// Removes a write's temporary file, if it is still there.
+fn remove_temporary(dir: &Dir, name: &str) {
+    if let Ok(tmp) = dir.open_dir_nofollow(TMP_DIR) {
+        let _ = tmp.remove_file(name);
+    }
+}
+
 impl Drop for TempGuard {
     fn drop(&mut self) {
         let Some(name) = self.name.take() else {
             return;
         };
         let dir = self.sandbox.dir.clone();
-        let remove = move || {
-            if let Ok(tmp) = dir.open_dir_nofollow(TMP_DIR) {
-                // Gone already when the write was renamed into place.
-                let _ = tmp.remove_file(&name);
-            }
-        };
+        let remove = move || remove_temporary(&dir, &name);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn_blocking(remove);
