@@ -152,10 +152,10 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         (name = "sandbox", description = "A thread's sandbox files"),
         (name = "uploads", description = "User → agent uploads with previews"),
         (name = "events", description = "The thread's event channel, messages and send_file"),
-        (name = "published", description = "Agent → user published files"),
+        (name = "publish", description = "Agent → user published files"),
         (name = "say", description = "Say mode, attachments and connectors"),
         (name = "mcp", description = "The agent tools over the Model Context Protocol"),
-        (name = "operations", description = "Health, metrics and this document"),
+        (name = "system", description = "Health, metrics and this document"),
     )
 )]
 struct ApiDoc;

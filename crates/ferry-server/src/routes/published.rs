@@ -85,7 +85,7 @@ fn file_type_of(name: &str) -> String {
 
 /// Publishes a sandbox file to the user (the agent, or service_role).
 #[utoipa::path(
-    post, path = "/api/threads/{id}/published", tag = "published",
+    post, path = "/api/threads/{id}/published", tag = "publish",
     params(("id" = String, Path)),
     request_body = PublishRequest,
     responses(
@@ -197,7 +197,7 @@ pub struct ListParams {
 
 /// Lists the thread's published files (the latest revision of each, or every revision).
 #[utoipa::path(
-    get, path = "/api/threads/{id}/published", tag = "published",
+    get, path = "/api/threads/{id}/published", tag = "publish",
     params(("id" = String, Path), ListParams),
     responses((status = 200, body = PublishedList), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
@@ -271,7 +271,7 @@ pub async fn download(
 
 /// Downloads a published file (any revision).
 #[utoipa::path(
-    get, path = "/api/threads/{id}/published/{pid}/content", tag = "published",
+    get, path = "/api/threads/{id}/published/{pid}/content", tag = "publish",
     params(("id" = String, Path), ("pid" = String, Path), RevisionParams),
     responses((status = 200, description = "The bytes, Content-Disposition: attachment"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
@@ -291,7 +291,7 @@ pub async fn content(
 /// Previews a published file by its `preview_kind`, with headers that keep any script in it
 /// from running on ferry's origin.
 #[utoipa::path(
-    get, path = "/api/threads/{id}/published/{pid}/preview", tag = "published",
+    get, path = "/api/threads/{id}/published/{pid}/preview", tag = "publish",
     params(("id" = String, Path), ("pid" = String, Path), RevisionParams),
     responses(
         (status = 200, description = "image: the image; pdf: application/pdf inline; html: sanitized HTML"),
@@ -409,7 +409,7 @@ pub struct StorageParams {
 /// `/api/storage/thread-file`: a published file by its storage path, for whoever may read
 /// that thread.
 #[utoipa::path(
-    get, path = "/api/storage/thread-file", tag = "published",
+    get, path = "/api/storage/thread-file", tag = "publish",
     params(StorageParams),
     responses(
         (status = 200, description = "The bytes of the newest revision stored under that path"),

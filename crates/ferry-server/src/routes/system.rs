@@ -20,7 +20,7 @@ pub struct Health {
 
 /// Liveness and readiness: answers 200 when the metadata database answers.
 #[utoipa::path(
-    get, path = "/healthz", tag = "operations",
+    get, path = "/healthz", tag = "system",
     responses((status = 200, body = Health), (status = 503, description = "UNAVAILABLE"))
 )]
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
@@ -36,7 +36,7 @@ pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiE
 
 /// Prometheus metrics in the text exposition format.
 #[utoipa::path(
-    get, path = "/metrics", tag = "operations",
+    get, path = "/metrics", tag = "system",
     responses((status = 200, content_type = "text/plain; version=0.0.4", description = "Prometheus text"))
 )]
 pub async fn metrics() -> Response {
@@ -50,7 +50,7 @@ pub async fn metrics() -> Response {
 
 /// This document: the whole HTTP API as OpenAPI 3.1.
 #[utoipa::path(
-    get, path = "/api/openapi.json", tag = "operations",
+    get, path = "/api/openapi.json", tag = "system",
     responses((status = 200, content_type = "application/json", description = "The OpenAPI document"))
 )]
 pub async fn openapi() -> Response {
