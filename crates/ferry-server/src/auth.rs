@@ -4,22 +4,17 @@
 //! project's legacy JWT secret, so Supabase access tokens work unchanged. The caller's identity
 //! comes only from the verified claims, never from a body, a query or another header.
 
-use axum::extract::FromRequestParts;
-use axum::http::header::AUTHORIZATION;
-use axum::http::request::Parts;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds (docs/reference/auth.md).
 const LEEWAY_SECONDS: u64 = 30;
 /// The audience that person and agent tokens must carry (Supabase's).
 pub const AUDIENCE: &str = "authenticated";
-/// The agent id shown in events when an agent token names none.
-pub const DEFAULT_AGENT_ID: &str = "agent";
+pub use crate::events::DEFAULT_AGENT_ID;
 
 /// Who is calling, as proven by the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +33,16 @@ pub enum Principal {
 }
 
 impl Principal {
+    /// Who this caller is, as one string, for counting what each caller holds: a user, an
+    /// agent of one thread, or a service token (with its `sub`, if any).
+    pub fn identity_key(&self) -> String {
+        match self {
+            Principal::User { sub } => format!("user:{sub}"),
+            Principal::Agent { sub, thread, .. } => format!("agent:{sub}:{thread}"),
+            Principal::Service { sub } => format!("service:{}", sub.as_deref().unwrap_or("")),
+        }
+    }
+
     /// The user whose spaces this caller reaches, if any (docs/reference/auth.md, who may use spaces).
     pub fn space_owner(&self) -> Result<&str, ApiError> {
         match self {
@@ -240,39 +245,6 @@ impl Auth {
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .expect("HS256 signing of plain claims cannot fail");
         MintedToken { token, expires_at }
-    }
-}
-
-/// Reads `Authorization: Bearer <JWT>`.
-fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    let value = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
-        ApiError::unauthenticated("missing bearer token: send 'Authorization: Bearer <JWT>'")
-    })?;
-    let value = value
-        .to_str()
-        .map_err(|_| ApiError::unauthenticated("the Authorization header is not valid text"))?;
-    match value.split_once(' ') {
-        Some((scheme, token))
-            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
-        {
-            Ok(token.trim())
-        }
-        _ => Err(ApiError::unauthenticated(
-            "the Authorization header must be 'Bearer <JWT>'",
-        )),
-    }
-}
-
-impl FromRequestParts<AppState> for Principal {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(principal) = parts.extensions.get::<Principal>() {
-            return Ok(principal.clone());
-        }
-        let principal = state.auth.verify(bearer(parts)?)?;
-        parts.extensions.insert(principal.clone());
-        Ok(principal)
     }
 }
 

@@ -10,6 +10,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
+/// The agent id shown in events when an agent token names none.
+pub const DEFAULT_AGENT_ID: &str = "agent";
+
 /// Events buffered per thread for subscribers that are momentarily behind.
 const CHANNEL_CAPACITY: usize = 256;
 
@@ -85,7 +88,7 @@ pub fn event_json(
     extra: serde_json::Map<String, serde_json::Value>,
 ) -> String {
     let (role, agent_id) = match role {
-        Role::User => ("user", crate::auth::DEFAULT_AGENT_ID),
+        Role::User => ("user", DEFAULT_AGENT_ID),
         Role::Agent(agent) => ("agent", agent),
     };
     let mut event = serde_json::Map::new();

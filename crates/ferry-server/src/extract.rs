@@ -1,11 +1,15 @@
-//! Request extractors whose rejections are API errors in the envelope.
+//! Request extractors whose rejections are API errors in the envelope: the caller
+//! ([`Principal`], from its bearer token), JSON bodies, queries and raw path segments.
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
+use crate::auth::Principal;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// The largest JSON body any route accepts; JSON bodies here are small commands.
 const MAX_JSON_BODY: usize = 1 << 20;
@@ -109,6 +113,39 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
                     format!("the URL path cannot be read: {}", e.body_text()),
                 )
             })
+    }
+}
+
+/// Reads `Authorization: Bearer <JWT>`.
+fn bearer(parts: &Parts) -> Result<&str, ApiError> {
+    let value = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
+        ApiError::unauthenticated("missing bearer token: send 'Authorization: Bearer <JWT>'")
+    })?;
+    let value = value
+        .to_str()
+        .map_err(|_| ApiError::unauthenticated("the Authorization header is not valid text"))?;
+    match value.split_once(' ') {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
+            Ok(token.trim())
+        }
+        _ => Err(ApiError::unauthenticated(
+            "the Authorization header must be 'Bearer <JWT>'",
+        )),
+    }
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(principal) = parts.extensions.get::<Principal>() {
+            return Ok(principal.clone());
+        }
+        let principal = state.auth.verify(bearer(parts)?)?;
+        parts.extensions.insert(principal.clone());
+        Ok(principal)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod limits;
 pub mod listen;
 pub mod mcp;
 pub mod metrics;
+pub mod openapi;
 pub mod outbound;
 pub mod previews;
 pub mod request_id;

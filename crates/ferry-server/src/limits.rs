@@ -13,7 +13,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 
-use crate::auth::Principal;
 use crate::error::ApiError;
 
 /// A request body that fails when no bytes arrive for `idle`: a client that starts a large
@@ -202,14 +201,9 @@ impl StreamSlots {
         })
     }
 
-    /// A slot for one more stream of `principal`, or `TOO_MANY_REQUESTS` when it has its
-    /// share open already.
-    pub fn take(self: &Arc<Self>, principal: &Principal) -> Result<StreamSlot, ApiError> {
-        let key = match principal {
-            Principal::User { sub } => format!("user:{sub}"),
-            Principal::Agent { sub, thread, .. } => format!("agent:{sub}:{thread}"),
-            Principal::Service { sub } => format!("service:{}", sub.as_deref().unwrap_or("")),
-        };
+    /// A slot for one more stream of the caller `key` (`Principal::identity_key`), or
+    /// `TOO_MANY_REQUESTS` when it has its share open already.
+    pub fn take(self: &Arc<Self>, key: String) -> Result<StreamSlot, ApiError> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let count = open.entry(key.clone()).or_default();
         if *count >= self.per_principal {
@@ -257,18 +251,15 @@ mod tests {
     #[test]
     fn a_principal_gets_its_share_and_no_more() {
         let slots = StreamSlots::new(2);
-        let alice = Principal::User {
-            sub: "alice".into(),
-        };
-        let bob = Principal::User { sub: "bob".into() };
-        let first = slots.take(&alice).unwrap();
-        let _second = slots.take(&alice).unwrap();
-        let refused = slots.take(&alice).unwrap_err();
+        let alice = || "user:alice".to_owned();
+        let first = slots.take(alice()).unwrap();
+        let _second = slots.take(alice()).unwrap();
+        let refused = slots.take(alice()).unwrap_err();
         assert_eq!(refused.code, ferry_core::ErrorCode::TooManyRequests);
         // Another principal is not affected.
-        let _bobs = slots.take(&bob).unwrap();
+        let _bobs = slots.take("user:bob".to_owned()).unwrap();
         drop(first);
-        let _third = slots.take(&alice).unwrap();
+        let _third = slots.take(alice()).unwrap();
         assert_eq!(slots.total(), 3);
     }
 }

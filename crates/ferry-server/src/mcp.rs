@@ -14,7 +14,7 @@ use ferry_mcp::{Api, ApiRequest, ApiResponse, HttpOptions};
 use futures::future::BoxFuture;
 use http_body_util::BodyExt;
 use std::convert::Infallible;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::{Service, ServiceExt};
 
@@ -38,12 +38,9 @@ impl std::fmt::Debug for McpEndpoint {
     }
 }
 
-/// The service mounted at `/mcp`.
-pub fn endpoint(state: AppState) -> McpEndpoint {
-    let api = Arc::new(InProcess {
-        state: state.clone(),
-        router: OnceLock::new(),
-    });
+/// The service mounted at `/mcp`; tool calls go to `api`, the server's router without `/mcp`.
+pub fn endpoint(state: AppState, api: Router) -> McpEndpoint {
+    let api = Arc::new(InProcess { router: api });
     let options = HttpOptions::for_file_limit(state.config.space_max_bytes);
     McpEndpoint {
         state,
@@ -94,18 +91,14 @@ impl Service<Request<Body>> for McpEndpoint {
 /// The HTTP API of this very server, reached without a socket.
 #[derive(Debug)]
 struct InProcess {
-    state: AppState,
-    /// Built on first use: building it here eagerly would build `/mcp` inside `/mcp` forever.
-    router: OnceLock<Router>,
+    /// Every route of the API but `/mcp` itself, with all its middleware.
+    router: Router,
 }
 
 #[ferry_mcp::async_trait]
 impl Api for InProcess {
     async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
-        let router = self
-            .router
-            .get_or_init(|| crate::router::router(self.state.clone()))
-            .clone();
+        let router = self.router.clone();
         let mut outgoing = Request::builder()
             .method(request.method)
             .uri(request.path_and_query)

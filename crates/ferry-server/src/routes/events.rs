@@ -84,7 +84,7 @@ pub async fn events(
                 .into_response())
         }
         None | Some("sse") => {
-            let slot = state.streams.take(&principal)?;
+            let slot = state.streams.take(principal.identity_key())?;
             let stopped = state.stopped();
             // The stream ends when the server shuts down (the client reconnects elsewhere with
             // Last-Event-ID); the slot goes with it.
@@ -222,7 +222,7 @@ pub async fn post_message(
         (Principal::User { .. }, None | Some("user")) => Role::User,
         (Principal::Agent { agent_id, .. }, None | Some("agent")) => Role::Agent(agent_id),
         (Principal::Service { .. }, None | Some("agent")) => {
-            Role::Agent(crate::auth::DEFAULT_AGENT_ID)
+            Role::Agent(crate::events::DEFAULT_AGENT_ID)
         }
         (Principal::Service { .. }, Some("user")) => Role::User,
         (Principal::Service { .. }, Some(other)) => {

@@ -157,7 +157,7 @@ pub async fn publish(
     };
     let agent = match &principal {
         Principal::Agent { agent_id, .. } => agent_id.clone(),
-        _ => crate::auth::DEFAULT_AGENT_ID.to_owned(),
+        _ => crate::events::DEFAULT_AGENT_ID.to_owned(),
     };
     let (revision, event) = state
         .db

@@ -96,7 +96,7 @@ pub async fn say(
     let thread = thread_for(&state, &principal, &id, Action::ActAsAgent).await?;
     let agent = match &principal {
         Principal::Agent { agent_id, .. } => agent_id.clone(),
-        _ => crate::auth::DEFAULT_AGENT_ID.to_owned(),
+        _ => crate::events::DEFAULT_AGENT_ID.to_owned(),
     };
     let reply = parse_say(&body.text);
     // Text outside <say> is never sent; a block too long for an event fails the whole reply

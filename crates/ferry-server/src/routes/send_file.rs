@@ -101,7 +101,7 @@ pub async fn send_file(
     let (mut content, mut encoding) = encode_content(&bytes);
     let agent = match &principal {
         Principal::Agent { agent_id, .. } => agent_id.clone(),
-        _ => crate::auth::DEFAULT_AGENT_ID.to_owned(),
+        _ => crate::events::DEFAULT_AGENT_ID.to_owned(),
     };
     let render = |id: i64, at: ferry_core::Timestamp, content: &str, encoding: Encoding| {
         let mut extra = serde_json::Map::new();

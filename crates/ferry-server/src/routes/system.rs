@@ -48,15 +48,6 @@ pub async fn metrics() -> Response {
     response
 }
 
-/// This document: the whole HTTP API as OpenAPI 3.1.
-#[utoipa::path(
-    get, path = "/api/openapi.json", tag = "system",
-    responses((status = 200, content_type = "application/json", description = "The OpenAPI document"))
-)]
-pub async fn openapi() -> Response {
-    Json(crate::router::openapi()).into_response()
-}
-
 pub async fn no_route() -> ApiError {
     ApiError::not_found("no such route; /api/openapi.json lists them all")
 }

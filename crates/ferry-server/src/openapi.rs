@@ -1,0 +1,135 @@
+//! The OpenAPI document of the HTTP API, generated from the handlers' annotations, and the
+//! route that serves it.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use crate::routes::{events, published, sandbox, say, send_file, spaces, system, threads, uploads};
+
+/// This document: the whole HTTP API as OpenAPI 3.1.
+#[utoipa::path(
+    get, path = "/api/openapi.json", tag = "system",
+    responses((status = 200, content_type = "application/json", description = "The OpenAPI document"))
+)]
+pub async fn serve() -> Response {
+    Json(openapi()).into_response()
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "ferry",
+        description = "A self-hostable file exchange between people and their AI agents."
+    ),
+    paths(
+        system::healthz,
+        system::metrics,
+        serve,
+        spaces::list_spaces,
+        spaces::list_files,
+        spaces::get_file,
+        spaces::head_file,
+        spaces::put_file,
+        threads::create_thread,
+        threads::list_threads,
+        threads::get_thread,
+        threads::agent_token,
+        sandbox::list,
+        sandbox::read,
+        sandbox::head,
+        sandbox::write,
+        uploads::create,
+        uploads::list,
+        uploads::content,
+        events::events,
+        events::post_message,
+        published::publish,
+        published::list,
+        published::content,
+        published::preview,
+        published::thread_file,
+        send_file::send_file,
+        say::say,
+        say::attachment_content,
+        say::signed_attachment,
+        say::create_connector,
+        say::list_connectors,
+        say::delete_connector,
+    ),
+    modifiers(&BearerAuth, &McpEndpoint),
+    tags(
+        (name = "spaces", description = "Per-user storage"),
+        (name = "threads", description = "Threads and agent tokens"),
+        (name = "sandbox", description = "A thread's sandbox files"),
+        (name = "uploads", description = "User → agent uploads with previews"),
+        (name = "events", description = "The thread's event channel, messages and send_file"),
+        (name = "publish", description = "Agent → user published files"),
+        (name = "say", description = "Say mode, attachments and connectors"),
+        (name = "mcp", description = "The agent tools over the Model Context Protocol"),
+        (name = "system", description = "Health, metrics and this document"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// `/mcp` is served by the MCP SDK's service rather than a handler, so its entry is written here.
+struct McpEndpoint;
+
+impl utoipa::Modify for McpEndpoint {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+        use utoipa::openapi::security::SecurityRequirement;
+        use utoipa::openapi::{RefOr, ResponseBuilder};
+        let operation = OperationBuilder::new()
+            .tag("mcp")
+            .summary(Some("The agent tools over MCP (streamable HTTP)"))
+            .description(Some(
+                "JSON-RPC messages of the Model Context Protocol; the tools act with the bearer \
+                 token of each request. See docs/mcp.md.",
+            ))
+            .response(
+                "200",
+                RefOr::T(
+                    ResponseBuilder::new()
+                        .description("A JSON-RPC answer")
+                        .build(),
+                ),
+            )
+            .response(
+                "401",
+                RefOr::T(
+                    ResponseBuilder::new()
+                        .description("UNAUTHENTICATED")
+                        .build(),
+                ),
+            )
+            .security(SecurityRequirement::new("bearer", Vec::<String>::new()))
+            .build();
+        openapi
+            .paths
+            .add_path_operation("/mcp", vec![HttpMethod::Post], operation);
+    }
+}
+
+/// The OpenAPI document of every route above.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
