@@ -650,7 +650,7 @@ step('keyboard alone: reach a card, open and close its preview, send a message',
   assert.deepEqual(unnamed, []);
 });
 
-step("a card has the seed's three states: publishing, error, ready", async () => {
+step("a card has three states: publishing, error, ready", async () => {
   const { page } = S;
   const cardsModule = S.assetPath.replace(/app\.js$/, 'cards.js');
   const texts = await page.evaluate(async ({ path, threadId }) => {

@@ -1,4 +1,4 @@
-// Unit tests of the web app's pure parts, in node: the SSE parser, the seed's size format,
+// Unit tests of the web app's pure parts, in node: the SSE parser, the size format,
 // the 413 wording, token claims, and the spaces tree. Run by run.mjs (and on their own with
 // `node --test e2e/unit.mjs`).
 import { test } from 'node:test';
@@ -32,7 +32,7 @@ test('unit: the SSE parser follows the event-stream rules, across chunk boundari
   assert.deepEqual(held, [{ id: '', event: 'message', data: 'x' }]);
 });
 
-test("unit: sizes read as the seed formats them", () => {
+test("unit: sizes read as docs/reference/web-ui.md formats them", () => {
   assert.equal(formatSize(0), '0 B');
   assert.equal(formatSize(1023), '1023 B');
   assert.equal(formatSize(1024), '1.0 KB');

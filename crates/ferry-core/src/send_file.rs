@@ -132,7 +132,8 @@ pub fn check_size(size: u64) -> Result<(), SendFileError> {
 
 /// Both checks in the documented order (type first, then size); gives the MIME type.
 ///
-/// The seed checks that the file exists before either; that needs I/O and is the caller's part.
+/// The file must be found before either check (docs/reference/send-file.md); that needs I/O
+/// and is the caller's part.
 pub fn check_file(file_name: &str, size: u64) -> Result<&'static str, SendFileError> {
     let mime = check_type(file_name)?;
     check_size(size)?;

@@ -267,7 +267,7 @@ impl FerryMcp {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("application/octet-stream");
-        // Seed 004: bytes go back base64-encoded, so any file survives JSON.
+        // Bytes go back base64-encoded (docs/mcp.md), so any file survives JSON.
         Ok(structured(json!({
             "contentBase64": STANDARD.encode(&response.body),
             "contentType": content_type,
