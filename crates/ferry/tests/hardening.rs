@@ -918,19 +918,8 @@ async fn sigterm_ends_open_event_streams_and_the_process_exits() {
     let addr = server.addr;
     support::binary::wait_healthy(addr).await;
     let user = support::binary::token(&["--user", "alice"]);
-    let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("http://{addr}/api/threads"))
-        .bearer_auth(&user)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = created["id"].as_str().unwrap();
-    let mut stream = client
+    let id = support::binary::create_thread(addr, &user).await;
+    let mut stream = reqwest::Client::new()
         .get(format!("http://{addr}/api/threads/{id}/events"))
         .bearer_auth(&user)
         .send()

@@ -80,3 +80,21 @@ pub async fn wait_healthy(addr: SocketAddr) {
     }
     panic!("ferry did not become healthy");
 }
+
+/// Creates a thread as `token` on the server at `addr`; returns its id.
+pub async fn create_thread(addr: SocketAddr, token: &str) -> String {
+    let created: serde_json::Value = reqwest::Client::new()
+        .post(format!("http://{addr}/api/threads"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    created["id"]
+        .as_str()
+        .expect("the answer has the thread's id")
+        .to_owned()
+}
