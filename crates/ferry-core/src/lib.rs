@@ -5,15 +5,14 @@
 //! (what a valid path is, which files `send_file` accepts, how `<file>` tags parse) exists once.
 
 pub mod attachment;
-pub mod error_code;
 pub mod mime;
 pub mod path;
 pub mod send_file;
 pub mod space_name;
+pub mod storage_path;
 pub mod tags;
 pub mod timestamp;
 
-pub use error_code::ErrorCode;
 pub use path::{PathError, SandboxPath, ValidPath};
 pub use space_name::SpaceName;
 pub use timestamp::Timestamp;

@@ -7,8 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ErrorCode;
-
 /// The largest file `send_file` delivers, in bytes (20 KiB).
 pub const MAX_SEND_FILE_BYTES: u64 = 20_480;
 
@@ -242,17 +240,6 @@ pub enum SendFileError {
     },
 }
 
-impl SendFileError {
-    /// The API error code this refusal answers with (docs/reference/errors.md, send-file.md).
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            SendFileError::NotFound { .. } => ErrorCode::NotFound,
-            SendFileError::UnsupportedType { .. } => ErrorCode::UnsupportedFileType,
-            SendFileError::TooLarge { .. } => ErrorCode::RequestTooLarge,
-        }
-    }
-}
-
 /// The last `/`-separated segment of a path, ignoring trailing slashes as Node's `basename` does.
 fn base_name(path: &str) -> &str {
     let path = path.trim_end_matches('/');
@@ -365,7 +352,7 @@ mod tests {
             "file.",
         ] {
             let err = check_type(name).unwrap_err();
-            assert_eq!(err.code(), ErrorCode::UnsupportedFileType);
+            assert!(matches!(err, SendFileError::UnsupportedType { .. }));
             assert!(
                 err.to_string().contains("not a supported text file"),
                 "{name}"
@@ -408,7 +395,7 @@ mod tests {
     #[test]
     fn too_large_message_exactly() {
         let err = check_size(21_000).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::RequestTooLarge);
+        assert!(matches!(err, SendFileError::TooLarge { .. }));
         assert_eq!(
             err.to_string(),
             format!(
@@ -432,21 +419,21 @@ mod tests {
             path: "/tmp/nonexistent-file.txt".to_owned(),
         };
         assert_eq!(err.to_string(), "File not found: /tmp/nonexistent-file.txt");
-        assert_eq!(err.code(), ErrorCode::NotFound);
+        assert!(matches!(err, SendFileError::NotFound { .. }));
         assert!(err.to_string().contains("not found"));
     }
 
     #[test]
     fn check_file_checks_type_before_size() {
         assert_eq!(check_file("a.csv", 100), Ok("text/csv"));
-        assert_eq!(
-            check_file("big.png", 1_000_000).unwrap_err().code(),
-            ErrorCode::UnsupportedFileType
-        );
-        assert_eq!(
-            check_file("big.txt", 21_000).unwrap_err().code(),
-            ErrorCode::RequestTooLarge
-        );
+        assert!(matches!(
+            check_file("big.png", 1_000_000),
+            Err(SendFileError::UnsupportedType { .. })
+        ));
+        assert!(matches!(
+            check_file("big.txt", 21_000),
+            Err(SendFileError::TooLarge { .. })
+        ));
     }
 
     #[test]

@@ -14,46 +14,9 @@ use crate::error::ApiError;
 const LEEWAY_SECONDS: u64 = 30;
 /// The audience that person and agent tokens must carry (Supabase's).
 pub const AUDIENCE: &str = "authenticated";
-pub use crate::events::DEFAULT_AGENT_ID;
+pub use ferry_app::events::DEFAULT_AGENT_ID;
 
-/// Who is calling, as proven by the token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Principal {
-    /// A person (`role: authenticated`).
-    User { sub: String },
-    /// An agent bound to one thread, acting for the thread's owner `sub`.
-    Agent {
-        sub: String,
-        thread: String,
-        agent_id: String,
-    },
-    /// A trusted orchestrator. Supabase's service keys carry no `sub`; one that does may also
-    /// use that user's spaces.
-    Service { sub: Option<String> },
-}
-
-impl Principal {
-    /// Who this caller is, as one string, for counting what each caller holds: a user, an
-    /// agent of one thread, or a service token (with its `sub`, if any).
-    pub fn identity_key(&self) -> String {
-        match self {
-            Principal::User { sub } => format!("user:{sub}"),
-            Principal::Agent { sub, thread, .. } => format!("agent:{sub}:{thread}"),
-            Principal::Service { sub } => format!("service:{}", sub.as_deref().unwrap_or("")),
-        }
-    }
-
-    /// The user whose spaces this caller reaches, if any (docs/reference/auth.md, who may use spaces).
-    pub fn space_owner(&self) -> Result<&str, ApiError> {
-        match self {
-            Principal::User { sub } | Principal::Agent { sub, .. } => Ok(sub),
-            Principal::Service { sub: Some(sub) } => Ok(sub),
-            Principal::Service { sub: None } => Err(ApiError::forbidden(
-                "a service_role token needs a 'sub' claim to use spaces: spaces belong to a user",
-            )),
-        }
-    }
-}
+pub use ferry_app::Principal;
 
 #[derive(Debug, Deserialize)]
 struct Claims {

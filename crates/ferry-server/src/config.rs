@@ -9,14 +9,8 @@ use std::time::Duration;
 
 use crate::listen::ConnectionLimits;
 
-pub const DEFAULT_SPACE_MAX_BYTES: u64 = 5 * 1024 * 1024;
-pub const DEFAULT_SANDBOX_MAX_BYTES: u64 = 100 * 1024 * 1024;
-pub const DEFAULT_UPLOAD_MAX_BYTES: u64 = 100 * 1024 * 1024;
-pub const DEFAULT_PREVIEW_MAX_CHARS: usize = 4000;
-pub const DEFAULT_PUBLISH_MAX_BYTES: u64 = 100 * 1024 * 1024;
 pub const DEFAULT_BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_STREAMS_PER_PRINCIPAL: usize = 16;
-pub const DEFAULT_PREVIEW_WAIT: Duration = Duration::from_secs(15);
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How webhook deliveries go out.
@@ -58,20 +52,14 @@ pub struct Config {
     pub sandbox_dir: Option<PathBuf>,
     /// How old an unreferenced blob or a spool file must be before the sweep removes it.
     pub sweep_grace: std::time::Duration,
-    pub space_max_bytes: u64,
-    pub sandbox_max_bytes: u64,
-    pub upload_max_bytes: u64,
-    /// Largest file an agent may publish.
-    pub publish_max_bytes: u64,
-    pub preview_max_chars: usize,
+    /// The sizes and waits the use cases enforce.
+    pub limits: ferry_app::Limits,
     /// Skill packages copied into every new thread's `/sandbox/skills/`.
     pub skills_dir: Option<PathBuf>,
     /// The URL clients reach this server at (behind a proxy, say); used in signed links.
     pub public_url: Option<String>,
     /// How document previews are extracted: the worker program and its limits.
     pub extract: ExtractorConfig,
-    /// How long an upload waits for its preview before it is answered without one.
-    pub preview_wait: Duration,
     /// Header timeout, connection bound and drain timeout.
     pub connections: ConnectionLimits,
     /// How long a request body may stall before the request fails.
@@ -95,18 +83,13 @@ impl Config {
             blob_url: None,
             sandbox_dir: None,
             sweep_grace: std::time::Duration::from_secs(6 * 3600),
-            space_max_bytes: DEFAULT_SPACE_MAX_BYTES,
-            sandbox_max_bytes: DEFAULT_SANDBOX_MAX_BYTES,
-            upload_max_bytes: DEFAULT_UPLOAD_MAX_BYTES,
-            publish_max_bytes: DEFAULT_PUBLISH_MAX_BYTES,
-            preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
+            limits: ferry_app::Limits::default(),
             skills_dir: None,
             public_url: None,
             extract: ExtractorConfig::new(
                 std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ferry")),
                 ["__extract"],
             ),
-            preview_wait: DEFAULT_PREVIEW_WAIT,
             connections: ConnectionLimits::default(),
             body_idle_timeout: DEFAULT_BODY_IDLE_TIMEOUT,
             max_streams_per_principal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,

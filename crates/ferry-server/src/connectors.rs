@@ -1,94 +1,20 @@
-//! Where an agent's messages go (docs/reference/say.md, connectors).
+//! Webhook deliveries (docs/reference/say.md, connectors).
 //!
-//! Every message is stored in the thread's event channel first; a [`Connector`] then carries
-//! it somewhere. Two exist: [`EventChannel`] wakes the thread's live subscribers (browsers on
-//! SSE), and [`Webhook`] queues a durable delivery to a URL the thread registered. Webhook
-//! deliveries are made in the background with retries and backoff, so a slow or broken
-//! receiver never holds up the agent's reply; each connector has its own queue, worked by its
+//! Saying a message queues one delivery per registered webhook (`ferry_app::connectors`);
+//! this worker posts them in the background with retries and backoff, so a slow or broken
+//! receiver never holds up the agent's reply. Each connector has its own queue, worked by its
 //! own task, so a slow receiver delays only its own deliveries, never another user's. Where
 //! a webhook may point is [`crate::outbound`]'s business.
 
-use futures::future::BoxFuture;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_store::events::StoredEvent;
-use ferry_store::say::{Connector as ConnectorRow, Delivery};
+use ferry_store::say::Delivery;
 
-use crate::error::ApiError;
 use crate::state::AppState;
-
-/// A message on its way out: its stored event.
-#[derive(Debug, Clone, Copy)]
-pub struct Outgoing<'a> {
-    pub thread_id: &'a str,
-    pub event: &'a StoredEvent,
-}
-
-/// Somewhere a thread's messages are delivered.
-pub trait Connector: Send + Sync {
-    fn deliver<'a>(
-        &'a self,
-        state: &'a AppState,
-        message: Outgoing<'a>,
-    ) -> BoxFuture<'a, Result<(), ApiError>>;
-}
-
-/// The thread's own event channel: the message is already stored, so delivering it means
-/// waking the subscribers.
-#[derive(Debug, Clone, Copy)]
-pub struct EventChannel;
-
-impl Connector for EventChannel {
-    fn deliver<'a>(
-        &'a self,
-        state: &'a AppState,
-        message: Outgoing<'a>,
-    ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(async move {
-            state.announce(message.event.clone());
-            Ok(())
-        })
-    }
-}
-
-/// A registered webhook: delivering queues the message for the background worker.
-#[derive(Debug, Clone)]
-pub struct Webhook(pub ConnectorRow);
-
-impl Connector for Webhook {
-    fn deliver<'a>(
-        &'a self,
-        state: &'a AppState,
-        message: Outgoing<'a>,
-    ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(async move {
-            state
-                .db
-                .queue_delivery(&self.0.id, message.thread_id, message.event.id)
-                .await?;
-            state.deliveries_due.notify_one();
-            Ok(())
-        })
-    }
-}
-
-/// The connectors of a thread: its event channel, then its webhooks.
-pub async fn connectors_of(
-    state: &AppState,
-    thread_id: &str,
-) -> Result<Vec<Box<dyn Connector>>, ApiError> {
-    let mut all: Vec<Box<dyn Connector>> = vec![Box::new(EventChannel)];
-    for row in state.db.connectors(thread_id).await? {
-        if row.kind == "webhook" {
-            all.push(Box::new(Webhook(row)));
-        }
-    }
-    Ok(all)
-}
 
 /// Attempts before a delivery is given up.
 const MAX_ATTEMPTS: u32 = 8;
@@ -124,6 +50,7 @@ pub async fn run_delivery_worker(state: AppState) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_ACTIVE_CONNECTORS));
     loop {
         match state
+            .app
             .db
             .connectors_due(MAX_ACTIVE_CONNECTORS as u32 * 2)
             .await
@@ -158,8 +85,11 @@ pub async fn run_delivery_worker(state: AppState) {
             Err(e) => tracing::warn!(error = %e, "could not look for webhook deliveries"),
         }
         // Sleep until a delivery is queued here, or a retry may have come due.
-        let _ =
-            tokio::time::timeout(Duration::from_millis(500), state.deliveries_due.notified()).await;
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            state.app.deliveries_due.notified(),
+        )
+        .await;
     }
 }
 
@@ -167,7 +97,7 @@ pub async fn run_delivery_worker(state: AppState) {
 async fn work_connector(state: &AppState, client: &reqwest::Client, connector_id: &str) {
     let lease = lease(state).as_millis() as i64;
     loop {
-        match state.db.claim_delivery(connector_id, lease).await {
+        match state.app.db.claim_delivery(connector_id, lease).await {
             Ok(Some(delivery)) => attempt(state, client, delivery).await,
             Ok(None) => return,
             Err(e) => {
@@ -192,7 +122,7 @@ async fn attempt(state: &AppState, client: &reqwest::Client, delivery: Delivery)
             Err((why.as_str(), None))
         }
     };
-    if let Err(e) = state.db.finish_delivery(&delivery.id, result).await {
+    if let Err(e) = state.app.db.finish_delivery(&delivery.id, result).await {
         tracing::warn!(error = %e, "could not record a webhook delivery");
     }
 }
@@ -208,6 +138,7 @@ fn now_millis() -> i64 {
 /// short-lived signed link that needs no token.
 async fn payload(state: &AppState, delivery: &Delivery) -> Result<serde_json::Value, String> {
     let event = state
+        .app
         .db
         .event(&delivery.thread_id, delivery.event_id)
         .await
@@ -241,6 +172,7 @@ async fn post(
     delivery: &Delivery,
 ) -> Result<(), String> {
     let connector = state
+        .app
         .db
         .connector(&delivery.connector_id)
         .await

@@ -5,13 +5,10 @@
 //! `{ "error": { "code": "…", "message": "…" } }` with the code's status. Internal failures are
 //! logged in full and answered with a generic message: no stack trace or host path leaks.
 
+pub use crate::error_code::ErrorCode;
 use axum::Json;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use ferry_core::ErrorCode;
-use ferry_core::path::PathError;
-use ferry_core::space_name::SpaceNameError;
-use ferry_store::{StoreError, WriteError};
 use serde::Serialize;
 
 /// An answer other than 2xx.
@@ -45,56 +42,20 @@ impl ApiError {
         Self::new(ErrorCode::InvalidRequest, message)
     }
 
+    /// A body over `limit` bytes.
     pub fn too_large(limit: u64) -> Self {
-        Self::new(
-            ErrorCode::RequestTooLarge,
-            format!(
-                "the body is larger than the limit of {}",
-                describe_bytes(limit)
-            ),
-        )
-    }
-
-    /// The answer while the disk is full: nothing was stored, and the same request succeeds
-    /// once there is room again.
-    pub fn disk_full(cause: impl std::fmt::Display) -> Self {
-        tracing::error!(%cause, "the disk is full");
-        Self::new(
-            ErrorCode::InsufficientStorage,
-            "the server's disk is full; nothing was stored. Try again once space is freed",
-        )
+        ferry_app::Error::too_large(limit).into()
     }
 
     /// An I/O failure: a full disk is said as such, anything else is internal.
     pub fn io(cause: std::io::Error) -> Self {
-        if ferry_store::is_disk_full(&cause) {
-            Self::disk_full(cause)
-        } else {
-            Self::internal(cause)
-        }
+        ferry_app::Error::io(cause).into()
     }
 
     /// A failure that is the server's fault. The cause is logged (inside the request's span, so
     /// with its request id, which the answer's `X-Request-Id` repeats), not sent.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
-        tracing::error!(%cause, "internal error");
-        Self::new(
-            ErrorCode::Internal,
-            "internal error; the server log has the details",
-        )
-    }
-}
-
-/// A size in words, as limits are reported: `5 MiB (5242880 bytes)`.
-pub fn describe_bytes(bytes: u64) -> String {
-    const MIB: u64 = 1 << 20;
-    const KIB: u64 = 1 << 10;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB ({bytes} bytes)", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{} KiB ({bytes} bytes)", bytes / KIB)
-    } else {
-        format!("{bytes} bytes")
+        ferry_app::Error::internal(cause).into()
     }
 }
 
@@ -124,8 +85,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status =
-            StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = self.code.status();
         let mut response = (
             status,
             Json(Envelope {
@@ -148,49 +108,27 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<PathError> for ApiError {
-    fn from(e: PathError) -> Self {
-        ApiError::new(ErrorCode::InvalidPath, e.to_string())
-    }
-}
-
-impl From<SpaceNameError> for ApiError {
-    fn from(e: SpaceNameError) -> Self {
-        ApiError::new(ErrorCode::InvalidPath, e.to_string())
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => ApiError::not_found("not found"),
-            StoreError::AlreadyExists => ApiError::new(
-                ErrorCode::AlreadyExists,
-                "something already exists at this path",
-            ),
-            StoreError::PreconditionFailed => ApiError::new(
-                ErrorCode::PreconditionFailed,
-                "the file's current ETag does not match If-Match",
-            ),
-            other if other.is_disk_full() => ApiError::disk_full(other),
-            other => ApiError::internal(other),
-        }
-    }
-}
-
-impl From<WriteError> for ApiError {
-    fn from(e: WriteError) -> Self {
-        match e {
-            WriteError::TooLarge { limit } => ApiError::too_large(limit),
-            WriteError::Body(message) => ApiError::invalid_request(message),
-            WriteError::Io(io) => ApiError::io(io),
-        }
-    }
-}
-
-impl From<std::io::Error> for ApiError {
-    fn from(e: std::io::Error) -> Self {
-        ApiError::io(e)
+/// Every use case's refusal, and everything that converts into one (store, path and sandbox
+/// errors), answers with its code here: the HTTP API's view of [`ferry_app::Error`].
+impl<E: Into<ferry_app::Error>> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        let e: ferry_app::Error = e.into();
+        let message = e.to_string();
+        let code = match e {
+            ferry_app::Error::NotFound(_) => ErrorCode::NotFound,
+            ferry_app::Error::Forbidden(_) => ErrorCode::Forbidden,
+            ferry_app::Error::InvalidPath(_) => ErrorCode::InvalidPath,
+            ferry_app::Error::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            ferry_app::Error::AlreadyExists(_) => ErrorCode::AlreadyExists,
+            ferry_app::Error::PreconditionFailed(_) => ErrorCode::PreconditionFailed,
+            ferry_app::Error::TooLarge(_) => ErrorCode::RequestTooLarge,
+            ferry_app::Error::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
+            ferry_app::Error::UnsupportedFileType(_) => ErrorCode::UnsupportedFileType,
+            ferry_app::Error::Busy(_) => ErrorCode::Unavailable,
+            ferry_app::Error::DiskFull => ErrorCode::InsufficientStorage,
+            ferry_app::Error::Internal => ErrorCode::Internal,
+        };
+        ApiError { code, message }
     }
 }
 

@@ -109,7 +109,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
             .map(|p| ApiPath(p.0))
             .map_err(|e| {
                 ApiError::new(
-                    ferry_core::ErrorCode::InvalidPath,
+                    crate::error::ErrorCode::InvalidPath,
                     format!("the URL path cannot be read: {}", e.body_text()),
                 )
             })

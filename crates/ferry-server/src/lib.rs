@@ -3,20 +3,19 @@
 //! [`router::router`] builds the axum router over an [`state::AppState`]; [`serve`] runs it
 //! until a shutdown signal.
 
-pub mod access;
 pub mod auth;
 pub mod config;
 pub mod connectors;
 pub mod error;
-pub mod events;
+pub mod error_code;
 pub mod extract;
+pub mod file_views;
 pub mod limits;
 pub mod listen;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod outbound;
-pub mod previews;
 pub mod request_id;
 pub mod router;
 pub mod routes;
@@ -24,6 +23,7 @@ pub mod serve;
 pub mod signing;
 pub mod state;
 pub mod web;
+pub mod write_headers;
 
 pub use auth::{Auth, Principal};
 pub use config::Config;
@@ -56,7 +56,7 @@ pub async fn serve(
     worker.abort();
     relay.abort();
     sweeper.abort();
-    state.db.close().await;
+    state.app.db.close().await;
     Ok(())
 }
 
@@ -68,7 +68,7 @@ pub async fn serve(
 pub async fn relay_events_from_other_nodes(state: AppState) {
     use futures::StreamExt;
     loop {
-        let stream = match state.db.listen_events(&state.config.database_url).await {
+        let stream = match state.app.db.listen_events(&state.config.database_url).await {
             Ok(Some(stream)) => stream,
             Ok(None) => return,
             Err(e) => {
@@ -86,11 +86,11 @@ pub async fn relay_events_from_other_nodes(state: AppState) {
                     break;
                 }
             };
-            if !state.events.wants(&thread_id, id) {
+            if !state.app.events.wants(&thread_id, id) {
                 continue;
             }
-            match state.db.event(&thread_id, id).await {
-                Ok(Some(event)) => state.events.publish(event),
+            match state.app.db.event(&thread_id, id).await {
+                Ok(Some(event)) => state.app.events.publish(event),
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot read a notified event"),
             }
@@ -107,11 +107,14 @@ pub async fn sweep_periodically(state: AppState) {
     );
     loop {
         tokio::time::sleep(every).await;
-        match ferry_store::sweep::sweep(&state.db, &state.blobs, state.config.sweep_grace).await {
+        match ferry_store::sweep::sweep(&state.app.db, &state.app.blobs, state.config.sweep_grace)
+            .await
+        {
             Ok(report) => tracing::info!(?report, "sweep done"),
             Err(e) => tracing::warn!(error = %e, "sweep failed"),
         }
         match state
+            .app
             .sandboxes
             .sweep_temporary_files(state.config.sweep_grace)
             .await

@@ -208,7 +208,7 @@ impl StreamSlots {
         let count = open.entry(key.clone()).or_default();
         if *count >= self.per_principal {
             return Err(ApiError::new(
-                ferry_core::ErrorCode::TooManyRequests,
+                crate::error::ErrorCode::TooManyRequests,
                 format!(
                     "this caller already has {} event streams open, the most one may; close one \
                      (each browser tab holds one) or poll with format=json",
@@ -255,7 +255,7 @@ mod tests {
         let first = slots.take(alice()).unwrap();
         let _second = slots.take(alice()).unwrap();
         let refused = slots.take(alice()).unwrap_err();
-        assert_eq!(refused.code, ferry_core::ErrorCode::TooManyRequests);
+        assert_eq!(refused.code, crate::error::ErrorCode::TooManyRequests);
         // Another principal is not affected.
         let _bobs = slots.take("user:bob".to_owned()).unwrap();
         drop(first);

@@ -3,7 +3,9 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferry_core::{ErrorCode, Timestamp};
+use ferry_core::Timestamp;
+
+use crate::error::ErrorCode;
 use ferry_store::{BlobRead, Blobs};
 use std::ops::Range;
 

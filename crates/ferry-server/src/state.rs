@@ -1,5 +1,6 @@
 //! What every handler shares.
 
+use ferry_app::App;
 use ferry_extract::Extractor;
 use ferry_store::sandbox::Sandboxes;
 use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
@@ -8,7 +9,6 @@ use tokio::sync::Notify;
 
 use crate::auth::Auth;
 use crate::config::Config;
-use crate::events::EventHub;
 use crate::limits::StreamSlots;
 use crate::signing::LinkSigner;
 
@@ -17,16 +17,11 @@ pub struct AppState(Arc<Inner>);
 
 #[derive(Debug)]
 pub struct Inner {
+    /// The use cases, and the stores they run over.
+    pub app: App,
     pub config: Config,
     pub auth: Auth,
-    pub db: Db,
-    pub blobs: Blobs,
-    pub sandboxes: Sandboxes,
-    pub extractor: Extractor,
-    pub events: EventHub,
     pub signer: LinkSigner,
-    /// Wakes the webhook worker when a delivery is queued.
-    pub deliveries_due: Notify,
     /// The event streams open on this node, by principal.
     pub streams: Arc<StreamSlots>,
     /// Turns true when the server begins to shut down: event streams end then.
@@ -70,18 +65,24 @@ impl AppState {
             let _ = public_url.set(url.trim_end_matches('/').to_owned());
         }
         let streams = StreamSlots::new(config.max_streams_per_principal);
-        Ok(AppState(Arc::new(Inner {
-            streams,
-            stopping: tokio::sync::watch::channel(false).0,
-            config,
-            auth,
+        let app = App::new(ferry_app::Inner {
             db,
             blobs,
             sandboxes,
             extractor,
-            events: EventHub::default(),
-            signer,
+            limits: config.limits.clone(),
+            events: Default::default(),
             deliveries_due: Notify::new(),
+            skills_dir: config.skills_dir.clone(),
+            html_cache_dir: config.data_dir.join("cache").join("html"),
+        });
+        Ok(AppState(Arc::new(Inner {
+            app,
+            streams,
+            stopping: tokio::sync::watch::channel(false).0,
+            config,
+            auth,
+            signer,
             public_url,
         })))
     }
@@ -123,10 +124,5 @@ impl AppState {
             ),
             expires,
         )
-    }
-
-    /// Stores nothing: wakes this node's subscribers with an event that is already stored.
-    pub fn announce(&self, event: ferry_store::events::StoredEvent) {
-        self.events.publish(event);
     }
 }

@@ -107,7 +107,7 @@ pub enum SandboxError {
     NotAFile,
     #[error("a segment of the path is a file or a symlink, not a folder")]
     NotAFolder,
-    #[error("/sandbox/skills/ is read-only")]
+    #[error("/sandbox/skills/ is read-only: skills are copied in when the thread starts")]
     ReadOnly,
     #[error("a file already exists at this path")]
     AlreadyExists,
@@ -545,7 +545,7 @@ impl Sandbox {
         path: &ValidPath,
         body: S,
         limit: u64,
-        condition: SandboxCondition,
+        condition: &WriteCondition,
         content_type: &str,
     ) -> Result<(bool, SandboxEntry), SandboxError>
     where
@@ -667,7 +667,7 @@ impl StoredSandbox {
         path: &ValidPath,
         body: S,
         limit: u64,
-        condition: SandboxCondition,
+        condition: &WriteCondition,
         content_type: &str,
     ) -> Result<(bool, SandboxEntry), SandboxError>
     where
@@ -679,11 +679,6 @@ impl StoredSandbox {
             WriteError::Body(m) => SandboxError::Body(m),
             WriteError::Io(io) => SandboxError::Io(io),
         })?;
-        let condition = match condition {
-            SandboxCondition::None => WriteCondition::None,
-            SandboxCondition::CreateOnly => WriteCondition::CreateOnly,
-            SandboxCondition::IfMatch(tags) => WriteCondition::IfMatch(tags),
-        };
         let outcome = self
             .db
             .space_put(
@@ -692,7 +687,7 @@ impl StoredSandbox {
                 path,
                 &blob,
                 content_type,
-                &condition,
+                condition,
             )
             .await;
         let outcome = match outcome {
@@ -810,7 +805,7 @@ impl LocalSandbox {
         path: &ValidPath,
         body: S,
         limit: u64,
-        condition: SandboxCondition,
+        condition: &WriteCondition,
     ) -> Result<(bool, SandboxEntry), SandboxError>
     where
         S: Stream<Item = Result<Bytes, E>>,
@@ -819,6 +814,8 @@ impl LocalSandbox {
         if path.segments().next() == Some(TMP_DIR) {
             return Err(SandboxError::Escapes);
         }
+        // The commit runs on the blocking pool, which needs its own copy.
+        let condition = condition.clone();
         let tmp_name = uuid::Uuid::now_v7().simple().to_string();
         let tmp_file = {
             let tmp_name = tmp_name.clone();
@@ -1017,14 +1014,6 @@ fn truncate_to(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// The precondition of a sandbox write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SandboxCondition {
-    None,
-    CreateOnly,
-    IfMatch(Vec<String>),
-}
-
 fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
     // O_NONBLOCK: opening a FIFO (or a device) an agent planted would otherwise wait forever
     // for a writer. Regular files ignore the flag; anything else is refused below, after the
@@ -1068,7 +1057,7 @@ fn commit_write(
     dir: &Dir,
     tmp: &str,
     target: &str,
-    condition: &SandboxCondition,
+    condition: &WriteCondition,
     wait: Duration,
 ) -> Result<bool, SandboxError> {
     let tmp_dir = lock_commits(dir, wait)?;
@@ -1084,17 +1073,21 @@ fn commit_write(
     let flags = match condition {
         // renameat2(RENAME_NOREPLACE) never replaces an existing name, even one that appeared
         // after the check (an agent on the host does not take the lock).
-        SandboxCondition::CreateOnly => rustix::fs::RenameFlags::NOREPLACE,
-        SandboxCondition::IfMatch(tags) => {
+        WriteCondition::CreateOnly => rustix::fs::RenameFlags::NOREPLACE,
+        WriteCondition::IfMatch(tags) | WriteCondition::IfMatchAndCreateOnly(tags) => {
             let matches = current
                 .as_ref()
                 .is_some_and(|etag| tags.iter().any(|t| t == "*" || t == etag));
             if !matches {
                 return Err(SandboxError::PreconditionFailed);
             }
+            if matches!(condition, WriteCondition::IfMatchAndCreateOnly(_)) {
+                // The file exists and matches, so "create only" is what fails, as in spaces.
+                return Err(SandboxError::AlreadyExists);
+            }
             rustix::fs::RenameFlags::empty()
         }
-        SandboxCondition::None => rustix::fs::RenameFlags::empty(),
+        WriteCondition::None => rustix::fs::RenameFlags::empty(),
     };
     // Both names are single components relative to folders opened through the jail, so the
     // rename cannot be steered outside it.

@@ -396,7 +396,8 @@ on_every_engine! {
     };
 
     racing_if_match_writes_in_a_stored_sandbox_have_one_winner => |db: Db| async move {
-        use ferry_store::sandbox::{SandboxCondition, Sandboxes};
+        use ferry_store::sandbox::Sandboxes;
+        use ferry_store::spaces::WriteCondition;
         let blob_dir = tempfile::tempdir().unwrap();
         let blobs = ferry_store::Blobs::Local(ferry_store::LocalBlobs::open(blob_dir.path()).unwrap());
         let sandboxes = Sandboxes::stored(db.clone(), blobs);
@@ -408,7 +409,7 @@ on_every_engine! {
             futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(text))])
         };
         let (_, first) = sandbox
-            .write(&target, body("v0".into()), 1024, SandboxCondition::None, "text/plain")
+            .write(&target, body("v0".into()), 1024, &WriteCondition::None, "text/plain")
             .await
             .unwrap();
         let writers: Vec<_> = (0..50)
@@ -420,7 +421,7 @@ on_every_engine! {
                             &target,
                             body(format!("writer {i}")),
                             1024,
-                            SandboxCondition::IfMatch(vec![etag]),
+                            &WriteCondition::IfMatch(vec![etag]),
                             "text/plain",
                         )
                         .await

@@ -8,11 +8,11 @@
 
 use anyhow::Context;
 use clap::Args;
-use ferry_server::Config;
-use ferry_server::config::{
+use ferry_app::{
     DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
     DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES,
 };
+use ferry_server::Config;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -222,17 +222,17 @@ impl ServeArgs {
         if let Some(t) = settings.sweep_grace_secs {
             config.sweep_grace = secs(t);
         }
-        config.space_max_bytes = settings.space_max_bytes.unwrap_or(DEFAULT_SPACE_MAX_BYTES);
-        config.sandbox_max_bytes = settings
+        config.limits.space_max_bytes = settings.space_max_bytes.unwrap_or(DEFAULT_SPACE_MAX_BYTES);
+        config.limits.sandbox_max_bytes = settings
             .sandbox_max_bytes
             .unwrap_or(DEFAULT_SANDBOX_MAX_BYTES);
-        config.upload_max_bytes = settings
+        config.limits.upload_max_bytes = settings
             .upload_max_bytes
             .unwrap_or(DEFAULT_UPLOAD_MAX_BYTES);
-        config.publish_max_bytes = settings
+        config.limits.publish_max_bytes = settings
             .publish_max_bytes
             .unwrap_or(DEFAULT_PUBLISH_MAX_BYTES);
-        config.preview_max_chars = settings
+        config.limits.preview_max_chars = settings
             .preview_max_chars
             .unwrap_or(DEFAULT_PREVIEW_MAX_CHARS);
         config.skills_dir = settings.skills_dir;
@@ -271,7 +271,7 @@ impl ServeArgs {
             config.extract.memory_bytes = bytes;
         }
         if let Some(t) = settings.preview_wait_secs {
-            config.preview_wait = secs(t);
+            config.limits.preview_wait = secs(t);
         }
         if let Some(allow) = settings.webhook_allow_private {
             config.webhooks.allow_private = allow;
@@ -398,11 +398,11 @@ mod tests {
         }
         .resolve()
         .unwrap();
-        assert_eq!(resolved.config.space_max_bytes, 5);
-        assert_eq!(resolved.config.upload_max_bytes, 20);
+        assert_eq!(resolved.config.limits.space_max_bytes, 5);
+        assert_eq!(resolved.config.limits.upload_max_bytes, 20);
         assert_eq!(resolved.config.jwt_secret, b"from-file");
         assert!(!resolved.generated_secret);
-        assert_eq!(resolved.config.preview_max_chars, 4000);
+        assert_eq!(resolved.config.limits.preview_max_chars, 4000);
         assert_eq!(resolved.config.addr.to_string(), "127.0.0.1:8080");
     }
 
@@ -487,7 +487,7 @@ mod tests {
         assert_eq!(c.extract.timeout, secs(5));
         assert_eq!(c.extract.cpu_seconds, 5);
         assert_eq!(c.extract.memory_bytes, 1 << 28);
-        assert_eq!(c.preview_wait, secs(2));
+        assert_eq!(c.limits.preview_wait, secs(2));
         assert!(c.webhooks.allow_private);
         assert_eq!(c.webhooks.timeout, secs(11));
     }

@@ -462,6 +462,7 @@ async fn internal_targets_are_never_reached_at_delivery_either() {
         format!("http://localhost:{}/hook", inside.port()),
     ] {
         app.state
+            .app
             .db
             .insert_connector(&t.id, "webhook", &url, "secret")
             .await
@@ -562,7 +563,7 @@ async fn another_users_preview_does_not_wait_behind_a_burst_of_slow_documents() 
     let app = TestApp::with(|config| {
         config.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
         config.extract.max_concurrent = 2;
-        config.preview_wait = Duration::from_secs(60);
+        config.limits.preview_wait = Duration::from_secs(60);
     })
     .await;
     let mallory = thread(&app, "mallory").await;
@@ -597,7 +598,7 @@ async fn an_upload_waits_for_its_preview_only_so_long() {
     let (script, _) = slow_worker(scripts.path(), 30);
     let app = TestApp::with(|config| {
         config.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
-        config.preview_wait = Duration::from_secs(1);
+        config.limits.preview_wait = Duration::from_secs(1);
     })
     .await;
     let t = thread(&app, "alice").await;
@@ -892,6 +893,7 @@ async fn the_sweep_clears_what_interrupted_sandbox_writes_left() {
     std::fs::write(tmp.join("agent-notes"), b"mine").unwrap();
     let young = app
         .state
+        .app
         .sandboxes
         .sweep_temporary_files(Duration::from_secs(3600))
         .await
@@ -900,6 +902,7 @@ async fn the_sweep_clears_what_interrupted_sandbox_writes_left() {
     tokio::time::sleep(Duration::from_millis(5)).await;
     let removed = app
         .state
+        .app
         .sandboxes
         .sweep_temporary_files(Duration::ZERO)
         .await
@@ -1072,7 +1075,7 @@ async fn oversized_mcp_requests_over_stdio_are_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_oversized_mcp_request_over_http_gets_the_envelope() {
-    let app = TestApp::with(|config| config.space_max_bytes = 64 * 1024).await;
+    let app = TestApp::with(|config| config.limits.space_max_bytes = 64 * 1024).await;
     let addr = app.spawn().await;
     let t = thread(&app, "alice").await;
     let body = json!({
@@ -1111,7 +1114,7 @@ async fn an_oversized_mcp_request_over_http_gets_the_envelope() {
 async fn a_refused_upload_is_answered_not_cut_off() {
     // The answer comes before the body is read (the declared length is over the limit); the
     // rest of the body is read and dropped so the client sees the envelope, not a broken pipe.
-    let app = TestApp::with(|config| config.space_max_bytes = 1024 * 1024).await;
+    let app = TestApp::with(|config| config.limits.space_max_bytes = 1024 * 1024).await;
     let addr = app.spawn().await;
     let token = app.user("alice");
     let reply = reqwest::Client::new()

@@ -246,7 +246,7 @@ async fn the_answer_has_the_seeds_fields() {
 
 #[tokio::test]
 async fn publish_errors() {
-    let app = TestApp::with(|c| c.publish_max_bytes = 1024).await;
+    let app = TestApp::with(|c| c.limits.publish_max_bytes = 1024).await;
     let t = thread(&app, "alice").await;
     put_file(&app, &t, "outputs/ok.txt", b"ok").await;
     put_file(&app, &t, "outputs/big.bin", &[0u8; 1025]).await;

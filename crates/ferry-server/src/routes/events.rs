@@ -14,12 +14,12 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::access::{Action, thread_for};
+use ferry_app::messages::{self, NewMessage as Message};
+use ferry_app::{Action, access};
+
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::events::{MAX_EVENT_BYTES, Role, event_json};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::routes::uploads::UploadView;
 use crate::state::AppState;
 
 /// Events read from the database per query while catching up.
@@ -54,7 +54,7 @@ pub async fn events(
     ApiQuery(params): ApiQuery<EventParams>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let thread = thread_for(&state, &principal, &id, Action::Read).await?;
+    let thread = access::thread(&state.app, &principal, &id, Action::Read).await?;
     let last_event_id = match headers.get("last-event-id") {
         Some(v) => Some(
             v.to_str()
@@ -68,7 +68,7 @@ pub async fn events(
     match params.format.as_deref() {
         Some("json") => {
             let limit = params.limit.unwrap_or(1000).clamp(1, 1000);
-            let events = state.db.events_after(&thread.id, after, limit).await?;
+            let events = state.app.db.events_after(&thread.id, after, limit).await?;
             let body = format!(
                 "[{}]",
                 events
@@ -117,7 +117,7 @@ fn subscribe(
     thread_id: String,
     after: i64,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    let live = state.events.subscribe(&thread_id);
+    let live = state.app.events.subscribe(&thread_id);
     let feed = Feed {
         state,
         thread_id,
@@ -157,6 +157,7 @@ impl Feed {
             if self.catching_up {
                 let batch = match self
                     .state
+                    .app
                     .db
                     .events_after(&self.thread_id, self.last, REPLAY_BATCH)
                     .await
@@ -217,108 +218,22 @@ pub async fn post_message(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<NewMessage>,
 ) -> ApiResult<Response> {
-    let thread = thread_for(&state, &principal, &id, Action::Read).await?;
-    let role = match (&principal, body.role.as_deref()) {
-        (Principal::User { .. }, None | Some("user")) => Role::User,
-        (Principal::Agent { agent_id, .. }, None | Some("agent")) => Role::Agent(agent_id),
-        (Principal::Service { .. }, None | Some("agent")) => {
-            Role::Agent(crate::events::DEFAULT_AGENT_ID)
-        }
-        (Principal::Service { .. }, Some("user")) => Role::User,
-        (Principal::Service { .. }, Some(other)) => {
-            return Err(ApiError::invalid_request(format!(
-                "'role' must be user or agent, not '{other}'"
-            )));
-        }
-        (_, Some(_)) => {
-            return Err(ApiError::forbidden(
-                "only service_role may choose the role of a message",
-            ));
-        }
-    };
-    let text = body.text.unwrap_or_default();
-    if text.trim().is_empty() && body.upload_ids.is_empty() {
-        return Err(ApiError::invalid_request(
-            "a message needs 'text' (or, from the user, 'uploadIds')",
-        ));
-    }
-    let mut uploads = Vec::new();
-    if !body.upload_ids.is_empty() {
-        if role != Role::User {
-            return Err(ApiError::invalid_request(
-                "only user messages carry uploads; agents publish or send files",
-            ));
-        }
-        for upload_id in &body.upload_ids {
-            let upload = state
-                .db
-                .upload(&thread.id, upload_id)
-                .await?
-                .ok_or_else(|| {
-                    ApiError::invalid_request(format!("no upload '{upload_id}' in this thread"))
-                })?;
-            uploads.push(UploadView::from(&upload));
-        }
-    }
-    // An event's size depends on its id and time only through their length, which the
-    // largest id bounds: check with that before storing anything.
-    let probe = message_json(
-        i64::MAX,
-        ferry_core::Timestamp(0),
-        role,
-        &thread.id,
-        &text,
-        &uploads,
-    );
-    if probe.len() > MAX_EVENT_BYTES {
-        return Err(ApiError::new(
-            ferry_core::ErrorCode::RequestTooLarge,
-            format!(
-                "the message is longer than an event may be ({} KiB); send long text as a file",
-                MAX_EVENT_BYTES / 1024
-            ),
-        ));
-    }
-    let event = state
-        .db
-        .append_event(&thread.id, "message", |id, at| {
-            message_json(id, at, role, &thread.id, &text, &uploads)
-        })
-        .await?;
-    let json = event.json.clone();
-    state.announce(event);
+    let event = messages::post(
+        &state.app,
+        &principal,
+        &id,
+        Message {
+            text: body.text.as_deref().unwrap_or_default(),
+            upload_ids: &body.upload_ids,
+            role: body.role.as_deref(),
+        },
+    )
+    .await?;
+    let json = event.json;
     Ok((
         StatusCode::CREATED,
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         json,
     )
         .into_response())
-}
-
-fn message_json(
-    id: i64,
-    at: ferry_core::Timestamp,
-    role: Role<'_>,
-    thread_id: &str,
-    text: &str,
-    uploads: &[UploadView],
-) -> String {
-    let render = |uploads: &[UploadView]| {
-        let mut extra = serde_json::Map::new();
-        if !uploads.is_empty() {
-            extra.insert(
-                "uploads".into(),
-                serde_json::to_value(uploads).unwrap_or_default(),
-            );
-        }
-        event_json(id, at, "message", role, thread_id, Some(text), extra)
-    };
-    let json = render(uploads);
-    if json.len() <= MAX_EVENT_BYTES || uploads.is_empty() {
-        return json;
-    }
-    // Too long with the previews: keep each upload's note and place, drop the preview text
-    // (the uploads route still has it).
-    let slim: Vec<UploadView> = uploads.iter().map(UploadView::without_preview).collect();
-    render(&slim)
 }

@@ -4,16 +4,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferry_core::{ErrorCode, SandboxPath};
-use ferry_store::published::{NewRevision, Revision};
-use ferry_store::sandbox::SandboxError;
+use ferry_app::publish::{self, Publication, PublishedView};
+use ferry_store::published::Revision;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::access::{Action, thread_for};
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
-use crate::events::{Role, event_json};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::serve::{Servable, attachment_disposition, header_value, serve_blob, serve_download};
 use crate::state::AppState;
@@ -34,53 +31,9 @@ pub struct PublishRequest {
     pub description: String,
 }
 
-/// The publish answer (the tool result agents were built against, plus `id`, `revision`, `preview_kind`; docs/reference/publish.md).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct PublishedView {
-    pub success: bool,
-    pub id: String,
-    pub display_name: String,
-    pub description: String,
-    pub filename: String,
-    pub file_type: String,
-    pub mime_type: String,
-    pub file_size: u64,
-    pub storage_path: String,
-    pub sandbox_path: String,
-    pub revision: u32,
-    pub published_at: String,
-    /// `image`, `pdf`, `html` or `none`.
-    pub preview_kind: String,
-}
-
-impl From<&Revision> for PublishedView {
-    fn from(r: &Revision) -> Self {
-        PublishedView {
-            success: true,
-            id: r.file_id.clone(),
-            display_name: r.display_name.clone(),
-            description: r.description.clone(),
-            filename: r.filename.clone(),
-            file_type: r.file_type.clone(),
-            mime_type: r.mime_type.clone(),
-            file_size: r.file_size,
-            storage_path: r.storage_path.clone(),
-            sandbox_path: r.sandbox_path.clone(),
-            revision: r.revision,
-            published_at: r.published_at.rfc3339(),
-            preview_kind: r.preview_kind.clone(),
-        }
-    }
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PublishedList {
     pub files: Vec<PublishedView>,
-}
-
-/// The extension as it is recorded: `.docx`, lower-cased; empty when there is none.
-fn file_type_of(name: &str) -> String {
-    ferry_core::send_file::extension_of(name).unwrap_or_default()
 }
 
 /// Publishes a sandbox file to the user (the agent, or service_role).
@@ -104,82 +57,17 @@ pub async fn publish(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<PublishRequest>,
 ) -> ApiResult<Response> {
-    let thread = thread_for(&state, &principal, &id, Action::ActAsAgent).await?;
-    let display_name = body.display_name.trim().to_owned();
-    if display_name.is_empty() || display_name.chars().count() > 200 {
-        return Err(ApiError::invalid_request(
-            "'display_name' must be 1 to 200 characters",
-        ));
-    }
-    let path = SandboxPath::parse(&body.file_path)?;
-    let sandbox = state.sandboxes.open(&thread.id).await?;
-    let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
-        SandboxError::NotFound => {
-            ApiError::not_found(format!("File not found: {}", body.file_path))
-        }
-        other => other.into(),
-    })?;
-    let limit = state.config.publish_max_bytes;
-    if opened.size > limit {
-        return Err(ApiError::too_large(limit));
-    }
-    // The stored copy is permanent: it is taken now, so later changes to the sandbox file do
-    // not reach it. Unchanged bytes reuse the blob an earlier revision already stored.
-    let spooled = state
-        .blobs
-        .spool(opened.stream(None).await?.stream, limit)
-        .await?;
-    let (blob_key, sha256, size) = match state
-        .db
-        .published_blob_with_sha(&thread.id, spooled.sha256())
-        .await?
-    {
-        Some(key) => (key, spooled.sha256().to_owned(), spooled.size()),
-        None => {
-            let blob = state.blobs.commit(spooled).await?;
-            (blob.key, blob.sha256, blob.size)
-        }
-    };
-    let filename = path.file_name().to_owned();
-    let new = NewRevision {
-        thread_id: thread.id.clone(),
-        display_name,
-        description: body.description,
-        file_type: file_type_of(&filename),
-        mime_type: ferry_core::mime::mime_for_name(&filename),
-        file_size: size,
-        sha256,
-        storage_path: format!("deepagent-outputs/{}/{}", thread.id, filename),
-        sandbox_path: path.display(),
-        blob_key,
-        preview_kind: ferry_extract::preview_kind(&filename).as_str().to_owned(),
-        filename,
-    };
-    let agent = match &principal {
-        Principal::Agent { agent_id, .. } => agent_id.clone(),
-        _ => crate::events::DEFAULT_AGENT_ID.to_owned(),
-    };
-    let (revision, event) = state
-        .db
-        .publish(new, |revision, id, at| {
-            let view = PublishedView::from(revision);
-            let mut extra = serde_json::Map::new();
-            extra.insert(
-                "file".into(),
-                serde_json::to_value(&view).unwrap_or_default(),
-            );
-            event_json(
-                id,
-                at,
-                "file_published",
-                Role::Agent(&agent),
-                &revision.thread_id,
-                Some(&format!("Published {}", revision.display_name)),
-                extra,
-            )
-        })
-        .await?;
-    state.announce(event);
+    let revision = publish::publish(
+        &state.app,
+        &principal,
+        &id,
+        Publication {
+            file_path: &body.file_path,
+            display_name: &body.display_name,
+            description: body.description,
+        },
+    )
+    .await?;
     let status = if revision.revision == 1 {
         StatusCode::CREATED
     } else {
@@ -208,7 +96,6 @@ pub async fn list(
     ApiPath(id): ApiPath<String>,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> ApiResult<Json<PublishedList>> {
-    let thread = thread_for(&state, &principal, &id, Action::Read).await?;
     let all = match params.revisions.as_deref() {
         None | Some("latest") => false,
         Some("all") => true,
@@ -218,7 +105,7 @@ pub async fn list(
             )));
         }
     };
-    let revisions = state.db.published(&thread.id, all).await?;
+    let revisions = publish::list(&state.app, &principal, &id, all).await?;
     Ok(Json(PublishedList {
         files: revisions.iter().map(PublishedView::from).collect(),
     }))
@@ -229,26 +116,6 @@ pub async fn list(
 pub struct RevisionParams {
     /// A revision number (default: the latest).
     revision: Option<u32>,
-}
-
-async fn find_revision(
-    state: &AppState,
-    principal: &Principal,
-    id: &str,
-    file_id: &str,
-    revision: Option<u32>,
-) -> ApiResult<Revision> {
-    let thread = thread_for(state, principal, id, Action::Read).await?;
-    state
-        .db
-        .published_revision(&thread.id, file_id, revision)
-        .await?
-        .ok_or_else(|| match revision {
-            Some(n) => {
-                ApiError::not_found(format!("published file '{file_id}' has no revision {n}"))
-            }
-            None => ApiError::not_found(format!("no published file '{file_id}' in this thread")),
-        })
 }
 
 /// Sends a published file's bytes as a download.
@@ -266,7 +133,7 @@ pub async fn download(
         modified: revision.published_at,
         disposition: None,
     };
-    serve_download(&state.blobs, method, headers, file, &revision.filename).await
+    serve_download(&state.app.blobs, method, headers, file, &revision.filename).await
 }
 
 /// Downloads a published file (any revision).
@@ -284,7 +151,7 @@ pub async fn content(
     method: Method,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let revision = find_revision(&state, &principal, &id, &pid, params.revision).await?;
+    let revision = publish::revision(&state.app, &principal, &id, &pid, params.revision).await?;
     download(&state, &method, &headers, &revision).await
 }
 
@@ -307,7 +174,7 @@ pub async fn preview(
     method: Method,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let revision = find_revision(&state, &principal, &id, &pid, params.revision).await?;
+    let revision = publish::revision(&state.app, &principal, &id, &pid, params.revision).await?;
     let servable = |content_type: &'static str, disposition: String| Servable {
         blob_key: &revision.blob_key,
         size: revision.file_size,
@@ -333,7 +200,7 @@ pub async fn preview(
                 _ => return Err(no_preview()),
             };
             let mut response = serve_blob(
-                &state.blobs,
+                &state.app.blobs,
                 &method,
                 &headers,
                 servable(content_type, inline),
@@ -348,7 +215,7 @@ pub async fn preview(
         "pdf" => {
             // No CSP sandbox here: it would stop the browser's own PDF viewer.
             serve_blob(
-                &state.blobs,
+                &state.app.blobs,
                 &method,
                 &headers,
                 servable("application/pdf", inline),
@@ -356,7 +223,7 @@ pub async fn preview(
             .await?
         }
         "html" => {
-            let html = crate::previews::rendered_html(&state, &revision).await?;
+            let html = publish::rendered_html(&state.app, &revision).await?;
             let mut response = (
                 [
                     (
@@ -425,25 +292,6 @@ pub async fn thread_file(
     method: Method,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let parts: Vec<&str> = params.storage_path.split('/').collect();
-    let [bucket, thread_id, name] = parts.as_slice() else {
-        return Err(ApiError::new(
-            ErrorCode::InvalidPath,
-            "storage_path must be deepagent-outputs/{thread}/{filename}",
-        ));
-    };
-    if *bucket != "deepagent-outputs" || thread_id.is_empty() || name.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidPath,
-            "storage_path must be deepagent-outputs/{thread}/{filename}",
-        ));
-    }
-    let thread = thread_for(&state, &principal, thread_id, Action::Read).await?;
-    let revision = state
-        .db
-        .published_by_storage_path(&params.storage_path)
-        .await?
-        .filter(|r| r.thread_id == thread.id)
-        .ok_or_else(|| ApiError::not_found(format!("File not found: {}", params.storage_path)))?;
+    let revision = publish::by_storage_path(&state.app, &principal, &params.storage_path).await?;
     download(&state, &method, &headers, &revision).await
 }

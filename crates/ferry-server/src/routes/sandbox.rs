@@ -6,49 +6,22 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use ferry_core::{ErrorCode, SandboxPath, ValidPath};
-use ferry_store::sandbox::{SandboxCondition, SandboxEntry, SandboxError};
-use ferry_store::spaces::WriteCondition;
+use ferry_app::sandbox;
+use ferry_core::{SandboxPath, ValidPath};
+use ferry_store::sandbox::SandboxEntry;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::access::{Action, thread_for};
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiQuery, raw_segment, raw_tail};
-use crate::routes::spaces::{
-    FileEntry, FileList, WriteResult, check_declared_length, usable_content_type, write_condition,
-};
-use crate::serve::{Representation, header_value, respond};
+use crate::file_views::{FileEntry, FileList, WriteResult};
+use crate::serve::{Representation, etag, header_value, respond};
 use crate::state::AppState;
+use crate::write_headers::{check_declared_length, usable_content_type, write_condition};
 
 /// Segments of `/api/threads/{id}/sandbox/` before the file path.
 const FILE_ROUTE_SEGMENTS: usize = 4;
-
-impl From<SandboxError> for ApiError {
-    fn from(e: SandboxError) -> Self {
-        let message = e.to_string();
-        match e {
-            SandboxError::NotFound => ApiError::not_found(message),
-            SandboxError::Escapes | SandboxError::Dangling | SandboxError::HardLinked => {
-                ApiError::new(ErrorCode::InvalidPath, message)
-            }
-            SandboxError::IsDir | SandboxError::NotAFile | SandboxError::NotAFolder => {
-                ApiError::new(ErrorCode::InvalidPath, message)
-            }
-            SandboxError::ReadOnly => ApiError::forbidden(message),
-            SandboxError::AlreadyExists => ApiError::new(ErrorCode::AlreadyExists, message),
-            SandboxError::PreconditionFailed => {
-                ApiError::new(ErrorCode::PreconditionFailed, message)
-            }
-            SandboxError::TooLarge { limit } => ApiError::too_large(limit),
-            SandboxError::Body(m) => ApiError::invalid_request(m),
-            SandboxError::Busy => ApiError::new(ErrorCode::Unavailable, message),
-            SandboxError::TooManyEntries => ApiError::invalid_request(message),
-            SandboxError::Io(io) => ApiError::io(io),
-        }
-    }
-}
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -67,7 +40,7 @@ fn entry_view(entry: SandboxEntry) -> FileEntry {
     } else {
         let mime = ferry_core::mime::mime_for_name(&entry.path);
         FileEntry {
-            etag: Some(format!("\"{}\"", entry.etag)),
+            etag: Some(etag(&entry.etag)),
             ..FileEntry::file(path, entry.size, mime, "", entry.modified)
         }
     }
@@ -86,15 +59,18 @@ pub async fn list(
     uri: Uri,
     ApiQuery(params): ApiQuery<SandboxListParams>,
 ) -> ApiResult<Json<FileList>> {
-    let thread = thread_for(&state, &principal, raw_segment(uri.path(), 2), Action::Read).await?;
     let dir = match params.dir.as_deref() {
         None | Some("") => None,
         Some(dir) => SandboxPath::parse_dir(dir)?,
     };
-    let sandbox = state.sandboxes.open(&thread.id).await?;
-    let entries = sandbox
-        .list(dir.as_ref().map(SandboxPath::relative), params.recursive)
-        .await?;
+    let entries = sandbox::list(
+        &state.app,
+        &principal,
+        raw_segment(uri.path(), 2),
+        dir.as_ref(),
+        params.recursive,
+    )
+    .await?;
     Ok(Json(FileList {
         files: entries.into_iter().map(entry_view).collect(),
         next_cursor: None,
@@ -128,10 +104,8 @@ pub async fn read(
     uri: Uri,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let thread = thread_for(&state, &principal, raw_segment(uri.path(), 2), Action::Read).await?;
     let path = sandbox_path(&uri)?;
-    let sandbox = state.sandboxes.open(&thread.id).await?;
-    let opened = sandbox.open(path.relative()).await?;
+    let opened = sandbox::open(&state.app, &principal, raw_segment(uri.path(), 2), &path).await?;
     let content_type = ferry_core::mime::mime_for_name(path.file_name());
     let etag = opened.etag.clone();
     let representation = Representation {
@@ -187,43 +161,21 @@ pub async fn write(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let thread = thread_for(
-        &state,
+    let path = sandbox_path(&uri)?;
+    let content_type = usable_content_type(&headers)?;
+    let condition = write_condition(&headers)?;
+    check_declared_length(&headers, state.app.limits.sandbox_max_bytes)?;
+    let (created, entry) = sandbox::write(
+        &state.app,
         &principal,
         raw_segment(uri.path(), 2),
-        Action::ActAsAgent,
+        &path,
+        &content_type,
+        &condition,
+        body.into_data_stream(),
     )
     .await?;
-    let path = sandbox_path(&uri)?;
-    if path.is_read_only() {
-        return Err(ApiError::forbidden(
-            "/sandbox/skills/ is read-only: skills are copied in when the thread starts",
-        ));
-    }
-    let content_type = usable_content_type(&headers)?;
-    let condition = match write_condition(&headers)? {
-        WriteCondition::None => SandboxCondition::None,
-        WriteCondition::CreateOnly => SandboxCondition::CreateOnly,
-        WriteCondition::IfMatch(tags) => SandboxCondition::IfMatch(tags),
-        WriteCondition::IfMatchAndCreateOnly(_) => {
-            return Err(ApiError::invalid_request(
-                "send either If-None-Match: * or If-Match, not both",
-            ));
-        }
-    };
-    let limit = state.config.sandbox_max_bytes;
-    check_declared_length(&headers, limit)?;
-    let sandbox = state.sandboxes.open(&thread.id).await?;
-    let (created, entry) = sandbox
-        .write(
-            path.relative(),
-            body.into_data_stream(),
-            limit,
-            condition,
-            &content_type,
-        )
-        .await?;
-    let tag = format!("\"{}\"", entry.etag);
+    let tag = etag(&entry.etag);
     let status = if created {
         StatusCode::CREATED
     } else {

@@ -5,20 +5,14 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use ferry_core::SandboxPath;
-use ferry_core::tags::{FileTag, parse_say};
-use ferry_store::sandbox::SandboxError;
+use ferry_app::say::{self, SayResult};
+use ferry_app::{Action, access};
 use ferry_store::say::Attachment;
-use ferry_store::threads::Thread;
-use ferry_store::{StoreError, WriteError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::access::{Action, thread_for};
 use crate::auth::Principal;
-use crate::connectors::{Outgoing, connectors_of};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{MAX_EVENT_BYTES, Role, event_json};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
@@ -28,50 +22,6 @@ use crate::state::AppState;
 pub struct SayRequest {
     /// The model's output: `<say>…</say>` blocks and `<file mode="doc">/sandbox/…</file>` tags.
     pub text: String,
-}
-
-/// A file attached to a message.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AttachmentView {
-    pub id: String,
-    pub filename: String,
-    pub mime_type: String,
-    pub size: u64,
-    /// `document`, `photo` or `video`.
-    pub send_as: String,
-    /// Where a token holder downloads it.
-    pub url: String,
-    /// When the file was one the thread had published: its id and revision, so the user's
-    /// preview panel can open it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub published_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub revision: Option<u32>,
-}
-
-impl From<&Attachment> for AttachmentView {
-    fn from(a: &Attachment) -> Self {
-        AttachmentView {
-            id: a.id.clone(),
-            filename: a.filename.clone(),
-            mime_type: a.mime_type.clone(),
-            size: a.size,
-            send_as: a.send_as.clone(),
-            url: format!("/api/threads/{}/attachments/{}/content", a.thread_id, a.id),
-            published_id: a.published.as_ref().map(|(id, _)| id.clone()),
-            revision: a.published.as_ref().map(|(_, revision)| *revision),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SayResult {
-    /// The ids of the message events, in order.
-    pub messages: Vec<i64>,
-    pub files: Vec<AttachmentView>,
-    /// Files that were skipped, and why.
-    pub warnings: Vec<String>,
 }
 
 /// Delivers a say-mode reply (the agent, or service_role).
@@ -93,212 +43,9 @@ pub async fn say(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<SayRequest>,
 ) -> ApiResult<Json<SayResult>> {
-    let thread = thread_for(&state, &principal, &id, Action::ActAsAgent).await?;
-    let agent = match &principal {
-        Principal::Agent { agent_id, .. } => agent_id.clone(),
-        _ => crate::events::DEFAULT_AGENT_ID.to_owned(),
-    };
-    let reply = parse_say(&body.text);
-    // Text outside <say> is never sent; a block too long for an event fails the whole reply
-    // before anything is stored.
-    for block in &reply.says {
-        let probe = message_json(
-            i64::MAX,
-            ferry_core::Timestamp(0),
-            &agent,
-            &thread.id,
-            Some(block),
-            &[],
-        );
-        if probe.len() > MAX_EVENT_BYTES {
-            return Err(ApiError::new(
-                ferry_core::ErrorCode::RequestTooLarge,
-                format!(
-                    "a <say> block is longer than an event may be ({} KiB); publish long text as a file",
-                    MAX_EVENT_BYTES / 1024
-                ),
-            ));
-        }
-    }
-
-    let mut files = Vec::new();
-    let mut warnings = Vec::new();
-    for tag in &reply.files {
-        match resolve(&state, &thread, tag).await {
-            Ok(attachment) => files.push(AttachmentView::from(&attachment)),
-            Err(why) => {
-                tracing::warn!(thread = %thread.id, path = %tag.path, %why, "say: skipped a <file> tag");
-                warnings.push(format!("{}: {why}", tag.path));
-            }
-        }
-    }
-
-    let mut contents: Vec<Option<&str>> = reply.says.iter().map(|s| Some(s.as_str())).collect();
-    if contents.is_empty() && !files.is_empty() {
-        contents.push(None);
-    }
-    let connectors = connectors_of(&state, &thread.id).await?;
-    let mut messages = Vec::new();
-    let last = contents.len().saturating_sub(1);
-    for (i, content) in contents.into_iter().enumerate() {
-        let attached: &[AttachmentView] = if i == last { &files } else { &[] };
-        let event = state
-            .db
-            .append_event(&thread.id, "message", |id, at| {
-                message_json(id, at, &agent, &thread.id, content, attached)
-            })
-            .await?;
-        for connector in &connectors {
-            connector
-                .deliver(
-                    &state,
-                    Outgoing {
-                        thread_id: &thread.id,
-                        event: &event,
-                    },
-                )
-                .await?;
-        }
-        messages.push(event.id);
-    }
-    Ok(Json(SayResult {
-        messages,
-        files,
-        warnings,
-    }))
-}
-
-fn message_json(
-    id: i64,
-    at: ferry_core::Timestamp,
-    agent: &str,
-    thread_id: &str,
-    content: Option<&str>,
-    files: &[AttachmentView],
-) -> String {
-    let mut extra = serde_json::Map::new();
-    if !files.is_empty() {
-        extra.insert(
-            "files".into(),
-            serde_json::to_value(files).unwrap_or_default(),
-        );
-    }
-    event_json(
-        id,
-        at,
-        "message",
-        Role::Agent(agent),
-        thread_id,
-        content,
-        extra,
-    )
-}
-
-/// Why a `<file>` tag was skipped, in words the agent can act on. Failures that are the
-/// server's own are logged in full and reported only as such: no database or file system
-/// error text reaches the caller.
-#[derive(Debug, thiserror::Error)]
-enum Skipped {
-    #[error("{0}")]
-    Path(#[from] ferry_core::path::PathError),
-    #[error("{0}")]
-    Sandbox(String),
-    #[error("the file is larger than the publish limit of {}", crate::error::describe_bytes(*.0))]
-    TooLarge(u64),
-    #[error("the server's disk is full; try again later")]
-    DiskFull,
-    #[error(
-        "the file could not be attached because of an internal error; the server log has the details"
-    )]
-    Internal,
-}
-
-impl Skipped {
-    /// An internal failure: logged here, answered generically.
-    fn internal(cause: impl std::fmt::Display) -> Skipped {
-        tracing::error!(%cause, "say: a <file> tag failed internally");
-        Skipped::Internal
-    }
-}
-
-impl From<StoreError> for Skipped {
-    fn from(e: StoreError) -> Self {
-        if e.is_disk_full() {
-            Skipped::DiskFull
-        } else {
-            Skipped::internal(e)
-        }
-    }
-}
-
-impl From<SandboxError> for Skipped {
-    fn from(e: SandboxError) -> Self {
-        match e {
-            SandboxError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
-            SandboxError::Io(io) => Skipped::internal(io),
-            SandboxError::TooLarge { limit } => Skipped::TooLarge(limit),
-            SandboxError::NotFound => Skipped::Sandbox(
-                "no such file in the sandbox, and nothing published under that path".into(),
-            ),
-            // The other refusals describe the caller's path and are safe to repeat.
-            other => Skipped::Sandbox(other.to_string()),
-        }
-    }
-}
-
-impl From<WriteError> for Skipped {
-    fn from(e: WriteError) -> Self {
-        match e {
-            WriteError::TooLarge { limit } => Skipped::TooLarge(limit),
-            WriteError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
-            other => Skipped::internal(other),
-        }
-    }
-}
-
-/// Finds the file a `<file>` tag names: first among what the thread already published (by
-/// sandbox or storage path), then in the sandbox, through the jail. The bytes are kept
-/// permanently as the attachment's own copy.
-async fn resolve(state: &AppState, thread: &Thread, tag: &FileTag) -> Result<Attachment, Skipped> {
-    let mut attachment =
-        if let Some(revision) = state.db.published_by_path(&thread.id, &tag.path).await? {
-            Attachment {
-                id: String::new(),
-                thread_id: thread.id.clone(),
-                filename: revision.filename,
-                mime_type: revision.mime_type,
-                size: revision.file_size,
-                sha256: revision.sha256,
-                send_as: String::new(),
-                blob_key: revision.blob_key,
-                published: Some((revision.file_id, revision.revision)),
-                created_at: ferry_core::Timestamp(0),
-            }
-        } else {
-            let path = SandboxPath::parse(&tag.path)?;
-            let sandbox = state.sandboxes.open(&thread.id).await?;
-            let opened = sandbox.open(path.relative()).await?;
-            let limit = state.config.publish_max_bytes;
-            if opened.size > limit {
-                return Err(Skipped::TooLarge(limit));
-            }
-            let read = opened.stream(None).await.map_err(SandboxError::Io)?;
-            let blob = state.blobs.write(read.stream, limit).await?;
-            Attachment {
-                id: String::new(),
-                thread_id: thread.id.clone(),
-                filename: path.file_name().to_owned(),
-                mime_type: ferry_core::mime::mime_for_name(path.file_name()),
-                size: blob.size,
-                sha256: blob.sha256,
-                send_as: String::new(),
-                blob_key: blob.key,
-                published: None,
-                created_at: ferry_core::Timestamp(0),
-            }
-        };
-    attachment.send_as = tag.mode.resolve(&attachment.mime_type).as_str().to_owned();
-    Ok(state.db.insert_attachment(attachment).await?)
+    Ok(Json(
+        say::deliver(&state.app, &principal, &id, &body.text).await?,
+    ))
 }
 
 async fn download(
@@ -315,7 +62,14 @@ async fn download(
         modified: attachment.created_at,
         disposition: None,
     };
-    serve_download(&state.blobs, method, headers, file, &attachment.filename).await
+    serve_download(
+        &state.app.blobs,
+        method,
+        headers,
+        file,
+        &attachment.filename,
+    )
+    .await
 }
 
 /// Downloads a message attachment.
@@ -332,12 +86,7 @@ pub async fn attachment_content(
     method: Method,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let thread = thread_for(&state, &principal, &id, Action::Read).await?;
-    let attachment = state
-        .db
-        .attachment(&aid, Some(&thread.id))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no attachment '{aid}' in this thread")))?;
+    let attachment = say::attachment(&state.app, &principal, &id, &aid).await?;
     download(&state, &method, &headers, &attachment).await
 }
 
@@ -371,11 +120,7 @@ pub async fn signed_attachment(
     state
         .signer
         .verify(&aid, params.expires, &params.signature)?;
-    let attachment = state
-        .db
-        .attachment(&aid, None)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no attachment '{aid}'")))?;
+    let attachment = say::signed_attachment(&state.app, &aid).await?;
     download(&state, &method, &headers, &attachment).await
 }
 
@@ -425,7 +170,7 @@ pub async fn create_connector(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<NewConnector>,
 ) -> ApiResult<Response> {
-    let thread = thread_for(&state, &principal, &id, Action::Manage).await?;
+    let thread = access::thread(&state.app, &principal, &id, Action::Manage).await?;
     if body.kind != "webhook" {
         return Err(ApiError::invalid_request(format!(
             "connector type '{}' is not known: use 'webhook'",
@@ -440,6 +185,7 @@ pub async fn create_connector(
         .map_err(|why| ApiError::invalid_request(format!("'url' is refused: {why}")))?;
     let secret = hex::encode(rand::random::<[u8; 32]>());
     let row = state
+        .app
         .db
         .insert_connector(&thread.id, "webhook", url.as_str(), &secret)
         .await?;
@@ -468,8 +214,8 @@ pub async fn list_connectors(
     principal: Principal,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ConnectorList>> {
-    let thread = thread_for(&state, &principal, &id, Action::Manage).await?;
-    let rows = state.db.connectors(&thread.id).await?;
+    let thread = access::thread(&state.app, &principal, &id, Action::Manage).await?;
+    let rows = state.app.db.connectors(&thread.id).await?;
     Ok(Json(ConnectorList {
         connectors: rows
             .into_iter()
@@ -496,8 +242,8 @@ pub async fn delete_connector(
     principal: Principal,
     ApiPath((id, cid)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let thread = thread_for(&state, &principal, &id, Action::Manage).await?;
-    if state.db.delete_connector(&thread.id, &cid).await? {
+    let thread = access::thread(&state.app, &principal, &id, Action::Manage).await?;
+    if state.app.db.delete_connector(&thread.id, &cid).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!(

@@ -1,11 +1,11 @@
 //! Operations routes: health, metrics, the OpenAPI document, and the answers for requests
 //! that match no route or no method.
 
+use crate::error::ErrorCode;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferry_core::ErrorCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -24,7 +24,7 @@ pub struct Health {
     responses((status = 200, body = Health), (status = 503, description = "UNAVAILABLE"))
 )]
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    state.db.ping().await.map_err(|e| {
+    state.app.db.ping().await.map_err(|e| {
         tracing::warn!(error = %e, "health check: database does not answer");
         ApiError::new(
             ErrorCode::Unavailable,

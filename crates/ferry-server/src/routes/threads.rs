@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use utoipa::ToSchema;
 
-use crate::access::{Action, thread_for};
+use ferry_app::threads::{self, ThreadView};
+use ferry_app::{Action, access};
+
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use ferry_store::threads::Thread;
 
 /// Agent tokens live an hour unless asked otherwise, and at most 30 days.
 const AGENT_TOKEN_TTL: Duration = Duration::from_secs(3600);
@@ -27,38 +28,8 @@ pub struct NewThread {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadView {
-    pub id: String,
-    pub title: Option<String>,
-    pub owner: String,
-    pub created_at: String,
-    /// The sandbox's folder on the server's host; told to agent and service_role tokens only,
-    /// and only where sandboxes are folders (not when they live in the blob store).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox_dir: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 pub struct ThreadList {
     pub threads: Vec<ThreadView>,
-}
-
-fn view(state: &AppState, principal: &Principal, thread: Thread) -> ThreadView {
-    let sandbox_dir = match principal {
-        Principal::Agent { .. } | Principal::Service { .. } => state
-            .sandboxes
-            .host_path(&thread.id)
-            .map(|p| p.to_string_lossy().into_owned()),
-        Principal::User { .. } => None,
-    };
-    ThreadView {
-        id: thread.id,
-        title: thread.title,
-        owner: thread.owner,
-        created_at: thread.created_at.rfc3339(),
-        sandbox_dir,
-    }
 }
 
 /// Creates a thread with its sandbox.
@@ -78,40 +49,8 @@ pub async fn create_thread(
     body: Option<ApiJson<NewThread>>,
 ) -> ApiResult<(StatusCode, Json<ThreadView>)> {
     let body = body.map(|b| b.0).unwrap_or_default();
-    let owner = match (&principal, body.owner) {
-        (Principal::User { sub }, None) => sub.clone(),
-        (Principal::User { sub }, Some(owner)) if owner == *sub => owner,
-        (Principal::User { .. }, Some(_)) => {
-            return Err(ApiError::forbidden(
-                "only service_role may create a thread for another user",
-            ));
-        }
-        (Principal::Service { .. }, Some(owner)) if !owner.is_empty() => owner,
-        (Principal::Service { sub: Some(sub) }, None) => sub.clone(),
-        (Principal::Service { .. }, _) => {
-            return Err(ApiError::invalid_request(
-                "a service_role token must name the thread's owner in 'owner'",
-            ));
-        }
-        (Principal::Agent { .. }, _) => {
-            return Err(ApiError::forbidden("agents cannot create threads"));
-        }
-    };
-    let title = body
-        .title
-        .map(|t| t.trim().to_owned())
-        .filter(|t| !t.is_empty());
-    if title.as_ref().is_some_and(|t| t.chars().count() > 500) {
-        return Err(ApiError::invalid_request(
-            "'title' is longer than 500 characters",
-        ));
-    }
-    let thread = state.db.create_thread(&owner, title.as_deref()).await?;
-    state
-        .sandboxes
-        .create(&thread.id, state.config.skills_dir.as_deref())
-        .await?;
-    Ok((StatusCode::CREATED, Json(view(&state, &principal, thread))))
+    let thread = threads::create(&state.app, &principal, body.title, body.owner).await?;
+    Ok((StatusCode::CREATED, Json(thread)))
 }
 
 /// Lists the caller's threads, newest first (an agent sees its one thread; service_role sees
@@ -125,25 +64,8 @@ pub async fn list_threads(
     State(state): State<AppState>,
     principal: Principal,
 ) -> ApiResult<Json<ThreadList>> {
-    let threads = match &principal {
-        Principal::User { sub } | Principal::Service { sub: Some(sub) } => {
-            state.db.threads(Some(sub)).await?
-        }
-        Principal::Service { sub: None } => state.db.threads(None).await?,
-        Principal::Agent { thread, sub, .. } => state
-            .db
-            .thread(thread)
-            .await?
-            .into_iter()
-            .filter(|t| t.owner == *sub)
-            .collect(),
-    };
-    Ok(Json(ThreadList {
-        threads: threads
-            .into_iter()
-            .map(|t| view(&state, &principal, t))
-            .collect(),
-    }))
+    let threads = threads::list(&state.app, &principal).await?;
+    Ok(Json(ThreadList { threads }))
 }
 
 /// One thread.
@@ -158,8 +80,7 @@ pub async fn get_thread(
     principal: Principal,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ThreadView>> {
-    let thread = thread_for(&state, &principal, &id, Action::Read).await?;
-    Ok(Json(view(&state, &principal, thread)))
+    Ok(Json(threads::get(&state.app, &principal, &id).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema, Default)]
@@ -196,7 +117,7 @@ pub async fn agent_token(
     ApiPath(id): ApiPath<String>,
     body: Option<ApiJson<AgentTokenRequest>>,
 ) -> ApiResult<Json<AgentToken>> {
-    let thread = thread_for(&state, &principal, &id, Action::Manage).await?;
+    let thread = access::thread(&state.app, &principal, &id, Action::Manage).await?;
     let body = body.map(|b| b.0).unwrap_or_default();
     let ttl = match body.ttl_seconds {
         None => AGENT_TOKEN_TTL,

@@ -1,13 +1,15 @@
-//! Who may do what in a thread (docs/reference/auth.md, who may do what).
+//! Who may do what in a thread (docs/reference/auth.md, who may do what): decided here, once,
+//! for every door.
 //!
-//! A thread the caller may not see answers 404, never 403, so that its existence does not
-//! leak; a caller who may see it but whose role may not perform the action gets 403.
+//! A thread the caller may not see is "not found", never "forbidden", so that its existence
+//! does not leak; a caller who may see it but whose role may not perform the action is
+//! refused as forbidden.
 
 use ferry_store::threads::Thread;
 
-use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::App;
+use crate::error::{Error, Result};
+use crate::principal::Principal;
 
 /// What the caller wants to do in the thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,19 +20,19 @@ pub enum Action {
     ActAsUser,
     /// Write the sandbox, publish, send a file, speak: the agent's side.
     ActAsAgent,
-    /// Mint an agent token for the thread.
+    /// Mint an agent token, manage connectors.
     Manage,
 }
 
 /// Loads the thread if `principal` may perform `action` in it.
-pub async fn thread_for(
-    state: &AppState,
+pub async fn thread(
+    app: &App,
     principal: &Principal,
     thread_id: &str,
     action: Action,
-) -> ApiResult<Thread> {
-    let missing = || ApiError::not_found(format!("no thread '{thread_id}'"));
-    let thread = state.db.thread(thread_id).await?.ok_or_else(missing)?;
+) -> Result<Thread> {
+    let missing = || Error::not_found(format!("no thread '{thread_id}'"));
+    let thread = app.db.thread(thread_id).await?.ok_or_else(missing)?;
     let (visible, role_may) = match principal {
         Principal::User { sub } => (
             *sub == thread.owner,
@@ -48,7 +50,7 @@ pub async fn thread_for(
         return Err(missing());
     }
     if !role_may {
-        return Err(ApiError::forbidden(match action {
+        return Err(Error::forbidden(match action {
             Action::ActAsUser => {
                 "only the thread's owner (or service_role) may do this; agents publish, send files or speak instead"
             }

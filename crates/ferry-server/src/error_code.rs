@@ -1,5 +1,7 @@
-//! The error codes of the API envelope and the HTTP status each one answers with.
+//! The error codes of the HTTP API's envelope and the status each one answers with
+//! (docs/reference/errors.md).
 
+use axum::http::StatusCode;
 use serde::Serialize;
 
 /// One code of the `{ "error": { "code", "message" } }` envelope.
@@ -30,23 +32,23 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// The HTTP status code this error answers with.
-    pub fn status(self) -> u16 {
+    pub fn status(self) -> StatusCode {
         match self {
-            ErrorCode::Unauthenticated => 401,
-            ErrorCode::Forbidden => 403,
-            ErrorCode::NotFound => 404,
-            ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::InvalidPath | ErrorCode::InvalidRequest => 400,
-            ErrorCode::AlreadyExists => 409,
-            ErrorCode::PreconditionFailed => 412,
-            ErrorCode::RequestTooLarge => 413,
-            ErrorCode::UnsupportedMediaType => 415,
-            ErrorCode::RangeNotSatisfiable => 416,
-            ErrorCode::UnsupportedFileType => 422,
-            ErrorCode::TooManyRequests => 429,
-            ErrorCode::Internal => 500,
-            ErrorCode::Unavailable => 503,
-            ErrorCode::InsufficientStorage => 507,
+            ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+            ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::InvalidPath | ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
+            ErrorCode::AlreadyExists => StatusCode::CONFLICT,
+            ErrorCode::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+            ErrorCode::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
+            ErrorCode::UnsupportedFileType => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
         }
     }
 
@@ -95,18 +97,18 @@ mod tests {
 
     #[test]
     fn documented_statuses() {
-        assert_eq!(ErrorCode::Unauthenticated.status(), 401);
-        assert_eq!(ErrorCode::Forbidden.status(), 403);
-        assert_eq!(ErrorCode::NotFound.status(), 404);
-        assert_eq!(ErrorCode::InvalidPath.status(), 400);
-        assert_eq!(ErrorCode::InvalidRequest.status(), 400);
-        assert_eq!(ErrorCode::AlreadyExists.status(), 409);
-        assert_eq!(ErrorCode::PreconditionFailed.status(), 412);
-        assert_eq!(ErrorCode::RequestTooLarge.status(), 413);
-        assert_eq!(ErrorCode::UnsupportedMediaType.status(), 415);
-        assert_eq!(ErrorCode::UnsupportedFileType.status(), 422);
-        assert_eq!(ErrorCode::TooManyRequests.status(), 429);
-        assert_eq!(ErrorCode::Internal.status(), 500);
-        assert_eq!(ErrorCode::InsufficientStorage.status(), 507);
+        assert_eq!(ErrorCode::Unauthenticated.status().as_u16(), 401);
+        assert_eq!(ErrorCode::Forbidden.status().as_u16(), 403);
+        assert_eq!(ErrorCode::NotFound.status().as_u16(), 404);
+        assert_eq!(ErrorCode::InvalidPath.status().as_u16(), 400);
+        assert_eq!(ErrorCode::InvalidRequest.status().as_u16(), 400);
+        assert_eq!(ErrorCode::AlreadyExists.status().as_u16(), 409);
+        assert_eq!(ErrorCode::PreconditionFailed.status().as_u16(), 412);
+        assert_eq!(ErrorCode::RequestTooLarge.status().as_u16(), 413);
+        assert_eq!(ErrorCode::UnsupportedMediaType.status().as_u16(), 415);
+        assert_eq!(ErrorCode::UnsupportedFileType.status().as_u16(), 422);
+        assert_eq!(ErrorCode::TooManyRequests.status().as_u16(), 429);
+        assert_eq!(ErrorCode::Internal.status().as_u16(), 500);
+        assert_eq!(ErrorCode::InsufficientStorage.status().as_u16(), 507);
     }
 }

@@ -1,4 +1,5 @@
-//! Live delivery of stored events to the subscribers of a thread on this node.
+//! Events: their common JSON shape, and live delivery of stored events to the subscribers
+//! of a thread on this node.
 //!
 //! Events are stored first (the database is the channel's memory); the hub only wakes up
 //! subscribers. Each thread has a bounded broadcast channel: a subscriber that falls behind is

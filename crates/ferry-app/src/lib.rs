@@ -1,0 +1,115 @@
+//! ferry's application layer: every use case, once, under every door.
+//!
+//! Each operation a client can ask for is one function here (`spaces::write`,
+//! `uploads::keep`, `publish::publish`, `say::deliver`, `send_file::send`, …). It takes a
+//! verified [`Principal`] and domain values, decides access in one place ([`access`]), runs
+//! the workflow over the store, and answers with domain values or one typed [`Error`]. The
+//! doors (the HTTP API, MCP, the S3 door) only parse a request, call one of these functions
+//! and write the answer their way; none of them holds a workflow or an access rule.
+//!
+//! This crate knows no protocol: no HTTP types, no status codes, no header names.
+
+pub mod access;
+pub mod connectors;
+pub mod error;
+pub mod events;
+pub mod messages;
+pub mod principal;
+pub mod publish;
+pub mod sandbox;
+pub mod say;
+pub mod send_file;
+pub mod spaces;
+pub mod threads;
+pub mod uploads;
+
+pub use access::Action;
+pub use error::{Error, Result, describe_bytes};
+pub use principal::Principal;
+
+use ferry_extract::Extractor;
+use ferry_store::sandbox::Sandboxes;
+use ferry_store::{Blobs, Db};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+use crate::events::EventHub;
+
+pub const DEFAULT_SPACE_MAX_BYTES: u64 = 5 * 1024 * 1024;
+pub const DEFAULT_SANDBOX_MAX_BYTES: u64 = 100 * 1024 * 1024;
+pub const DEFAULT_UPLOAD_MAX_BYTES: u64 = 100 * 1024 * 1024;
+pub const DEFAULT_PUBLISH_MAX_BYTES: u64 = 100 * 1024 * 1024;
+pub const DEFAULT_PREVIEW_MAX_CHARS: usize = 4000;
+pub const DEFAULT_PREVIEW_WAIT: Duration = Duration::from_secs(15);
+
+/// The sizes and waits the use cases enforce (docs/reference/README.md, limits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest file written to a space.
+    pub space_max_bytes: u64,
+    /// Largest file written to a sandbox.
+    pub sandbox_max_bytes: u64,
+    /// Largest uploaded file.
+    pub upload_max_bytes: u64,
+    /// Largest file an agent may publish (or attach in say mode).
+    pub publish_max_bytes: u64,
+    /// Characters of an upload's text preview.
+    pub preview_max_chars: usize,
+    /// How long an upload waits for its preview before it is kept without one.
+    pub preview_wait: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            space_max_bytes: DEFAULT_SPACE_MAX_BYTES,
+            sandbox_max_bytes: DEFAULT_SANDBOX_MAX_BYTES,
+            upload_max_bytes: DEFAULT_UPLOAD_MAX_BYTES,
+            publish_max_bytes: DEFAULT_PUBLISH_MAX_BYTES,
+            preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
+            preview_wait: DEFAULT_PREVIEW_WAIT,
+        }
+    }
+}
+
+/// The stores and workers every use case runs over. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct App(Arc<Inner>);
+
+#[derive(Debug)]
+pub struct Inner {
+    pub db: Db,
+    pub blobs: Blobs,
+    pub sandboxes: Sandboxes,
+    pub extractor: Extractor,
+    pub limits: Limits,
+    /// Wakes this node's subscribers of a thread's events.
+    pub events: EventHub,
+    /// Wakes the webhook worker when a delivery is queued.
+    pub deliveries_due: Notify,
+    /// Skill packages copied into every new thread's `/sandbox/skills/`.
+    pub skills_dir: Option<PathBuf>,
+    /// Where rendered HTML previews are kept, by content.
+    pub html_cache_dir: PathBuf,
+}
+
+impl std::ops::Deref for App {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl App {
+    pub fn new(inner: Inner) -> App {
+        App(Arc::new(inner))
+    }
+
+    /// Stores nothing: wakes this node's subscribers with an event that is already stored.
+    pub fn announce(&self, event: ferry_store::events::StoredEvent) {
+        self.events.publish(event);
+    }
+}

@@ -1,0 +1,264 @@
+//! Agent → user: publish with revisions, and the published files' records and previews
+//! (docs/reference/publish.md).
+
+use ferry_core::SandboxPath;
+use ferry_store::published::{NewRevision, Revision};
+use ferry_store::sandbox::SandboxError;
+use serde::Serialize;
+use std::path::PathBuf;
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::access::{self, Action};
+use crate::error::{Error, Result};
+use crate::events::{Role, event_json};
+use crate::principal::Principal;
+
+/// The longest display name, in characters.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 200;
+
+/// A published revision as clients see it: the tool result agents were built against (its
+/// snake_case names included), plus `id`, `revision` and `preview_kind`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PublishedView {
+    pub success: bool,
+    pub id: String,
+    pub display_name: String,
+    pub description: String,
+    pub filename: String,
+    pub file_type: String,
+    pub mime_type: String,
+    pub file_size: u64,
+    pub storage_path: String,
+    pub sandbox_path: String,
+    pub revision: u32,
+    pub published_at: String,
+    /// `image`, `pdf`, `html` or `none`.
+    pub preview_kind: String,
+}
+
+impl From<&Revision> for PublishedView {
+    fn from(r: &Revision) -> Self {
+        PublishedView {
+            success: true,
+            id: r.file_id.clone(),
+            display_name: r.display_name.clone(),
+            description: r.description.clone(),
+            filename: r.filename.clone(),
+            file_type: r.file_type.clone(),
+            mime_type: r.mime_type.clone(),
+            file_size: r.file_size,
+            storage_path: r.storage_path.clone(),
+            sandbox_path: r.sandbox_path.clone(),
+            revision: r.revision,
+            published_at: r.published_at.rfc3339(),
+            preview_kind: r.preview_kind.clone(),
+        }
+    }
+}
+
+/// What to publish.
+#[derive(Debug, Clone)]
+pub struct Publication<'a> {
+    /// The file in the sandbox, as the agent wrote it (`/sandbox/outputs/report.docx`).
+    pub file_path: &'a str,
+    /// The name the user sees; the same name again publishes a new revision.
+    pub display_name: &'a str,
+    pub description: String,
+}
+
+/// Publishes a sandbox file to the user (the thread's agent, or service_role): the bytes are
+/// copied now, so later changes to the sandbox file do not reach the published copy, and the
+/// `file_published` event is recorded with the revision.
+pub async fn publish(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    publication: Publication<'_>,
+) -> Result<Revision> {
+    let thread = access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
+    let display_name = publication.display_name.trim().to_owned();
+    if display_name.is_empty() || display_name.chars().count() > MAX_DISPLAY_NAME_CHARS {
+        return Err(Error::invalid_request(format!(
+            "'display_name' must be 1 to {MAX_DISPLAY_NAME_CHARS} characters"
+        )));
+    }
+    let path = SandboxPath::parse(publication.file_path)?;
+    let sandbox = app.sandboxes.open(&thread.id).await?;
+    let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
+        SandboxError::NotFound => {
+            Error::not_found(format!("File not found: {}", publication.file_path))
+        }
+        other => other.into(),
+    })?;
+    let limit = app.limits.publish_max_bytes;
+    if opened.size > limit {
+        return Err(Error::too_large(limit));
+    }
+    // Unchanged bytes reuse the blob an earlier revision already stored.
+    let spooled = app
+        .blobs
+        .spool(opened.stream(None).await?.stream, limit)
+        .await?;
+    let (blob_key, sha256, size) = match app
+        .db
+        .published_blob_with_sha(&thread.id, spooled.sha256())
+        .await?
+    {
+        Some(key) => (key, spooled.sha256().to_owned(), spooled.size()),
+        None => {
+            let blob = app.blobs.commit(spooled).await?;
+            (blob.key, blob.sha256, blob.size)
+        }
+    };
+    let filename = path.file_name().to_owned();
+    let new = NewRevision {
+        thread_id: thread.id.clone(),
+        display_name,
+        description: publication.description,
+        file_type: ferry_core::send_file::extension_of(&filename).unwrap_or_default(),
+        mime_type: ferry_core::mime::mime_for_name(&filename),
+        file_size: size,
+        sha256,
+        storage_path: ferry_core::storage_path::published(&thread.id, &filename),
+        sandbox_path: path.display(),
+        blob_key,
+        preview_kind: ferry_extract::preview_kind(&filename).as_str().to_owned(),
+        filename,
+    };
+    let agent = principal.agent_id();
+    let (revision, event) = app
+        .db
+        .publish(new, |revision, id, at| {
+            let mut extra = serde_json::Map::new();
+            extra.insert(
+                "file".into(),
+                serde_json::to_value(PublishedView::from(revision)).unwrap_or_default(),
+            );
+            event_json(
+                id,
+                at,
+                "file_published",
+                Role::Agent(agent),
+                &revision.thread_id,
+                Some(&format!("Published {}", revision.display_name)),
+                extra,
+            )
+        })
+        .await?;
+    app.announce(event);
+    Ok(revision)
+}
+
+/// The thread's published files: the latest revision of each, or with `all` every revision.
+pub async fn list(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    all: bool,
+) -> Result<Vec<Revision>> {
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    Ok(app.db.published(&thread.id, all).await?)
+}
+
+/// One revision of a published file (the latest when `revision` is `None`).
+pub async fn revision(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    file_id: &str,
+    revision: Option<u32>,
+) -> Result<Revision> {
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    app.db
+        .published_revision(&thread.id, file_id, revision)
+        .await?
+        .ok_or_else(|| match revision {
+            Some(n) => Error::not_found(format!("published file '{file_id}' has no revision {n}")),
+            None => Error::not_found(format!("no published file '{file_id}' in this thread")),
+        })
+}
+
+/// The newest revision stored under a storage path (`deepagent-outputs/{thread}/{filename}`),
+/// for whoever may read that thread.
+pub async fn by_storage_path(
+    app: &App,
+    principal: &Principal,
+    storage_path: &str,
+) -> Result<Revision> {
+    let thread_id = ferry_core::storage_path::published_thread(storage_path).ok_or_else(|| {
+        Error::InvalidPath(format!(
+            "storage_path must be {}/{{thread}}/{{filename}}",
+            ferry_core::storage_path::PUBLISHED_BUCKET
+        ))
+    })?;
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    app.db
+        .published_by_storage_path(storage_path)
+        .await?
+        .filter(|r| r.thread_id == thread.id)
+        .ok_or_else(|| Error::not_found(format!("File not found: {storage_path}")))
+}
+
+/// The sanitized HTML rendering of a revision. Renderings are cached by content and type, so
+/// a document is read by the extraction worker once, not on every view; a document that
+/// cannot be rendered is remembered too, so a hostile file costs a worker once, not on every
+/// view. A cache entry is shared by everyone who has the same bytes, so nothing in it may be
+/// theirs: the document is rendered under a neutral name (only its extension matters), never
+/// the name its owner gave it.
+pub async fn rendered_html(app: &App, revision: &Revision) -> Result<String> {
+    let cache_dir = app.html_cache_dir.clone();
+    let cached = cache_dir.join(format!(
+        "{}{}.html",
+        revision.sha256,
+        revision.file_type.replace('.', "-")
+    ));
+    if let Ok(html) = tokio::fs::read_to_string(&cached).await {
+        return Ok(html);
+    }
+    let source = app.blobs.local_copy(&revision.blob_key).await?;
+    let neutral_name = format!("document{}", revision.file_type);
+    let owner = app
+        .db
+        .thread(&revision.thread_id)
+        .await?
+        .map(|t| t.owner)
+        .unwrap_or_default();
+    let html = match app
+        .extractor
+        .render_html(&owner, source.path(), &neutral_name)
+        .await
+    {
+        Ok(html) => html,
+        // A document that cannot be rendered gets a page saying so.
+        Err(e) => failure_page(&e.to_string()),
+    };
+    write_atomically(cache_dir, cached, html.clone()).await;
+    Ok(html)
+}
+
+async fn write_atomically(dir: PathBuf, target: PathBuf, html: String) {
+    let tmp = dir.join(format!(".{}.tmp", uuid::Uuid::now_v7().simple()));
+    let result = async {
+        tokio::fs::create_dir_all(&dir).await?;
+        tokio::fs::write(&tmp, html).await?;
+        tokio::fs::rename(&tmp, &target).await
+    }
+    .await;
+    if let Err(e) = result {
+        // The cache is an optimisation: failing to fill it only costs a later re-render.
+        tracing::warn!(error = %e, "could not cache a rendered preview");
+        let _ = tokio::fs::remove_file(&tmp).await;
+    }
+}
+
+fn failure_page(reason: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Preview</title>\
+         <style>{}</style></head>\
+         <body><p>This preview could not be made: {}.</p><p>Download the file to view it.</p>\
+         </body></html>",
+        ferry_extract::PREVIEW_STYLE,
+        ferry_core::attachment::escape(reason)
+    )
+}

@@ -1,0 +1,255 @@
+//! Say mode (docs/reference/say.md): `<say>` blocks become messages, `<file>` tags attach
+//! files, and each message goes to every connector of the thread. Text outside `<say>` is
+//! never sent, and nothing is attached unless a tag names it.
+
+use ferry_core::SandboxPath;
+use ferry_core::tags::{FileTag, parse_say};
+use ferry_store::sandbox::SandboxError;
+use ferry_store::say::Attachment;
+use ferry_store::threads::Thread;
+use ferry_store::{StoreError, WriteError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::access::{self, Action};
+use crate::connectors;
+use crate::error::{Error, Result, describe_bytes};
+use crate::events::{MAX_EVENT_BYTES, Role};
+use crate::messages::{fits_in_an_event, message_json};
+use crate::principal::Principal;
+
+/// A file attached to a message.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentView {
+    pub id: String,
+    pub filename: String,
+    pub mime_type: String,
+    pub size: u64,
+    /// `document`, `photo` or `video`.
+    pub send_as: String,
+    /// Where a token holder downloads it.
+    pub url: String,
+    /// When the file was one the thread had published: its id and revision, so the user's
+    /// preview panel can open it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u32>,
+}
+
+impl From<&Attachment> for AttachmentView {
+    fn from(a: &Attachment) -> Self {
+        AttachmentView {
+            id: a.id.clone(),
+            filename: a.filename.clone(),
+            mime_type: a.mime_type.clone(),
+            size: a.size,
+            send_as: a.send_as.clone(),
+            url: format!("/api/threads/{}/attachments/{}/content", a.thread_id, a.id),
+            published_id: a.published.as_ref().map(|(id, _)| id.clone()),
+            revision: a.published.as_ref().map(|(_, revision)| *revision),
+        }
+    }
+}
+
+/// What a say-mode reply became.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SayResult {
+    /// The ids of the message events, in order.
+    pub messages: Vec<i64>,
+    pub files: Vec<AttachmentView>,
+    /// Files that were skipped, and why.
+    pub warnings: Vec<String>,
+}
+
+/// Delivers a say-mode reply (the thread's agent, or service_role). A block too long for an
+/// event fails the whole reply before anything is stored; a `<file>` tag that cannot be
+/// attached is skipped with a warning; the files go with the last message.
+pub async fn deliver(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    text: &str,
+) -> Result<SayResult> {
+    let thread = access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
+    let role = Role::Agent(principal.agent_id());
+    let reply = parse_say(text);
+    for block in &reply.says {
+        if !fits_in_an_event(role, &thread.id, Some(block), &[], &[]) {
+            return Err(Error::TooLarge(format!(
+                "a <say> block is longer than an event may be ({} KiB); publish long text as a file",
+                MAX_EVENT_BYTES / 1024
+            )));
+        }
+    }
+
+    let mut files = Vec::new();
+    let mut warnings = Vec::new();
+    for tag in &reply.files {
+        match attach(app, &thread, tag).await {
+            Ok(attachment) => files.push(AttachmentView::from(&attachment)),
+            Err(why) => {
+                tracing::warn!(thread = %thread.id, path = %tag.path, %why, "say: skipped a <file> tag");
+                warnings.push(format!("{}: {why}", tag.path));
+            }
+        }
+    }
+
+    let mut contents: Vec<Option<&str>> = reply.says.iter().map(|s| Some(s.as_str())).collect();
+    if contents.is_empty() && !files.is_empty() {
+        contents.push(None);
+    }
+    let connectors = connectors::of_thread(app, &thread.id).await?;
+    let mut messages = Vec::new();
+    let last = contents.len().saturating_sub(1);
+    for (i, content) in contents.into_iter().enumerate() {
+        let attached: &[AttachmentView] = if i == last { &files } else { &[] };
+        let event = app
+            .db
+            .append_event(&thread.id, "message", |id, at| {
+                message_json(id, at, role, &thread.id, content, &[], attached)
+            })
+            .await?;
+        for connector in &connectors {
+            connector.deliver(app, &thread.id, &event).await?;
+        }
+        messages.push(event.id);
+    }
+    Ok(SayResult {
+        messages,
+        files,
+        warnings,
+    })
+}
+
+/// Why a `<file>` tag was skipped, in words the agent can act on. Failures that are the
+/// server's own are logged in full and reported only as such: no database or file system
+/// error text reaches the caller.
+#[derive(Debug, thiserror::Error)]
+enum Skipped {
+    #[error("{0}")]
+    Path(#[from] ferry_core::path::PathError),
+    #[error("{0}")]
+    Sandbox(String),
+    #[error("the file is larger than the publish limit of {}", describe_bytes(*.0))]
+    TooLarge(u64),
+    #[error("the server's disk is full; try again later")]
+    DiskFull,
+    #[error(
+        "the file could not be attached because of an internal error; the server log has the details"
+    )]
+    Internal,
+}
+
+impl Skipped {
+    /// An internal failure: logged here, answered generically.
+    fn internal(cause: impl std::fmt::Display) -> Skipped {
+        tracing::error!(%cause, "say: a <file> tag failed internally");
+        Skipped::Internal
+    }
+}
+
+impl From<StoreError> for Skipped {
+    fn from(e: StoreError) -> Self {
+        if e.is_disk_full() {
+            Skipped::DiskFull
+        } else {
+            Skipped::internal(e)
+        }
+    }
+}
+
+impl From<SandboxError> for Skipped {
+    fn from(e: SandboxError) -> Self {
+        match e {
+            SandboxError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
+            SandboxError::Io(io) => Skipped::internal(io),
+            SandboxError::TooLarge { limit } => Skipped::TooLarge(limit),
+            SandboxError::NotFound => Skipped::Sandbox(
+                "no such file in the sandbox, and nothing published under that path".into(),
+            ),
+            // The other refusals describe the caller's path and are safe to repeat.
+            other => Skipped::Sandbox(other.to_string()),
+        }
+    }
+}
+
+impl From<WriteError> for Skipped {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::TooLarge { limit } => Skipped::TooLarge(limit),
+            WriteError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
+            other => Skipped::internal(other),
+        }
+    }
+}
+
+/// Finds the file a `<file>` tag names: first among what the thread already published (by
+/// sandbox or storage path), then in the sandbox, through the jail. The bytes are kept
+/// permanently as the attachment's own copy.
+async fn attach(app: &App, thread: &Thread, tag: &FileTag) -> Result<Attachment, Skipped> {
+    let mut attachment =
+        if let Some(revision) = app.db.published_by_path(&thread.id, &tag.path).await? {
+            Attachment {
+                id: String::new(),
+                thread_id: thread.id.clone(),
+                filename: revision.filename,
+                mime_type: revision.mime_type,
+                size: revision.file_size,
+                sha256: revision.sha256,
+                send_as: String::new(),
+                blob_key: revision.blob_key,
+                published: Some((revision.file_id, revision.revision)),
+                created_at: ferry_core::Timestamp(0),
+            }
+        } else {
+            let path = SandboxPath::parse(&tag.path)?;
+            let sandbox = app.sandboxes.open(&thread.id).await?;
+            let opened = sandbox.open(path.relative()).await?;
+            let limit = app.limits.publish_max_bytes;
+            if opened.size > limit {
+                return Err(Skipped::TooLarge(limit));
+            }
+            let read = opened.stream(None).await.map_err(SandboxError::Io)?;
+            let blob = app.blobs.write(read.stream, limit).await?;
+            Attachment {
+                id: String::new(),
+                thread_id: thread.id.clone(),
+                filename: path.file_name().to_owned(),
+                mime_type: ferry_core::mime::mime_for_name(path.file_name()),
+                size: blob.size,
+                sha256: blob.sha256,
+                send_as: String::new(),
+                blob_key: blob.key,
+                published: None,
+                created_at: ferry_core::Timestamp(0),
+            }
+        };
+    // The id and time are the store's to give.
+    attachment.send_as = tag.mode.resolve(&attachment.mime_type).as_str().to_owned();
+    Ok(app.db.insert_attachment(attachment).await?)
+}
+
+/// A message attachment of a thread the caller may read.
+pub async fn attachment(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    attachment_id: &str,
+) -> Result<Attachment> {
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    app.db
+        .attachment(attachment_id, Some(&thread.id))
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no attachment '{attachment_id}' in this thread")))
+}
+
+/// An attachment by id alone, for a link whose signature the door has already checked.
+pub async fn signed_attachment(app: &App, attachment_id: &str) -> Result<Attachment> {
+    app.db
+        .attachment(attachment_id, None)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no attachment '{attachment_id}'")))
+}

@@ -1,0 +1,117 @@
+//! send_file (docs/reference/send-file.md): a small text file straight over the thread's
+//! event channel, as a `file_send` event.
+
+use ferry_core::SandboxPath;
+use ferry_core::send_file::{
+    Encoding, MAX_SEND_FILE_BYTES, SendFileError, base64_encode, check_size, check_type,
+    encode_content, sent_message,
+};
+use ferry_store::sandbox::SandboxError;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::access::{self, Action};
+use crate::error::Result;
+use crate::events::{MAX_EVENT_BYTES, Role, event_json};
+use crate::principal::Principal;
+
+/// What the agent is told once the file is sent.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendFileResult {
+    pub filename: String,
+    pub mime_type: String,
+    pub size_bytes: u64,
+    /// `utf-8` or `base64`.
+    pub encoding: String,
+    pub message: String,
+}
+
+/// The file as the event carries it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileContents<'a> {
+    filename: &'a str,
+    content: &'a str,
+    encoding: Encoding,
+    mime_type: &'a str,
+    size_bytes: u64,
+}
+
+/// Sends the sandbox file at `file_path` (the thread's agent, or service_role). The checks
+/// run in the documented order: the file must exist, then be a text type, then be small
+/// enough.
+pub async fn send(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    file_path: &str,
+) -> Result<SendFileResult> {
+    let thread = access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
+    let path = SandboxPath::parse(file_path)?;
+    let sandbox = app.sandboxes.open(&thread.id).await?;
+    let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
+        SandboxError::NotFound => SendFileError::NotFound {
+            path: file_path.to_owned(),
+        }
+        .into(),
+        other => crate::Error::from(other),
+    })?;
+    let filename = path.file_name().to_owned();
+    let mime = check_type(&filename)?;
+    check_size(opened.size)?;
+    // The file may have grown since it was opened: read no more than the limit allows.
+    let Some(bytes) = opened.read_to_end(MAX_SEND_FILE_BYTES).await? else {
+        return Err(SendFileError::TooLarge {
+            size: MAX_SEND_FILE_BYTES + 1,
+        }
+        .into());
+    };
+    let size = bytes.len() as u64;
+    let (mut content, mut encoding) = encode_content(&bytes);
+    let agent = principal.agent_id();
+    let render = |id: i64, at: ferry_core::Timestamp, content: &str, encoding: Encoding| {
+        let mut extra = serde_json::Map::new();
+        let contents = FileContents {
+            filename: &filename,
+            content,
+            encoding,
+            mime_type: mime,
+            size_bytes: size,
+        };
+        extra.insert(
+            "fileContents".into(),
+            serde_json::to_value(contents).unwrap_or_default(),
+        );
+        event_json(
+            id,
+            at,
+            "file_send",
+            Role::Agent(agent),
+            &thread.id,
+            Some(&format!("Sent file: {filename}")),
+            extra,
+        )
+    };
+    // Text full of characters JSON must escape (control characters become six bytes each) can
+    // pass the event limit; base64 of 20 KB always fits, so such text travels as base64.
+    if render(i64::MAX, ferry_core::Timestamp(0), &content, encoding).len() > MAX_EVENT_BYTES {
+        content = base64_encode(&bytes);
+        encoding = Encoding::Base64;
+    }
+    let event = app
+        .db
+        .append_event(&thread.id, "file_send", |id, at| {
+            render(id, at, &content, encoding)
+        })
+        .await?;
+    app.announce(event);
+    Ok(SendFileResult {
+        message: sent_message(&filename, size, mime),
+        filename,
+        mime_type: mime.to_owned(),
+        size_bytes: size,
+        encoding: encoding.as_str().to_owned(),
+    })
+}

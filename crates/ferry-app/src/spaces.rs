@@ -1,0 +1,100 @@
+//! Per-user spaces (docs/reference/spaces.md): list, read and create-or-overwrite files.
+//!
+//! A space belongs to the user a principal speaks for ([`Principal::space_owner`]); nobody
+//! reaches another user's spaces, so there is no "not yours" answer here, only "not found".
+
+use bytes::Bytes;
+use ferry_core::{SpaceName, ValidPath};
+use ferry_store::spaces::{ListPage, ListQuery, SpaceFile, SpaceSummary, WriteCondition};
+use futures::Stream;
+
+use crate::App;
+use crate::error::{Error, Result};
+use crate::principal::Principal;
+
+/// The caller's spaces: those holding at least one file, sorted by name.
+pub async fn list_spaces(app: &App, principal: &Principal) -> Result<Vec<SpaceSummary>> {
+    let owner = principal.space_owner()?;
+    Ok(app.db.spaces_of(owner).await?)
+}
+
+/// One page of a space's listing; a missing space or folder lists nothing.
+pub async fn list(
+    app: &App,
+    principal: &Principal,
+    space: &SpaceName,
+    query: &ListQuery<'_>,
+) -> Result<ListPage> {
+    let owner = principal.space_owner()?;
+    Ok(app.db.space_list(owner, space, query).await?)
+}
+
+/// One file's record (its bytes are the blob it names).
+pub async fn file(
+    app: &App,
+    principal: &Principal,
+    space: &SpaceName,
+    path: &ValidPath,
+) -> Result<SpaceFile> {
+    let owner = principal.space_owner()?;
+    app.db
+        .space_file(owner, space, path)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no file at '{path}'")))
+}
+
+/// What a successful write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Whether the path was free before.
+    pub created: bool,
+    pub file: SpaceFile,
+}
+
+/// Creates or overwrites one file with `body`, if `condition` holds. The body is streamed to
+/// the blob store and refused once it passes the space limit; the database decides the
+/// condition atomically with the write, so of racing conditional writes exactly one wins.
+pub async fn write<S, E>(
+    app: &App,
+    principal: &Principal,
+    space: &SpaceName,
+    path: &ValidPath,
+    content_type: &str,
+    condition: &WriteCondition,
+    body: S,
+) -> Result<Written>
+where
+    S: Stream<Item = std::result::Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    let owner = principal.space_owner()?;
+    let exists = || Error::AlreadyExists(format!("'{path}' already exists (If-None-Match: *)"));
+    if *condition == WriteCondition::CreateOnly
+        && app.db.space_file(owner, space, path).await?.is_some()
+    {
+        // Refuse before reading the body; the database still has the final word below.
+        return Err(exists());
+    }
+    let blob = app.blobs.write(body, app.limits.space_max_bytes).await?;
+    match app
+        .db
+        .space_put(owner, space, path, &blob, content_type, condition)
+        .await
+    {
+        Ok(outcome) => Ok(Written {
+            created: outcome.created,
+            file: outcome.file,
+        }),
+        Err(e) => {
+            // Nothing points at the new blob; remove it now rather than at the next sweep.
+            let _ = app.blobs.delete(&blob.key).await;
+            Err(match e {
+                ferry_store::StoreError::AlreadyExists => exists(),
+                ferry_store::StoreError::PreconditionFailed => Error::PreconditionFailed(format!(
+                    "the current ETag of '{path}' does not match If-Match"
+                )),
+                other => other.into(),
+            })
+        }
+    }
+}

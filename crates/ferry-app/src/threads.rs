@@ -1,0 +1,118 @@
+//! Threads (docs/reference/threads-and-sandbox.md): a conversation between a user and an
+//! agent, with its sandbox.
+
+use ferry_store::threads::Thread;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::access::{self, Action};
+use crate::error::{Error, Result};
+use crate::principal::Principal;
+
+/// The longest title, in characters.
+pub const MAX_TITLE_CHARS: usize = 500;
+
+/// A thread as clients see it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadView {
+    pub id: String,
+    pub title: Option<String>,
+    pub owner: String,
+    pub created_at: String,
+    /// The sandbox's folder on the server's host; told to agent and service_role tokens only,
+    /// and only where sandboxes are folders (not when they live in the blob store).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_dir: Option<String>,
+}
+
+impl ThreadView {
+    fn of(app: &App, principal: &Principal, thread: Thread) -> ThreadView {
+        let sandbox_dir = match principal {
+            Principal::Agent { .. } | Principal::Service { .. } => app
+                .sandboxes
+                .host_path(&thread.id)
+                .map(|p| p.to_string_lossy().into_owned()),
+            Principal::User { .. } => None,
+        };
+        ThreadView {
+            id: thread.id,
+            title: thread.title,
+            owner: thread.owner,
+            created_at: thread.created_at.rfc3339(),
+            sandbox_dir,
+        }
+    }
+}
+
+/// Creates a thread with its sandbox. A user creates threads for themself; service_role
+/// names the owner (or uses its `sub`); agents create none.
+pub async fn create(
+    app: &App,
+    principal: &Principal,
+    title: Option<String>,
+    owner: Option<String>,
+) -> Result<ThreadView> {
+    let owner = match (principal, owner) {
+        (Principal::User { sub }, None) => sub.clone(),
+        (Principal::User { sub }, Some(owner)) if owner == *sub => owner,
+        (Principal::User { .. }, Some(_)) => {
+            return Err(Error::forbidden(
+                "only service_role may create a thread for another user",
+            ));
+        }
+        (Principal::Service { .. }, Some(owner)) if !owner.is_empty() => owner,
+        (Principal::Service { sub: Some(sub) }, None) => sub.clone(),
+        (Principal::Service { .. }, _) => {
+            return Err(Error::invalid_request(
+                "a service_role token must name the thread's owner in 'owner'",
+            ));
+        }
+        (Principal::Agent { .. }, _) => {
+            return Err(Error::forbidden("agents cannot create threads"));
+        }
+    };
+    let title = title.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    if title
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
+    {
+        return Err(Error::invalid_request(format!(
+            "'title' is longer than {MAX_TITLE_CHARS} characters"
+        )));
+    }
+    let thread = app.db.create_thread(&owner, title.as_deref()).await?;
+    app.sandboxes
+        .create(&thread.id, app.skills_dir.as_deref())
+        .await?;
+    Ok(ThreadView::of(app, principal, thread))
+}
+
+/// The caller's threads, newest first: an agent sees its one thread; service_role sees its
+/// `sub`'s threads, or every thread without one.
+pub async fn list(app: &App, principal: &Principal) -> Result<Vec<ThreadView>> {
+    let threads = match principal {
+        Principal::User { sub } | Principal::Service { sub: Some(sub) } => {
+            app.db.threads(Some(sub)).await?
+        }
+        Principal::Service { sub: None } => app.db.threads(None).await?,
+        Principal::Agent { thread, sub, .. } => app
+            .db
+            .thread(thread)
+            .await?
+            .into_iter()
+            .filter(|t| t.owner == *sub)
+            .collect(),
+    };
+    Ok(threads
+        .into_iter()
+        .map(|t| ThreadView::of(app, principal, t))
+        .collect())
+}
+
+/// One thread the caller may read.
+pub async fn get(app: &App, principal: &Principal, thread_id: &str) -> Result<ThreadView> {
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    Ok(ThreadView::of(app, principal, thread))
+}

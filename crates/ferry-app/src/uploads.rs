@@ -1,0 +1,274 @@
+//! User → agent uploads (docs/reference/uploads.md).
+//!
+//! An upload happens in two steps so that a request that fails keeps nothing: every file of
+//! the request is first spooled ([`Receiver::spool`]: streamed to a local spool, hashed on
+//! the way, refused past the limit), then all are kept ([`Receiver::keep`]): each is previewed
+//! by the extraction worker, committed as a permanent blob, copied into
+//! `/sandbox/user_uploads/`, and recorded with its `upload` event in one transaction.
+
+use bytes::Bytes;
+use ferry_core::ValidPath;
+use ferry_core::attachment::AttachmentNote;
+use ferry_core::mime::{is_vision_image, mime_for_name};
+use ferry_store::Spooled;
+use ferry_store::threads::Thread;
+use ferry_store::uploads::{Upload, new_upload_id};
+use futures::Stream;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::access::{self, Action};
+use crate::error::{Error, Result};
+use crate::events::{MAX_EVENT_BYTES, Role, event_json};
+use crate::principal::Principal;
+
+/// An upload as clients see it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadView {
+    pub id: String,
+    pub file_name: String,
+    pub file_type: String,
+    pub size: u64,
+    pub sha256: String,
+    /// `image` or `document`.
+    pub kind: String,
+    pub storage_path: String,
+    pub sandbox_path: String,
+    pub preview: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+    pub attachment_xml: String,
+    pub created_at: String,
+}
+
+impl From<&Upload> for UploadView {
+    fn from(u: &Upload) -> Self {
+        let attachment_xml = AttachmentNote {
+            file_name: &u.file_name,
+            file_type: &u.file_type,
+            storage_path: &u.storage_path,
+            sandbox_path: &u.sandbox_path,
+            is_image: u.kind == "image",
+            preview: u.preview.as_deref(),
+            preview_error: u.preview_error.as_deref(),
+        }
+        .to_xml();
+        UploadView {
+            id: u.id.clone(),
+            file_name: u.file_name.clone(),
+            file_type: u.file_type.clone(),
+            size: u.size,
+            sha256: u.sha256.clone(),
+            kind: u.kind.clone(),
+            storage_path: u.storage_path.clone(),
+            sandbox_path: u.sandbox_path.clone(),
+            preview: u.preview.clone(),
+            preview_error: u.preview_error.clone(),
+            width: u.width,
+            height: u.height,
+            attachment_xml,
+            created_at: u.created_at.rfc3339(),
+        }
+    }
+}
+
+impl UploadView {
+    /// The same upload without its preview text, for events that would pass the size limit
+    /// with it (the thread's upload list still has the preview).
+    pub fn without_preview(&self) -> UploadView {
+        let note = AttachmentNote {
+            file_name: &self.file_name,
+            file_type: &self.file_type,
+            storage_path: &self.storage_path,
+            sandbox_path: &self.sandbox_path,
+            is_image: self.kind == "image",
+            preview: None,
+            preview_error: Some(
+                "the preview is too long for an event; list the thread's uploads to read it",
+            ),
+        };
+        UploadView {
+            preview: None,
+            attachment_xml: note.to_xml(),
+            ..self.clone()
+        }
+    }
+}
+
+/// The files of one upload request, spooled and waiting to be kept.
+#[derive(Debug)]
+pub struct Receiver {
+    app: App,
+    thread: Thread,
+    received: Vec<(ValidPath, Spooled)>,
+}
+
+/// Starts an upload into a thread: only its owner (or service_role) uploads.
+pub async fn receive(app: &App, principal: &Principal, thread_id: &str) -> Result<Receiver> {
+    let thread = access::thread(app, principal, thread_id, Action::ActAsUser).await?;
+    Ok(Receiver {
+        app: app.clone(),
+        thread,
+        received: Vec::new(),
+    })
+}
+
+impl Receiver {
+    /// The largest file this upload accepts, in bytes.
+    pub fn limit(&self) -> u64 {
+        self.app.limits.upload_max_bytes
+    }
+
+    /// Spools one file named `name` (already checked by the upload name rules).
+    pub async fn spool<S, E>(&mut self, name: ValidPath, body: S) -> Result<()>
+    where
+        S: Stream<Item = std::result::Result<Bytes, E>>,
+        E: std::fmt::Display,
+    {
+        let spooled = self.app.blobs.spool(body, self.limit()).await?;
+        self.received.push((name, spooled));
+        Ok(())
+    }
+
+    /// How many files are spooled.
+    pub fn len(&self) -> usize {
+        self.received.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.received.is_empty()
+    }
+
+    /// Keeps every spooled file, in order.
+    pub async fn keep(self) -> Result<Vec<UploadView>> {
+        let mut views = Vec::with_capacity(self.received.len());
+        for (name, spooled) in self.received {
+            views.push(keep(&self.app, &self.thread, name, spooled).await?);
+        }
+        Ok(views)
+    }
+}
+
+/// Puts one spooled file where it belongs and records it.
+async fn keep(app: &App, thread: &Thread, name: ValidPath, spooled: Spooled) -> Result<UploadView> {
+    // Extraction is shared fairly between users, and the wait for it is bounded: past it the
+    // upload is kept without a preview (the worker is stopped), so a busy server delays an
+    // upload by at most the preview wait.
+    let previewed = tokio::time::timeout(
+        app.limits.preview_wait,
+        app.extractor.preview(
+            &thread.owner,
+            spooled.path(),
+            name.as_str(),
+            app.limits.preview_max_chars,
+        ),
+    )
+    .await;
+    let (preview, preview_error, width, height) = match previewed {
+        Ok(Ok(p)) => (p.text, None, p.width, p.height),
+        Ok(Err(e)) => (None, Some(e.to_string()), None, None),
+        Err(_) => (
+            None,
+            Some(format!(
+                "the preview was skipped: the document reader was busy for more than {} s; \
+                 the file itself is in the sandbox",
+                app.limits.preview_wait.as_secs()
+            )),
+            None,
+            None,
+        ),
+    };
+    let blob = app.blobs.commit(spooled).await?;
+    let file_type = mime_for_name(name.as_str());
+    let sandbox = app.sandboxes.open(&thread.id).await?;
+    let sandbox_path = sandbox
+        .copy_in_unique("user_uploads", &name, &blob, &app.blobs, &file_type)
+        .await?;
+    let id = new_upload_id();
+    let upload = Upload {
+        storage_path: ferry_core::storage_path::upload(
+            &thread.owner,
+            &thread.id,
+            &id,
+            name.as_str(),
+        ),
+        id,
+        thread_id: thread.id.clone(),
+        owner: thread.owner.clone(),
+        file_type,
+        kind: if is_vision_image(name.as_str()) {
+            "image"
+        } else {
+            "document"
+        }
+        .to_owned(),
+        file_name: name.into_string(),
+        size: blob.size,
+        sha256: blob.sha256.clone(),
+        sandbox_path: format!("/sandbox/{sandbox_path}"),
+        preview,
+        preview_error,
+        width,
+        height,
+        blob_key: blob.key.clone(),
+        // Set by the store as it records the upload.
+        created_at: ferry_core::Timestamp(0),
+    };
+    let (upload, event) = app.db.insert_upload(upload, upload_event).await?;
+    app.announce(event);
+    Ok(UploadView::from(&upload))
+}
+
+/// The `upload` event. When the upload with its preview would pass the event size limit, the
+/// preview is left out of the event (the upload itself keeps it).
+fn upload_event(upload: &Upload, id: i64, at: ferry_core::Timestamp) -> String {
+    let render = |view: &UploadView| {
+        let mut extra = serde_json::Map::new();
+        extra.insert(
+            "upload".into(),
+            serde_json::to_value(view).unwrap_or_default(),
+        );
+        event_json(
+            id,
+            at,
+            "upload",
+            Role::User,
+            &upload.thread_id,
+            Some(&format!("Uploaded {}", upload.file_name)),
+            extra,
+        )
+    };
+    let view = UploadView::from(upload);
+    let json = render(&view);
+    if json.len() <= MAX_EVENT_BYTES {
+        return json;
+    }
+    render(&view.without_preview())
+}
+
+/// A thread's uploads, oldest first, with their previews.
+pub async fn list(app: &App, principal: &Principal, thread_id: &str) -> Result<Vec<UploadView>> {
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    let uploads = app.db.uploads(&thread.id).await?;
+    Ok(uploads.iter().map(UploadView::from).collect())
+}
+
+/// One upload's record (its bytes are the blob it names).
+pub async fn get(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    upload_id: &str,
+) -> Result<Upload> {
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    app.db
+        .upload(&thread.id, upload_id)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no upload '{upload_id}' in this thread")))
+}

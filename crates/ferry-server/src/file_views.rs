@@ -1,0 +1,85 @@
+//! The JSON of file listings and writes, shared by spaces and sandboxes.
+
+use ferry_store::spaces::SpaceEntry;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::serve::etag;
+
+/// One entry of a listing: a file, or (non-recursive listings only) a folder.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileEntry {
+    pub path: String,
+    /// `file` or `dir`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+impl FileEntry {
+    pub fn dir(path: String) -> FileEntry {
+        FileEntry {
+            path,
+            kind: "dir",
+            size: None,
+            content_type: None,
+            etag: None,
+            updated_at: None,
+        }
+    }
+
+    pub fn file(
+        path: String,
+        size: u64,
+        content_type: String,
+        sha256: &str,
+        updated_at: ferry_core::Timestamp,
+    ) -> FileEntry {
+        FileEntry {
+            path,
+            kind: "file",
+            size: Some(size),
+            content_type: Some(content_type),
+            etag: Some(etag(sha256)),
+            updated_at: Some(updated_at.rfc3339()),
+        }
+    }
+}
+
+impl From<SpaceEntry> for FileEntry {
+    fn from(entry: SpaceEntry) -> Self {
+        match entry {
+            SpaceEntry::Dir { path } => FileEntry::dir(path),
+            SpaceEntry::File(f) => {
+                FileEntry::file(f.path, f.size, f.content_type, &f.sha256, f.updated_at)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileList {
+    pub files: Vec<FileEntry>,
+    /// Present when more entries follow; pass it back as `cursor`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The answer to a successful PUT (docs/reference/spaces.md).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteResult {
+    pub path: String,
+    pub size: u64,
+    pub content_type: String,
+    pub etag: String,
+}

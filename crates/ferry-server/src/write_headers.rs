@@ -1,0 +1,95 @@
+//! The request headers every file write reads the same way, whichever route it arrives on
+//! (docs/reference/spaces.md, writing): `Content-Type`, the conditions of `If-None-Match`
+//! and `If-Match`, and a declared `Content-Length` over the limit.
+
+use axum::http::{HeaderMap, header};
+use ferry_store::spaces::WriteCondition;
+
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::serve::{TagList, parse_tag_list};
+
+/// Checks `Content-Type`: present, text, and shaped `type/subtype`.
+pub fn usable_content_type(headers: &HeaderMap) -> ApiResult<String> {
+    let missing = || {
+        ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "send a Content-Type header naming the file's type, e.g. 'text/markdown; charset=utf-8'",
+        )
+    };
+    let value = headers
+        .get(header::CONTENT_TYPE)
+        .ok_or_else(missing)?
+        .to_str()
+        .map_err(|_| missing())?
+        .trim();
+    let essence = value.split(';').next().unwrap_or("").trim();
+    match essence.split_once('/') {
+        Some((kind, sub)) if is_token(kind) && is_token(sub) => Ok(value.to_owned()),
+        _ => Err(missing()),
+    }
+}
+
+fn is_token(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Reads the write preconditions of `If-None-Match` and `If-Match`.
+pub fn write_condition(headers: &HeaderMap) -> ApiResult<WriteCondition> {
+    let text = |name: header::HeaderName| -> ApiResult<Option<String>> {
+        headers
+            .get(&name)
+            .map(|v| {
+                v.to_str().map(str::to_owned).map_err(|_| {
+                    ApiError::invalid_request(format!("the {name} header is not valid text"))
+                })
+            })
+            .transpose()
+    };
+    let create_only = match text(header::IF_NONE_MATCH)? {
+        None => false,
+        Some(v) if v.trim() == "*" => true,
+        Some(_) => {
+            return Err(ApiError::invalid_request(
+                "If-None-Match on PUT only accepts '*' (create only if the path is free)",
+            ));
+        }
+    };
+    let if_match = match text(header::IF_MATCH)? {
+        None => None,
+        Some(v) => match parse_tag_list(&v) {
+            Some(TagList::Any) => Some(vec!["*".to_owned()]),
+            // Weak tags never match in If-Match (strong comparison, RFC 9110 §13.1.1).
+            Some(TagList::Tags(tags)) => Some(
+                tags.into_iter()
+                    .map(|(t, weak)| if weak { String::new() } else { t })
+                    .collect(),
+            ),
+            None => {
+                return Err(ApiError::invalid_request(
+                    "If-Match must be '*' or a list of quoted ETags",
+                ));
+            }
+        },
+    };
+    Ok(match (create_only, if_match) {
+        (false, None) => WriteCondition::None,
+        (true, None) => WriteCondition::CreateOnly,
+        (false, Some(tags)) => WriteCondition::IfMatch(tags),
+        (true, Some(tags)) => WriteCondition::IfMatchAndCreateOnly(tags),
+    })
+}
+
+/// Refuses a body whose declared length is over the limit, before reading any of it.
+pub fn check_declared_length(headers: &HeaderMap, limit: u64) -> ApiResult<()> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(len) if len > limit => Err(ApiError::too_large(limit)),
+        _ => Ok(()),
+    }
+}
