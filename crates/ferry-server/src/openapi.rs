@@ -6,15 +6,15 @@ use axum::response::{IntoResponse, Response};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::routes::{events, published, sandbox, say, send_file, spaces, system, threads, uploads};
-
 /// This document: the whole HTTP API as OpenAPI 3.1.
 #[utoipa::path(
     get, path = "/api/openapi.json", tag = "system",
     responses((status = 200, content_type = "application/json", description = "The OpenAPI document"))
 )]
 pub async fn serve() -> Response {
-    Json(openapi()).into_response()
+    // The document is a function of the code alone: built once, on first request.
+    static DOCUMENT: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
+    Json(DOCUMENT.get_or_init(openapi)).into_response()
 }
 
 #[derive(OpenApi)]
@@ -22,41 +22,6 @@ pub async fn serve() -> Response {
     info(
         title = "ferry",
         description = "A self-hostable file exchange between people and their AI agents."
-    ),
-    paths(
-        system::healthz,
-        system::metrics,
-        serve,
-        spaces::list_spaces,
-        spaces::list_files,
-        spaces::get_file,
-        spaces::head_file,
-        spaces::put_file,
-        threads::create_thread,
-        threads::list_threads,
-        threads::get_thread,
-        threads::agent_token,
-        sandbox::list,
-        sandbox::read,
-        sandbox::head,
-        sandbox::write,
-        uploads::create,
-        uploads::list,
-        uploads::content,
-        events::events,
-        events::post_message,
-        published::publish,
-        published::list,
-        published::content,
-        published::preview,
-        published::thread_file,
-        send_file::send_file,
-        say::say,
-        say::attachment_content,
-        say::signed_attachment,
-        say::create_connector,
-        say::list_connectors,
-        say::delete_connector,
     ),
     modifiers(&BearerAuth, &McpEndpoint),
     tags(
@@ -129,7 +94,59 @@ impl utoipa::Modify for McpEndpoint {
     }
 }
 
-/// The OpenAPI document of every route above.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// What the document says beside its routes: its title, tags, security scheme and `/mcp`.
+pub fn base() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
+}
+
+/// The OpenAPI document of every route of [`crate::router::routes`]. Routes with a path that
+/// takes the rest of the URL are written the axum way (`{*path}`) in their annotation, for
+/// the router; the document says `{path}`, as OpenAPI does.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let mut document = crate::router::routes().into_openapi();
+    let paths = std::mem::take(&mut document.paths.paths);
+    document.paths.paths = paths
+        .into_iter()
+        .map(|(path, item)| (path.replace("{*", "{"), item))
+        .collect();
+    document
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed copy of the document, so that a change to the API is a visible diff.
+    const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+
+    #[test]
+    fn the_document_matches_its_snapshot() {
+        let current = serde_json::to_string_pretty(&openapi()).unwrap() + "\n";
+        if std::env::var_os("FERRY_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(SNAPSHOT, &current).unwrap();
+            return;
+        }
+        let committed = std::fs::read_to_string(SNAPSHOT).unwrap_or_default();
+        assert!(
+            committed == current,
+            "the OpenAPI document changed; if that is intended, run \
+             `FERRY_UPDATE_SNAPSHOTS=1 cargo test -p ferry-server openapi` and commit docs/openapi.json"
+        );
+    }
+
+    #[test]
+    fn every_route_is_in_the_document_once_with_its_own_path_syntax() {
+        let document = openapi();
+        let paths: Vec<&String> = document.paths.paths.keys().collect();
+        assert!(paths.iter().all(|p| !p.contains("{*")), "{paths:?}");
+        for expected in [
+            "/api/spaces/{space}/files/{path}",
+            "/api/threads/{id}/sandbox/{path}",
+            "/api/threads/{id}/uploads",
+            "/mcp",
+            "/api/openapi.json",
+        ] {
+            assert!(document.paths.paths.contains_key(expected), "{expected}");
+        }
+    }
 }

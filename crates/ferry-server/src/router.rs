@@ -1,14 +1,15 @@
-//! Every route of the HTTP API, in one place; the OpenAPI document of the same handlers is in
-//! `openapi.rs`.
+//! Every route of the HTTP API, in one list that feeds both axum and the OpenAPI document
+//! (each handler's `#[utoipa::path]` names its method and path once).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{events, published, sandbox, say, send_file, spaces, system, threads, uploads};
@@ -19,79 +20,52 @@ use crate::state::AppState;
 pub fn router(state: AppState) -> Router {
     // The recorder must exist before the first request is counted.
     crate::metrics::handle();
-    let api = finish(routes(), &state);
+    let api = finish(Router::from(routes()), &state);
     // The agent tools over streamable HTTP (docs/mcp.md), acting with the caller's bearer token.
     let mcp = crate::mcp::endpoint(state.clone(), api);
-    finish(routes().route_service("/mcp", mcp), &state)
+    finish(Router::from(routes()).route_service("/mcp", mcp), &state)
 }
 
-/// Every route but `/mcp`.
-fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(system::healthz))
-        .route("/metrics", get(system::metrics))
-        .route("/api/openapi.json", get(crate::openapi::serve))
-        .route("/api/spaces", get(spaces::list_spaces))
-        .route("/api/spaces/{space}/files", get(spaces::list_files))
-        .route(
-            "/api/spaces/{space}/files/{*path}",
-            get(spaces::get_file)
-                .head(spaces::head_file)
-                .put(spaces::put_file),
-        )
-        .route(
-            "/api/threads",
-            post(threads::create_thread).get(threads::list_threads),
-        )
-        .route("/api/threads/{id}", get(threads::get_thread))
-        .route("/api/threads/{id}/agent-token", post(threads::agent_token))
-        .route("/api/threads/{id}/sandbox", get(sandbox::list))
-        .route(
-            "/api/threads/{id}/sandbox/{*path}",
-            get(sandbox::read).head(sandbox::head).put(sandbox::write),
-        )
-        .route(
-            "/api/threads/{id}/uploads",
-            // Uploads enforce their own limit while streaming; axum's default would cap them at 2 MB.
-            post(uploads::create)
-                .get(uploads::list)
-                .layer(DefaultBodyLimit::disable()),
-        )
-        .route(
-            "/api/threads/{id}/uploads/{upload_id}/content",
-            get(uploads::content),
-        )
-        .route("/api/threads/{id}/events", get(events::events))
-        .route("/api/threads/{id}/messages", post(events::post_message))
-        .route(
-            "/api/threads/{id}/published",
-            post(published::publish).get(published::list),
-        )
-        .route(
-            "/api/threads/{id}/published/{pid}/content",
-            get(published::content),
-        )
-        .route(
-            "/api/threads/{id}/published/{pid}/preview",
-            get(published::preview),
-        )
-        .route("/api/storage/thread-file", get(published::thread_file))
-        .route("/api/threads/{id}/send-file", post(send_file::send_file))
-        .route("/api/threads/{id}/say", post(say::say))
-        .route(
-            "/api/threads/{id}/attachments/{aid}/content",
-            get(say::attachment_content),
-        )
-        .route("/api/attachments/{aid}", get(say::signed_attachment))
-        .route(
-            "/api/threads/{id}/connectors",
-            post(say::create_connector).get(say::list_connectors),
-        )
-        .route(
-            "/api/threads/{id}/connectors/{cid}",
-            axum::routing::delete(say::delete_connector),
-        )
-        .merge(crate::web::routes())
+/// Every route but `/mcp` (whose OpenAPI entry `openapi.rs` writes), with its documentation.
+pub fn routes() -> OpenApiRouter<AppState> {
+    // Uploads enforce their own limit while streaming; axum's default would cap them at 2 MB.
+    let (schemas, paths, upload_routes) = routes!(uploads::create, uploads::list);
+    let uploads = (
+        schemas,
+        paths,
+        upload_routes.layer(DefaultBodyLimit::disable()),
+    );
+    OpenApiRouter::with_openapi(crate::openapi::base())
+        .routes(routes!(system::healthz))
+        .routes(routes!(system::metrics))
+        .routes(routes!(crate::openapi::serve))
+        .routes(routes!(spaces::list_spaces))
+        .routes(routes!(spaces::list_files))
+        .routes(routes!(
+            spaces::get_file,
+            spaces::head_file,
+            spaces::put_file
+        ))
+        .routes(routes!(threads::create_thread, threads::list_threads))
+        .routes(routes!(threads::get_thread))
+        .routes(routes!(threads::agent_token))
+        .routes(routes!(sandbox::list))
+        .routes(routes!(sandbox::read, sandbox::head, sandbox::write))
+        .routes(uploads)
+        .routes(routes!(uploads::content))
+        .routes(routes!(events::events))
+        .routes(routes!(events::post_message))
+        .routes(routes!(published::publish, published::list))
+        .routes(routes!(published::content))
+        .routes(routes!(published::preview))
+        .routes(routes!(published::thread_file))
+        .routes(routes!(send_file::send_file))
+        .routes(routes!(say::say))
+        .routes(routes!(say::attachment_content))
+        .routes(routes!(say::signed_attachment))
+        .routes(routes!(say::create_connector, say::list_connectors))
+        .routes(routes!(say::delete_connector))
+        .merge(OpenApiRouter::from(crate::web::routes()))
 }
 
 /// The fallbacks and middleware every answer goes through, and the state.

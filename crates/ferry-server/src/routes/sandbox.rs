@@ -86,7 +86,7 @@ fn sandbox_path(uri: &Uri) -> ApiResult<SandboxPath> {
 
 /// Reads a sandbox file.
 #[utoipa::path(
-    get, path = "/api/threads/{id}/sandbox/{path}", tag = "sandbox",
+    get, path = "/api/threads/{id}/sandbox/{*path}", tag = "sandbox",
     params(("id" = String, Path), ("path" = String, Path, description = "Relative to /sandbox/, e.g. outputs/report.md")),
     responses(
         (status = 200, description = "The bytes"),
@@ -123,7 +123,7 @@ pub async fn read(
 
 /// Reads a sandbox file's headers.
 #[utoipa::path(
-    head, path = "/api/threads/{id}/sandbox/{path}", tag = "sandbox",
+    head, path = "/api/threads/{id}/sandbox/{*path}", tag = "sandbox",
     params(("id" = String, Path), ("path" = String, Path)),
     responses((status = 200, description = "Headers only")),
     security(("bearer" = []))
@@ -140,7 +140,7 @@ pub async fn head(
 
 /// Writes a sandbox file (the agent, or service_role): atomic, with the spaces' rules.
 #[utoipa::path(
-    put, path = "/api/threads/{id}/sandbox/{path}", tag = "sandbox",
+    put, path = "/api/threads/{id}/sandbox/{*path}", tag = "sandbox",
     params(
         ("id" = String, Path), ("path" = String, Path),
         ("Content-Type" = String, Header), ("If-None-Match" = Option<String>, Header), ("If-Match" = Option<String>, Header),

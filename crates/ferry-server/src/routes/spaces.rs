@@ -164,7 +164,7 @@ fn file_path(uri: &Uri) -> ApiResult<ValidPath> {
 
 /// Reads one file: the raw bytes with their stored `Content-Type`.
 #[utoipa::path(
-    get, path = "/api/spaces/{space}/files/{path}", tag = "spaces",
+    get, path = "/api/spaces/{space}/files/{*path}", tag = "spaces",
     params(
         ("space" = String, Path, description = "Space name"),
         ("path" = String, Path, description = "File path; may contain '/'"),
@@ -208,7 +208,7 @@ pub async fn get_file(
 
 /// Reads one file's headers only.
 #[utoipa::path(
-    head, path = "/api/spaces/{space}/files/{path}", tag = "spaces",
+    head, path = "/api/spaces/{space}/files/{*path}", tag = "spaces",
     params(("space" = String, Path), ("path" = String, Path)),
     responses((status = 200, description = "Headers only"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
@@ -225,7 +225,7 @@ pub async fn head_file(
 
 /// Creates or overwrites one file.
 #[utoipa::path(
-    put, path = "/api/spaces/{space}/files/{path}", tag = "spaces",
+    put, path = "/api/spaces/{space}/files/{*path}", tag = "spaces",
     params(
         ("space" = String, Path, description = "Space name"),
         ("path" = String, Path, description = "File path; may contain '/'"),
