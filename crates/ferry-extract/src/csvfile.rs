@@ -108,26 +108,7 @@ pub(crate) fn preview<R: Read>(
     let Some(view) = read_grid(reader, tab, PREVIEW_ROWS, 100, limits)? else {
         return Ok(String::new());
     };
-    for (i, row) in view.rows.iter().enumerate() {
-        let mut cells: &[String] = row;
-        while let [rest @ .., last] = cells
-            && last.is_empty()
-        {
-            cells = rest;
-        }
-        let joined = cells.join(" | ");
-        if i == 0 {
-            sink.line(&joined);
-        } else {
-            sink.line(format!("Row {i}: {joined}").trim_end());
-        }
-        if sink.full() {
-            break;
-        }
-    }
-    if view.more_rows {
-        sink.line(&format!("... (first {PREVIEW_ROWS} rows)"));
-    }
+    view.write_lines(&mut sink, "");
     Ok(sink.finish())
 }
 

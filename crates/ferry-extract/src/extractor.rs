@@ -41,6 +41,10 @@ pub struct ExtractorConfig {
     pub limits: Limits,
 }
 
+/// The hidden first argument under which a program that calls [`crate::worker_main`] runs
+/// as the extraction worker.
+pub const WORKER_ARG: &str = "__extract";
+
 impl ExtractorConfig {
     /// A configuration that runs `program` with `args`, with the default limits.
     pub fn new(
@@ -59,9 +63,14 @@ impl ExtractorConfig {
         }
     }
 
-    /// The running executable with `__extract`: what the ferry binary uses.
+    /// `program` run as the worker: `program __extract`, as the ferry binary runs itself.
+    pub fn worker(program: impl Into<PathBuf>) -> Self {
+        Self::new(program, [WORKER_ARG])
+    }
+
+    /// The running executable as the worker: what the ferry binary uses.
     pub fn current_exe() -> std::io::Result<Self> {
-        Ok(Self::new(std::env::current_exe()?, ["__extract"]))
+        Ok(Self::worker(std::env::current_exe()?))
     }
 }
 
@@ -376,10 +385,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_program_is_a_clear_error() {
-        let ex = Extractor::new(ExtractorConfig::new(
-            "/nonexistent/ferry-worker",
-            ["__extract"],
-        ));
+        let ex = Extractor::new(ExtractorConfig::worker("/nonexistent/ferry-worker"));
         let err = ex
             .preview("test", Path::new("/tmp/x.docx"), "x.docx", 100)
             .await

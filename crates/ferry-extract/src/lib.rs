@@ -103,7 +103,7 @@ mod worker;
 mod xml;
 
 pub use error::ExtractError;
-pub use extractor::{Extractor, ExtractorConfig};
+pub use extractor::{Extractor, ExtractorConfig, WORKER_ARG};
 pub use html::STYLE as PREVIEW_STYLE;
 pub use kind::{PreviewKind, preview_kind};
 pub use limits::{Limits, PREVIEW_ROWS};

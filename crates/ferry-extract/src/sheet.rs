@@ -329,30 +329,39 @@ pub(crate) fn format_datetime(d: &ExcelDateTime) -> String {
 
 fn sheet_lines(sink: &mut LineSink, name: &str, view: Option<SheetView>) {
     let name = one_line(name);
-    let Some(view) = view else {
-        sink.line(&format!("{name}: (empty)"));
-        return;
-    };
-    for (i, row) in view.rows.iter().enumerate() {
-        let mut cells: &[String] = row;
-        while let [rest @ .., last] = cells
-            && last.is_empty()
-        {
-            cells = rest;
-        }
-        let joined = cells.join(" | ");
-        let line = if i == 0 {
-            format!("{name}: {joined}")
-        } else {
-            format!("Row {i}: {joined}")
-        };
-        sink.line(line.trim_end());
-        if sink.full() {
-            return;
-        }
+    match view {
+        Some(view) => view.write_lines(sink, &format!("{name}: ")),
+        None => sink.line(&format!("{name}: (empty)")),
     }
-    if view.more_rows {
-        sink.line(&format!("... (first {PREVIEW_ROWS} rows)"));
+}
+
+impl SheetView {
+    /// Writes the rows as preview lines, as every table-like preview (sheets, CSV) shows them:
+    /// cells joined by ` | ` with trailing empty cells dropped, the first row as the header
+    /// after `header_prefix`, the others as `Row N: …`, and a closing note when rows were
+    /// left out.
+    pub(crate) fn write_lines(&self, sink: &mut LineSink, header_prefix: &str) {
+        for (i, row) in self.rows.iter().enumerate() {
+            let mut cells: &[String] = row;
+            while let [rest @ .., last] = cells
+                && last.is_empty()
+            {
+                cells = rest;
+            }
+            let joined = cells.join(" | ");
+            let line = if i == 0 {
+                format!("{header_prefix}{joined}")
+            } else {
+                format!("Row {i}: {joined}")
+            };
+            sink.line(line.trim_end());
+            if sink.full() {
+                return;
+            }
+        }
+        if self.more_rows {
+            sink.line(&format!("... (first {PREVIEW_ROWS} rows)"));
+        }
     }
 }
 

@@ -86,10 +86,8 @@ impl Config {
             limits: ferry_app::Limits::default(),
             skills_dir: None,
             public_url: None,
-            extract: ExtractorConfig::new(
-                std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ferry")),
-                ["__extract"],
-            ),
+            extract: ExtractorConfig::current_exe()
+                .unwrap_or_else(|_| ExtractorConfig::worker("ferry")),
             connections: ConnectionLimits::default(),
             body_idle_timeout: DEFAULT_BODY_IDLE_TIMEOUT,
             max_streams_per_principal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,

@@ -146,18 +146,7 @@ impl Db {
     ) -> Result<WriteOutcome, StoreError> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
-        for dir in path.ancestors() {
-            sqlx::query(
-                "INSERT INTO space_dirs (owner, space, path, parent) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(owner)
-            .bind(space.as_str())
-            .bind(dir)
-            .bind(dir.rsplit_once('/').map(|(p, _)| p).unwrap_or(""))
-            .execute(&mut *tx)
-            .await?;
-        }
+        record_dirs(&mut tx, owner, space, path.ancestors()).await?;
         let parent = path.parent().unwrap_or("");
         let insert = "INSERT INTO space_files \
              (owner, space, path, parent, blob_key, size, content_type, sha256, version, updated_at) \
@@ -382,26 +371,37 @@ impl Db {
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         for dir in dirs {
-            let mut end = 0;
-            while end < dir.len() {
-                end = dir[end..].find('/').map_or(dir.len(), |i| end + i);
-                let path = &dir[..end];
-                sqlx::query(
-                    "INSERT INTO space_dirs (owner, space, path, parent) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT DO NOTHING",
-                )
-                .bind(owner)
-                .bind(space.as_str())
-                .bind(path)
-                .bind(path.rsplit_once('/').map(|(p, _)| p).unwrap_or(""))
-                .execute(&mut *tx)
-                .await?;
-                end += 1;
-            }
+            let dir = ValidPath::parse(dir)
+                .map_err(|e| StoreError::Config(format!("folder '{dir}': {e}")))?;
+            let with_ancestors = dir.ancestors().chain(std::iter::once(dir.as_str()));
+            record_dirs(&mut tx, owner, space, with_ancestors).await?;
         }
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Records folders so that they are listed (and listed while empty); each folder's parent is
+/// what its listing query finds it by.
+async fn record_dirs<'a>(
+    tx: &mut crate::db::WriteTx,
+    owner: &str,
+    space: &SpaceName,
+    dirs: impl Iterator<Item = &'a str>,
+) -> Result<(), StoreError> {
+    for dir in dirs {
+        sqlx::query(
+            "INSERT INTO space_dirs (owner, space, path, parent) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(owner)
+        .bind(space.as_str())
+        .bind(dir)
+        .bind(dir.rsplit_once('/').map(|(parent, _)| parent).unwrap_or(""))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -60,15 +60,12 @@ struct TokenArgs {
     data: Option<PathBuf>,
 }
 
-/// The hidden argument under which ferry re-invokes itself as the extraction worker.
-const EXTRACT_WORKER: &str = "__extract";
-
 fn main() -> ExitCode {
     // The worker must start before anything else: before a runtime, a thread or a read of the
     // environment (it runs with an empty one and limits itself first thing).
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == EXTRACT_WORKER)
+        .is_some_and(|a| a == ferry_extract::WORKER_ARG)
     {
         return ferry_extract::worker_main();
     }

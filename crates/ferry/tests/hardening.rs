@@ -546,9 +546,10 @@ fn slow_worker(dir: &Path, seconds: u32) -> (std::path::PathBuf, std::path::Path
         &script,
         format!(
             "#!/bin/sh\nrequest=$(cat)\necho run >> '{calls}'\ncase \"$request\" in *slow*) sleep {seconds};; esac\n\
-             printf '%s' \"$request\" | exec '{exe}' __extract\n",
+             printf '%s' \"$request\" | exec '{exe}' {worker}\n",
             calls = calls.display(),
             exe = support::ferry_exe(),
+            worker = ferry_extract::WORKER_ARG,
         ),
     )
     .unwrap();

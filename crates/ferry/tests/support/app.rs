@@ -60,7 +60,7 @@ impl Reply {
 
 pub fn config(dir: &std::path::Path) -> Config {
     let mut config = Config::embedded(dir.to_path_buf(), SECRET.as_bytes().to_vec());
-    config.extract = ferry_extract::ExtractorConfig::new(ferry_exe(), ["__extract"]);
+    config.extract = ferry_extract::ExtractorConfig::worker(ferry_exe());
     config
 }
 
