@@ -197,7 +197,7 @@ impl Sandboxes {
     }
 
     /// Creates a thread's sandbox with the standard layout, filling `skills/` from `skills`.
-    pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> io::Result<()> {
+    pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> Result<(), StoreError> {
         match self {
             Sandboxes::Local { root, .. } => {
                 let path = root.join(thread_id);
@@ -215,26 +215,27 @@ impl Sandboxes {
                         make_read_only(&target)?;
                         dir.set_permissions("skills", read_only_dir())?;
                     }
-                    Ok(())
+                    Ok::<_, io::Error>(())
                 })
                 .await
-                .map_err(io::Error::other)?
+                .map_err(io::Error::other)??;
+                Ok(())
             }
             Sandboxes::Stored { db, blobs } => {
                 let space = SpaceName::sandbox();
-                db.space_mkdirs(thread_id, &space, &SANDBOX_LAYOUT)
-                    .await
-                    .map_err(io::Error::other)?;
+                db.space_mkdirs(thread_id, &space, &SANDBOX_LAYOUT).await?;
                 if let Some(skills) = skills {
                     for (relative, host) in skill_files(skills)? {
-                        let path = ValidPath::parse(&format!("skills/{relative}"))
-                            .map_err(io::Error::other)?;
+                        let path = ValidPath::parse(&format!("skills/{relative}")).map_err(|e| {
+                            StoreError::Config(format!("skill file '{relative}': {e}"))
+                        })?;
                         let file = tokio::fs::File::open(&host).await?;
                         let stream = tokio_util::io::ReaderStream::new(file);
-                        let blob = blobs
-                            .write(stream, u64::MAX)
-                            .await
-                            .map_err(io::Error::other)?;
+                        // No limit and a local file as the body: only reading it can fail.
+                        let blob = blobs.write(stream, u64::MAX).await.map_err(|e| match e {
+                            WriteError::Io(io) => StoreError::Io(io),
+                            other => StoreError::Io(io::Error::other(other.to_string())),
+                        })?;
                         let content_type = ferry_core::mime::mime_for_name(&relative);
                         db.space_put(
                             thread_id,
@@ -244,8 +245,7 @@ impl Sandboxes {
                             &content_type,
                             &WriteCondition::None,
                         )
-                        .await
-                        .map_err(io::Error::other)?;
+                        .await?;
                     }
                 }
                 Ok(())
