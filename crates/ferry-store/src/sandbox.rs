@@ -226,9 +226,10 @@ impl Sandboxes {
                 db.space_mkdirs(thread_id, &space, &SANDBOX_LAYOUT).await?;
                 if let Some(skills) = skills {
                     for (relative, host) in skill_files(skills)? {
-                        let path = ValidPath::parse(&format!("skills/{relative}")).map_err(|e| {
-                            StoreError::Config(format!("skill file '{relative}': {e}"))
-                        })?;
+                        let path =
+                            ValidPath::parse(&format!("skills/{relative}")).map_err(|e| {
+                                StoreError::Config(format!("skill file '{relative}': {e}"))
+                            })?;
                         let file = tokio::fs::File::open(&host).await?;
                         let stream = tokio_util::io::ReaderStream::new(file);
                         // No limit and a local file as the body: only reading it can fail.

@@ -1,8 +1,6 @@
 //! The blob store's suite, run unchanged on a local folder and on a real S3 server (moto,
 //! started on loopback by the test).
 
-mod support;
-
 use bytes::Bytes;
 use ferry_store::blobs::WriteError;
 use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
@@ -14,7 +12,7 @@ use std::time::Duration;
 struct Store {
     blobs: Blobs,
     _dir: tempfile::TempDir,
-    _s3: Option<support::peers::S3Server>,
+    _s3: Option<ferry_test_support::peers::S3Server>,
 }
 
 fn local() -> Store {
@@ -27,7 +25,7 @@ fn local() -> Store {
 }
 
 fn s3() -> Option<Store> {
-    let server = support::peers::s3()?;
+    let server = ferry_test_support::peers::s3()?;
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(&server.endpoint)
         .with_allow_http(true)

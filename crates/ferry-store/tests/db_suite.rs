@@ -1,7 +1,5 @@
 //! The metadata store's suite, run unchanged on SQLite and on Postgres.
 
-mod support;
-
 use ferry_core::{SpaceName, ValidPath};
 use ferry_store::Db;
 use ferry_store::StoreError;
@@ -32,7 +30,7 @@ macro_rules! on_every_engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    let Some(schema) = support::peers::postgres().await else { return };
+                    let Some(schema) = ferry_test_support::peers::postgres().await else { return };
                     let db = Db::open(&schema.url).await.unwrap();
                     assert_eq!(db.engine(), ferry_store::Engine::Postgres);
                     ($body)(db.clone()).await;

@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 
 use ferry_extract::{Extractor, ExtractorConfig};
 
-mod documents;
 #[allow(unused_imports)] // not every test target builds documents
-pub use documents::*;
+pub use ferry_test_support::documents::*;
 
 /// An extractor that runs this crate's worker binary.
 pub fn extractor() -> Extractor {

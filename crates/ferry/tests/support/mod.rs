@@ -3,9 +3,8 @@
 
 pub mod app;
 pub mod binary;
-/// S3 (moto) and Postgres for the scale-out tests: the storage suites' own helpers.
-#[path = "../../../ferry-store/tests/support/peers.rs"]
-pub mod peers;
+/// S3 (moto) and Postgres for the scale-out tests.
+pub use ferry_test_support::peers;
 
 pub use app::{Reply, TestApp, raw_http};
 

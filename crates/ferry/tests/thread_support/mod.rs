@@ -13,10 +13,8 @@ use std::time::Duration;
 
 use crate::support::{Reply, TestApp};
 
-#[path = "../../../ferry-extract/tests/common/documents.rs"]
-mod documents;
 #[allow(unused_imports)] // not every test target builds documents
-pub use documents::*;
+pub use ferry_test_support::documents::*;
 
 /// The content type of sandbox writes that do not care about it.
 pub const BIN: &str = "application/octet-stream";

@@ -1,9 +1,7 @@
 //! Tokens signed elsewhere with the same secret: by PyJWT, as Supabase's own servers and most
 //! Python services sign them.
 
-mod support;
-
-use support::{SECRET, TestApp};
+use crate::support::{SECRET, TestApp};
 
 /// Signs `claims` (a Python dict literal) with PyJWT, or `None` when PyJWT is missing.
 fn pyjwt(claims: &str, algorithm: &str) -> Option<String> {

@@ -1,15 +1,14 @@
 //! The trust boundary under attack: what one agent or user does must not hang, starve or
 //! poison the server for anyone else (docs/security.md).
 
-mod support;
-mod thread_support;
-
+use crate::support;
+use crate::support::{Reply, TestApp};
+use crate::thread_support;
+use crate::thread_support::{BIN, Thread, fixture, put_file, sandbox_dir, thread};
 use axum::body::Body;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::{Reply, TestApp};
-use thread_support::{BIN, Thread, fixture, put_file, sandbox_dir, thread};
 
 /// Panics unless `work` finishes within `limit`.
 async fn within<T>(limit: Duration, what: &str, work: impl std::future::Future<Output = T>) -> T {

@@ -1,7 +1,6 @@
 //! Documents built byte by byte for the tests: zips (deflated here, or from raw deflate
 //! streams, so a test can describe a bomb without holding it inflated) and a minimal XLSX.
-//! Shared by ferry-extract's tests and the server's (`crates/ferry/tests/thread_support`),
-//! which include this file by path.
+//! Used by ferry-extract's tests and the server's.
 
 use std::io::Write;
 

@@ -1,13 +1,12 @@
 //! Threads and agent tokens (docs/reference/auth.md, threads-and-sandbox.md): who may create, see and act in a thread, and the
 //! sandbox each thread gets.
 
-mod support;
-mod thread_support;
-
+use crate::support;
+use crate::support::TestApp;
+use crate::thread_support;
+use crate::thread_support::{BIN, put_file, sandbox_dir, thread};
 use axum::body::Body;
 use serde_json::json;
-use support::TestApp;
-use thread_support::{BIN, put_file, sandbox_dir, thread};
 
 #[tokio::test]
 async fn create_list_and_get_with_an_optional_title() {

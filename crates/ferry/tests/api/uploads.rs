@@ -2,17 +2,14 @@
 //! sandbox, safe names, limits, the hidden attachment note, previews of real and hostile
 //! documents, and who may see what.
 
-mod support;
-mod thread_support;
-
-use axum::body::Body;
-use serde_json::{Value, json};
-use support::{Reply, TestApp};
-use thread_support::{
+use crate::support::{Reply, TestApp};
+use crate::thread_support::{
     BIN, Thread, blob_files, blob_tmp_files, corpus_dir, docx_bomb, files_below, fixture, noise,
     pct, pct_decode, png, sandbox_dir, sha256_hex, stored_events, thread, upload_as, upload_one,
     xlsx_billion_laughs,
 };
+use axum::body::Body;
+use serde_json::{Value, json};
 
 const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 const DOCX: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";

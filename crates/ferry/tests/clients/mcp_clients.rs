@@ -5,15 +5,13 @@
 //! below need no Python: they speak the streamable HTTP transport by hand, so `/mcp` is checked
 //! on every machine.
 
-#[path = "mcp/python.rs"]
-mod python;
-mod support;
-
+use crate::python;
+use crate::support;
+use crate::support::TestApp;
+use crate::support::binary;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
-use support::TestApp;
-use support::binary;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_drives_both_transports() {

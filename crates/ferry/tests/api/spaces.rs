@@ -1,9 +1,7 @@
 //! Spaces (docs/reference/spaces.md) through the router, in-process: every route and every error it can give.
 
-mod support;
-
+use crate::support::TestApp;
 use axum::body::Body;
-use support::TestApp;
 
 const MD: &str = "text/markdown; charset=utf-8";
 

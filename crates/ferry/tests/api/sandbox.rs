@@ -1,14 +1,13 @@
 //! A thread's sandbox over HTTP (docs/reference/paths.md, threads-and-sandbox.md): listing, reading and writing by `/sandbox/…`
 //! paths, and every way a path or a planted link could reach outside the sandbox.
 
-mod support;
-mod thread_support;
-
+use crate::support;
+use crate::support::{TestApp, raw_http};
+use crate::thread_support;
+use crate::thread_support::{BIN, Thread, files_below, put_file, sandbox_dir, thread};
 use axum::body::Body;
 use serde_json::json;
 use std::os::unix::fs::symlink;
-use support::{TestApp, raw_http};
-use thread_support::{BIN, Thread, files_below, put_file, sandbox_dir, thread};
 
 fn paths_and_types(list: &serde_json::Value) -> Vec<(String, String)> {
     list["files"]

@@ -1,10 +1,8 @@
 //! Spaces over a real socket: racing writers, chunked bodies, and paths no client library
 //! would send unaltered.
 
-mod support;
-
+use crate::support::{TestApp, raw_http};
 use futures::StreamExt;
-use support::{TestApp, raw_http};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn exactly_one_of_32_racing_create_only_puts_wins() {

@@ -2,14 +2,12 @@
 //! summarizes a CSV, and the LangGraph agent that loads ferry's tools through
 //! langchain-mcp-adapters (over streamable HTTP and over `ferry mcp` on stdio).
 
-#[path = "mcp/python.rs"]
-mod python;
-mod support;
-
+use crate::python;
+use crate::support;
+use crate::support::binary;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Duration;
-use support::binary;
 
 fn example(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

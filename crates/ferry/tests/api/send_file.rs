@@ -1,13 +1,10 @@
 //! send_file (docs/reference/send-file.md) through `POST /api/threads/{id}/send-file`: every rule
 //! and message of docs/reference/send-file.md, and the `file_send` event byte for byte.
 
-mod support;
-mod thread_support;
-
+use crate::support::{Reply, TestApp};
+use crate::thread_support::{Sse, Thread, pct, put_file, stored_events, thread};
 use base64::Engine;
 use serde_json::{Value, json};
-use support::{Reply, TestApp};
-use thread_support::{Sse, Thread, pct, put_file, stored_events, thread};
 
 /// The 38 extensions and their MIME types, in the documented order.
 const SEED_TYPES: [(&str, &str); 38] = [

@@ -1,9 +1,7 @@
 //! What a `kill -9` of the server may and may not do to stored files.
 
-mod support;
-
+use crate::support::binary::{Running, start, token, wait_healthy};
 use std::time::Duration;
-use support::binary::{Running, start, token, wait_healthy};
 
 fn kill9(running: &mut Running) {
     // SIGKILL: no shutdown hook runs.

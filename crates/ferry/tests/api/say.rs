@@ -1,15 +1,13 @@
 //! Say mode (docs/reference/say.md) and the webhook connector, against a local HTTP
 //! receiver started by the test.
 
-mod support;
-
+use crate::support::TestApp;
 use axum::body::Body;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use support::TestApp;
 use tokio::sync::mpsc;
 
-const PDF: &[u8] = include_bytes!("../../ferry-extract/tests/fixtures/two-pages.pdf");
+const PDF: &[u8] = include_bytes!("../../../ferry-extract/tests/fixtures/two-pages.pdf");
 
 struct Thread {
     id: String,

@@ -1,12 +1,11 @@
 //! Two `ferry serve` nodes on one Postgres and one S3 store (moto on loopback): nothing a user
 //! sees differs from one node.
 
-mod support;
-
+use crate::support;
+use crate::support::binary::{Running, start, token, wait_healthy};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use support::binary::{Running, start, token, wait_healthy};
 
 struct Cluster {
     a: Running,

@@ -1,9 +1,8 @@
-//! Real peers for the storage suites: an S3 server (moto) started on loopback by the test, and
+//! Real peers for the storage and scale-out suites: an S3 server (moto) started on loopback by the test, and
 //! a fresh Postgres schema per test in the database `FERRY_TEST_DATABASE_URL` names.
 //!
 //! A missing peer skips its tests loudly; with `FERRY_CI=1` (set by `.ci/run`) it fails them,
 //! so CI cannot pass by skipping.
-#![allow(dead_code, unreachable_pub)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -22,6 +21,7 @@ pub fn skip(what: &str) {
 }
 
 /// An S3-protocol server (moto) on a free loopback port, with one bucket; killed on drop.
+#[derive(Debug)]
 pub struct S3Server {
     child: Child,
     pub endpoint: String,
@@ -106,6 +106,7 @@ pub fn s3() -> Option<S3Server> {
 }
 
 /// A fresh Postgres schema for one test; dropped by [`PgSchema::drop_now`].
+#[derive(Debug)]
 pub struct PgSchema {
     base: String,
     schema: String,

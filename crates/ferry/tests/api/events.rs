@@ -2,13 +2,11 @@
 //! reconnect, live delivery, keep-alives, JSON polling, messages and their limits, and
 //! subscribers that are slow or many.
 
-mod support;
-mod thread_support;
-
+use crate::support::TestApp;
+use crate::thread_support;
+use crate::thread_support::{Frame, Sse, Thread, stored_events, thread, upload_one};
 use serde_json::{Value, json};
 use std::time::Duration;
-use support::TestApp;
-use thread_support::{Frame, Sse, Thread, stored_events, thread, upload_one};
 
 async fn say(app: &TestApp, t: &Thread, token: &str, text: &str) -> Value {
     let reply = app

@@ -1,15 +1,13 @@
 //! Agent → user: publish with revisions, downloads and previews (docs/reference/publish.md). The
 //! previews are checked as a browser would receive them: body and headers.
 
-mod support;
-mod thread_support;
-
-use serde_json::{Value, json};
-use support::{Reply, TestApp};
-use thread_support::{
+use crate::support::{Reply, TestApp};
+use crate::thread_support;
+use crate::thread_support::{
     BIN, Thread, blob_files, fixture, noise, pct, pct_decode, png, publish, put_file, sandbox_dir,
     stored_events, thread,
 };
+use serde_json::{Value, json};
 
 const CSP: &str = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox";
 const DOCX: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";

@@ -1,0 +1,19 @@
+//! The HTTP API, driven in process and over real sockets: every route's rules, and the attacks
+//! the hardening rules stop (docs/security.md).
+
+#[path = "../support/mod.rs"]
+mod support;
+#[path = "../thread_support/mod.rs"]
+mod thread_support;
+
+mod events;
+mod hardening;
+mod published;
+mod sandbox;
+mod say;
+mod send_file;
+mod spaces;
+mod spaces_socket;
+mod threads;
+mod tokens;
+mod uploads;

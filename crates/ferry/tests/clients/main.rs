@@ -1,0 +1,11 @@
+//! ferry through the clients people and agents use: the official MCP SDK, the examples in
+//! `examples/`, and the web UI in a real browser.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod python;
+
+mod e2e_browser;
+mod examples;
+mod mcp_clients;

@@ -1,0 +1,8 @@
+//! The real binary as operators run it: durability across crashes and restarts, and several
+//! nodes over Postgres and an S3 store.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod durability;
+mod scale_out;
