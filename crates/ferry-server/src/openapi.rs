@@ -1,8 +1,9 @@
 //! The OpenAPI document of the HTTP API, generated from the handlers' annotations, and the
 //! route that serves it.
 
-use axum::Json;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use std::sync::Arc;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
@@ -11,10 +12,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
     get, path = "/api/openapi.json", tag = "system",
     responses((status = 200, content_type = "application/json", description = "The OpenAPI document"))
 )]
-pub async fn serve() -> Response {
-    // The document is a function of the code alone: built once, on first request.
-    static DOCUMENT: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
-    Json(DOCUMENT.get_or_init(openapi)).into_response()
+pub async fn serve(Extension(document): Extension<Arc<utoipa::openapi::OpenApi>>) -> Response {
+    Json(document.as_ref()).into_response()
 }
 
 #[derive(OpenApi)]
@@ -99,54 +98,17 @@ pub fn base() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 
-/// The OpenAPI document of every route of [`crate::router::routes`]. Routes with a path that
-/// takes the rest of the URL are written the axum way (`{*path}`) in their annotation, for
-/// the router; the document says `{path}`, as OpenAPI does.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    let mut document = crate::router::routes().into_openapi();
+/// The document of a route list. Routes with a path that takes the rest of the URL are
+/// written the axum way (`{*path}`) in their annotation, for the router; the document says
+/// `{path}`, as OpenAPI does.
+pub fn document(
+    routes: utoipa_axum::router::OpenApiRouter<crate::state::AppState>,
+) -> utoipa::openapi::OpenApi {
+    let mut document = routes.into_openapi();
     let paths = std::mem::take(&mut document.paths.paths);
     document.paths.paths = paths
         .into_iter()
         .map(|(path, item)| (path.replace("{*", "{"), item))
         .collect();
     document
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The committed copy of the document, so that a change to the API is a visible diff.
-    const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
-
-    #[test]
-    fn the_document_matches_its_snapshot() {
-        let current = serde_json::to_string_pretty(&openapi()).unwrap() + "\n";
-        if std::env::var_os("FERRY_UPDATE_SNAPSHOTS").is_some() {
-            std::fs::write(SNAPSHOT, &current).unwrap();
-            return;
-        }
-        let committed = std::fs::read_to_string(SNAPSHOT).unwrap_or_default();
-        assert!(
-            committed == current,
-            "the OpenAPI document changed; if that is intended, run \
-             `FERRY_UPDATE_SNAPSHOTS=1 cargo test -p ferry-server openapi` and commit docs/openapi.json"
-        );
-    }
-
-    #[test]
-    fn every_route_is_in_the_document_once_with_its_own_path_syntax() {
-        let document = openapi();
-        let paths: Vec<&String> = document.paths.paths.keys().collect();
-        assert!(paths.iter().all(|p| !p.contains("{*")), "{paths:?}");
-        for expected in [
-            "/api/spaces/{space}/files/{path}",
-            "/api/threads/{id}/sandbox/{path}",
-            "/api/threads/{id}/uploads",
-            "/mcp",
-            "/api/openapi.json",
-        ] {
-            assert!(document.paths.paths.contains_key(expected), "{expected}");
-        }
-    }
 }

@@ -1,10 +1,11 @@
 //! Every route of the HTTP API, in one list that feeds both axum and the OpenAPI document
 //! (each handler's `#[utoipa::path]` names its method and path once).
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Router};
+use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -20,10 +21,16 @@ use crate::state::AppState;
 pub fn router(state: AppState) -> Router {
     // The recorder must exist before the first request is counted.
     crate::metrics::handle();
-    let api = finish(Router::from(routes()), &state);
+    let document = Arc::new(openapi());
+    let api = finish(Router::from(routes()), &state).layer(Extension(document.clone()));
     // The agent tools over streamable HTTP (docs/mcp.md), acting with the caller's bearer token.
     let mcp = crate::mcp::endpoint(state.clone(), api);
-    finish(Router::from(routes()).route_service("/mcp", mcp), &state)
+    finish(Router::from(routes()).route_service("/mcp", mcp), &state).layer(Extension(document))
+}
+
+/// The OpenAPI document of every route (and `/mcp`).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    crate::openapi::document(routes())
 }
 
 /// Every route but `/mcp` (whose OpenAPI entry `openapi.rs` writes), with its documentation.
@@ -87,4 +94,43 @@ fn finish(routes: Router<AppState>, state: &AppState) -> Router {
 
 fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::internal("a handler panicked").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::openapi;
+
+    /// The committed copy of the document, so that a change to the API is a visible diff.
+    const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+
+    #[test]
+    fn the_document_matches_its_snapshot() {
+        let current = serde_json::to_string_pretty(&openapi()).unwrap() + "\n";
+        if std::env::var_os("FERRY_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(SNAPSHOT, &current).unwrap();
+            return;
+        }
+        let committed = std::fs::read_to_string(SNAPSHOT).unwrap_or_default();
+        assert!(
+            committed == current,
+            "the OpenAPI document changed; if that is intended, run \
+             `FERRY_UPDATE_SNAPSHOTS=1 cargo test -p ferry-server snapshot` and commit docs/openapi.json"
+        );
+    }
+
+    #[test]
+    fn every_route_is_in_the_document_once_with_its_own_path_syntax() {
+        let document = openapi();
+        let paths: Vec<&String> = document.paths.paths.keys().collect();
+        assert!(paths.iter().all(|p| !p.contains("{*")), "{paths:?}");
+        for expected in [
+            "/api/spaces/{space}/files/{path}",
+            "/api/threads/{id}/sandbox/{path}",
+            "/api/threads/{id}/uploads",
+            "/mcp",
+            "/api/openapi.json",
+        ] {
+            assert!(document.paths.paths.contains_key(expected), "{expected}");
+        }
+    }
 }

@@ -10,7 +10,7 @@ seven tools and their exact schemas and annotations, and every tool working agai
 API with the API's own rules and errors, unchanged.
 
 Exits non-zero on the first failed check, printing what differed. Used by
-crates/ferry/tests/mcp_clients.rs; runnable by hand against any ferry.
+crates/ferry/tests/clients/mcp_clients.rs; runnable by hand against any ferry.
 """
 
 from __future__ import annotations
