@@ -112,7 +112,7 @@ impl Auth {
                     ErrorKind::MissingRequiredClaim(_) => "the token has no 'exp' claim",
                     _ => "the token is malformed",
                 };
-                ApiError::unauthenticated(why)
+                ApiError::invalid_token(why)
             })?;
         let claims = data.claims;
         let sub = claims.sub.filter(|s| !s.is_empty());
@@ -121,16 +121,16 @@ impl Auth {
             Some("service_role") => Ok(Principal::Service { sub }),
             Some("authenticated") | Some("agent") => {
                 let sub = sub.ok_or_else(|| {
-                    ApiError::unauthenticated("the token has no 'sub' claim naming the user")
+                    ApiError::invalid_token("the token has no 'sub' claim naming the user")
                 })?;
                 if !audience_ok {
-                    return Err(ApiError::unauthenticated(
+                    return Err(ApiError::invalid_token(
                         "the token's 'aud' claim must contain 'authenticated'",
                     ));
                 }
                 if claims.role.as_deref() == Some("agent") {
                     let thread = claims.thread.filter(|t| !t.is_empty()).ok_or_else(|| {
-                        ApiError::unauthenticated(
+                        ApiError::invalid_token(
                             "an agent token must name its thread in the 'thread' claim",
                         )
                     })?;
@@ -147,10 +147,10 @@ impl Auth {
                     Ok(Principal::User { sub })
                 }
             }
-            Some(other) => Err(ApiError::unauthenticated(format!(
+            Some(other) => Err(ApiError::invalid_token(format!(
                 "role '{other}' cannot use ferry: use an authenticated, agent or service_role token"
             ))),
-            None => Err(ApiError::unauthenticated("the token has no 'role' claim")),
+            None => Err(ApiError::invalid_token("the token has no 'role' claim")),
         }
     }
 

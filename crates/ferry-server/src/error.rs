@@ -16,6 +16,9 @@ use serde::Serialize;
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    /// A 401 for a token that was sent but refused (RFC 6750 `invalid_token`), rather than
+    /// for a request that sent none.
+    invalid_token: bool,
 }
 
 impl ApiError {
@@ -23,11 +26,22 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            invalid_token: false,
         }
     }
 
+    /// A 401 for a request without usable credentials (no `Authorization: Bearer` header).
     pub fn unauthenticated(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Unauthenticated, message)
+    }
+
+    /// A 401 for a bearer token that was sent and refused: expired, badly signed, malformed,
+    /// or with claims ferry does not accept.
+    pub fn invalid_token(message: impl Into<String>) -> Self {
+        ApiError {
+            invalid_token: true,
+            ..Self::new(ErrorCode::Unauthenticated, message)
+        }
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -83,6 +97,33 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3): the realm alone when no token
+    /// was sent, `error="invalid_token"` with a description when one was refused — so that
+    /// clients (MCP clients among them) know a new token is needed, not an OAuth login.
+    fn challenge(&self) -> HeaderValue {
+        if !self.invalid_token {
+            return HeaderValue::from_static("Bearer realm=\"ferry\"");
+        }
+        // A quoted-string holds printable ASCII; quotes and backslashes are escaped.
+        let description: String = self
+            .message
+            .chars()
+            .filter(|c| c.is_ascii() && !c.is_ascii_control())
+            .flat_map(|c| match c {
+                '"' | '\\' => vec!['\\', c],
+                c => vec![c],
+            })
+            .collect();
+        HeaderValue::from_str(&format!(
+            "Bearer realm=\"ferry\", error=\"invalid_token\", error_description=\"{description}\""
+        ))
+        .unwrap_or_else(|_| {
+            HeaderValue::from_static("Bearer realm=\"ferry\", error=\"invalid_token\"")
+        })
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.code.status();
@@ -99,10 +140,7 @@ impl IntoResponse for ApiError {
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if self.code == ErrorCode::Unauthenticated {
-            headers.insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"ferry\""),
-            );
+            headers.insert(header::WWW_AUTHENTICATE, self.challenge());
         }
         response
     }
@@ -128,7 +166,7 @@ impl<E: Into<ferry_app::Error>> From<E> for ApiError {
             ferry_app::Error::DiskFull => ErrorCode::InsufficientStorage,
             ferry_app::Error::Internal => ErrorCode::Internal,
         };
-        ApiError { code, message }
+        ApiError::new(code, message)
     }
 }
 

@@ -596,16 +596,30 @@ async fn every_route_needs_a_valid_token() {
             .send(method, uri, None, &[("content-type", MD)], Body::from("x"))
             .await;
         reply.expect(401, Some("UNAUTHENTICATED"));
-        assert!(reply.header("www-authenticate").is_some());
-        app.send(
-            method,
-            uri,
-            Some("garbage"),
-            &[("content-type", MD)],
-            Body::from("x"),
-        )
-        .await
-        .expect(401, Some("UNAUTHENTICATED"));
+        // No token: the challenge names the realm only (RFC 6750 §3.1).
+        assert_eq!(
+            reply.header("www-authenticate"),
+            Some("Bearer realm=\"ferry\"")
+        );
+        let refused = app
+            .send(
+                method,
+                uri,
+                Some("garbage"),
+                &[("content-type", MD)],
+                Body::from("x"),
+            )
+            .await;
+        refused.expect(401, Some("UNAUTHENTICATED"));
+        // A refused token: invalid_token, with the reason, so a client asks for a new token
+        // instead of starting an OAuth login.
+        let challenge = refused.header("www-authenticate").unwrap();
+        assert!(
+            challenge.starts_with(
+                "Bearer realm=\"ferry\", error=\"invalid_token\", error_description=\""
+            ),
+            "{challenge}"
+        );
         app.send(
             method,
             uri,
@@ -619,9 +633,14 @@ async fn every_route_needs_a_valid_token() {
     let other_secret = ferry_server::Auth::new(b"another secret")
         .mint_user("alice", std::time::Duration::from_secs(60))
         .token;
-    app.get("/api/spaces/s/files", &other_secret)
-        .await
-        .expect(401, Some("UNAUTHENTICATED"));
+    let refused = app.get("/api/spaces/s/files", &other_secret).await;
+    refused.expect(401, Some("UNAUTHENTICATED"));
+    assert!(
+        refused
+            .header("www-authenticate")
+            .unwrap()
+            .contains("error=\"invalid_token\""),
+    );
 }
 
 #[tokio::test]
