@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use settings::{DEFAULT_DATA, ServeArgs, load_or_create_secret, parse_ttl};
+use settings::{DEFAULT_DATA, ServeArgs, load_secret, parse_ttl};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,13 +49,14 @@ struct TokenArgs {
     /// Make a service_role token (a trusted orchestrator); --user is then optional.
     #[arg(long)]
     service: bool,
-    /// How long the token is valid: 45s, 30m, 1h, 7d [default: 1h].
+    /// How long the token is valid: 45s, 30m, 1h, 7d.
     #[arg(long, default_value = "1h", value_parser = parse_ttl)]
     ttl: Duration,
     /// HS256 secret [default: the one the server generated in --data].
     #[arg(long, env = "FERRY_JWT_SECRET", hide_env_values = true)]
     jwt_secret: Option<String>,
-    /// Data directory holding the generated secret [default: ./ferry-data].
+    /// Data directory of the server whose generated secret signs the token
+    /// [default: ./ferry-data]; the secret must already be there.
     #[arg(long, env = "FERRY_DATA")]
     data: Option<PathBuf>,
 }
@@ -158,10 +159,18 @@ fn mcp(args: ferry_mcp::McpArgs) -> anyhow::Result<()> {
 fn token(args: TokenArgs) -> anyhow::Result<()> {
     let secret = match args.jwt_secret {
         Some(secret) if !secret.is_empty() => secret.into_bytes(),
+        // Only the server makes a secret: one invented here would sign tokens it refuses.
         _ => {
             let data = args.data.unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
-            std::fs::create_dir_all(&data)?;
-            load_or_create_secret(&data)?
+            load_secret(&data)?.with_context(|| {
+                format!(
+                    "there is no secret in {}: start `ferry serve --data {}` once to create it, \
+                     pass the --data folder your server uses, or give the server's secret with \
+                     --jwt-secret / FERRY_JWT_SECRET",
+                    data.join("jwt-secret").display(),
+                    data.display()
+                )
+            })?
         }
     };
     let auth = Auth::new(&secret);

@@ -302,20 +302,28 @@ fn read_file_settings(explicit: Option<&Path>) -> anyhow::Result<ServeArgs> {
     toml::from_str(&text).with_context(|| format!("{} is not valid", path.display()))
 }
 
-/// The secret kept in the data directory, created (random, mode 0600) on first use.
-pub fn load_or_create_secret(data: &Path) -> anyhow::Result<Vec<u8>> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+/// The secret kept in the data directory, if the server has made one there.
+pub fn load_secret(data: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     let path = data.join(SECRET_FILE);
     match std::fs::read_to_string(&path) {
-        Ok(text) if !text.trim().is_empty() => return Ok(text.trim().as_bytes().to_vec()),
+        Ok(text) if !text.trim().is_empty() => Ok(Some(text.trim().as_bytes().to_vec())),
         Ok(_) => anyhow::bail!(
             "{} is empty; delete it to make a new secret",
             path.display()
         ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
+}
+
+/// The secret kept in the data directory, created (random, mode 0600) on first use.
+pub fn load_or_create_secret(data: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(secret) = load_secret(data)? {
+        return Ok(secret);
+    }
+    let path = data.join(SECRET_FILE);
     let secret = hex::encode(rand::random::<[u8; 32]>());
     let mut file = std::fs::OpenOptions::new()
         .write(true)
