@@ -87,11 +87,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// What `ferry serve` logs without FERRY_LOG: ferry's own news at info; the MCP SDK's
+/// per-request lines (each `/mcp` session's capabilities, three lines a request) only at debug.
+const DEFAULT_SERVE_LOG: &str = "info,rmcp=warn";
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG")
-                .unwrap_or_else(|_| "info".into()),
+                .unwrap_or_else(|_| DEFAULT_SERVE_LOG.into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
