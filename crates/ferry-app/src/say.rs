@@ -19,6 +19,10 @@ use crate::events::{MAX_EVENT_BYTES, Role};
 use crate::messages::{AttachmentView, fits_in_an_event, message_json};
 use crate::principal::Principal;
 
+/// The warning of a reply that sent nothing.
+pub const NOTHING_SENT: &str = "nothing was sent: the text has no <say>…</say> block and no <file> \
+     tag that could be attached; text outside <say> is never sent to the user";
+
 /// What a say-mode reply became.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SayResult {
@@ -65,6 +69,10 @@ pub async fn deliver(
     let mut contents: Vec<Option<&str>> = reply.says.iter().map(|s| Some(s.as_str())).collect();
     if contents.is_empty() && !files.is_empty() {
         contents.push(None);
+    }
+    if contents.is_empty() {
+        // Nothing to send: say so, or the agent believes the user heard it.
+        warnings.push(NOTHING_SENT.to_owned());
     }
     let connectors = connectors::of_thread(app, &thread.id).await?;
     let mut messages = Vec::new();

@@ -169,9 +169,24 @@ async fn files_without_a_say_block_travel_in_one_message_with_null_content() {
     assert_eq!(events[0]["content"], Value::Null);
     assert_eq!(events[0]["files"][0]["sendAs"], "document");
     assert_eq!(answer["messages"], json!([events[0]["id"]]));
-    // Nothing at all: no message.
+    // Nothing at all: no message, and a warning that says so.
     let empty = say(&app, &t, "no tags here").await;
-    assert_eq!(empty, json!({"messages": [], "files": [], "warnings": []}));
+    assert_eq!(empty["messages"], json!([]));
+    assert_eq!(empty["files"], json!([]));
+    assert_eq!(empty["warnings"], json!([ferry_app::say::NOTHING_SENT]));
+    // Tags whose files all fail to attach send nothing either: their warnings, then that one.
+    let skipped = say(&app, &t, "<file>/sandbox/outputs/missing.pdf</file>").await;
+    assert_eq!(skipped["messages"], json!([]));
+    let warnings = skipped["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2);
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .starts_with("/sandbox/outputs/missing.pdf:")
+    );
+    assert_eq!(warnings[1], ferry_app::say::NOTHING_SENT);
+    assert_eq!(self::events(&app, &t).await.len(), 1, "nothing was stored");
 }
 
 #[tokio::test]
