@@ -25,6 +25,13 @@ pub enum ExtractError {
         /// What the reader found wrong.
         detail: String,
     },
+    /// The document has pages but no text on them: a scan, or text drawn as shapes. Said as an
+    /// error so that an empty preview is never mistaken for a blank document.
+    #[error("no text layer ({pages} pages): a scanned document, or text drawn as shapes")]
+    NoTextLayer {
+        /// How many pages the document has.
+        pages: usize,
+    },
     /// The document is encrypted or password-protected.
     #[error("the document is encrypted or password-protected, so it cannot be previewed")]
     Encrypted,

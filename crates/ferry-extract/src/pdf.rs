@@ -65,6 +65,9 @@ struct Pages {
     inner: PlainTextOutput<Sink>,
     sink: Sink,
     pages: u32,
+    /// Glyphs drawn, whether or not they map to text: a page that draws glyphs yet yields no
+    /// text has text that could not be decoded, not no text.
+    glyphs: usize,
 }
 
 impl OutputDev for Pages {
@@ -91,6 +94,7 @@ impl OutputDev for Pages {
         font_size: f64,
         char: &str,
     ) -> Result<(), OutputError> {
+        self.glyphs += 1;
         self.inner
             .output_character(trm, width, spacing, font_size, char)
     }
@@ -329,6 +333,7 @@ pub(crate) fn preview(bytes: &[u8], max_chars: usize) -> Result<String, ExtractE
         inner: PlainTextOutput::new(sink.clone()),
         sink,
         pages: 0,
+        glyphs: 0,
     };
     let result = catch_unwind(AssertUnwindSafe(|| pdf_extract::output_doc(&doc, &mut out)));
     let stopped = collected.borrow().stopped;
@@ -349,6 +354,20 @@ pub(crate) fn preview(bytes: &[u8], max_chars: usize) -> Result<String, ExtractE
     }
     let text = std::mem::take(&mut collected.borrow_mut().text);
     let tidy = tidy(&text);
+    if tidy.is_empty() {
+        // An empty preview would read as "this document is blank"; say why there is none.
+        return Err(match (doc.get_pages().len(), out.glyphs) {
+            (0, _) => ExtractError::invalid(WHAT, "it has no pages"),
+            (pages, 0) => ExtractError::NoTextLayer { pages },
+            (pages, glyphs) => ExtractError::invalid(
+                WHAT,
+                format!(
+                    "its text could not be decoded: {glyphs} characters on {pages} pages use \
+                     fonts without a Unicode map"
+                ),
+            ),
+        });
+    }
     Ok(if stopped {
         mark_cut(tidy, max_chars)
     } else {
@@ -416,16 +435,26 @@ mod tests {
     }
 
     #[test]
+    fn a_page_without_text_says_there_is_no_text_layer() {
+        let blank = b"%PDF-1.4\n\
+            1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+            2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n\
+            3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] >> endobj\n\
+            trailer << /Root 1 0 R >>\n%%EOF";
+        let e = preview(blank, 100).unwrap_err();
+        assert_eq!(e, ExtractError::NoTextLayer { pages: 1 });
+        assert!(e.to_string().starts_with("no text layer (1 pages)"), "{e}");
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         for bytes in [
             &b""[..],
             b"%PDF-1.4\n",
             b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF",
         ] {
-            match preview(bytes, 100) {
-                Ok(text) => assert!(text.is_empty()),
-                Err(e) => assert!(e.to_string().contains("PDF"), "{e}"),
-            }
+            let e = preview(bytes, 100).unwrap_err();
+            assert!(e.to_string().contains("PDF"), "{e}");
         }
     }
 }

@@ -105,8 +105,10 @@ async fn pdf_matches_pdfminer() {
     }
     // jo.pdf's Japanese text uses a CID font with no Unicode map of its
     // own; pdfminer maps it with Adobe's CMap tables, which pdf-extract does
-    // not ship. The file still reads, without text.
-    assert!(preview("pdf/jo.pdf").await.is_ok());
+    // not ship. The preview says the text is there but undecodable, never
+    // an empty preview that reads as a blank page.
+    let e = preview("pdf/jo.pdf").await.unwrap_err().to_string();
+    assert!(e.contains("its text could not be decoded"), "{e}");
 }
 
 #[tokio::test]
