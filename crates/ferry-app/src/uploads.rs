@@ -49,17 +49,7 @@ pub struct UploadView {
 
 impl From<&Upload> for UploadView {
     fn from(u: &Upload) -> Self {
-        let attachment_xml = AttachmentNote {
-            file_name: &u.file_name,
-            file_type: &u.file_type,
-            storage_path: &u.storage_path,
-            sandbox_path: &u.sandbox_path,
-            is_image: u.kind == "image",
-            preview: u.preview.as_deref(),
-            preview_error: u.preview_error.as_deref(),
-        }
-        .to_xml();
-        UploadView {
+        let mut view = UploadView {
             id: u.id.clone(),
             file_name: u.file_name.clone(),
             file_type: u.file_type.clone(),
@@ -72,9 +62,11 @@ impl From<&Upload> for UploadView {
             preview_error: u.preview_error.clone(),
             width: u.width,
             height: u.height,
-            attachment_xml,
+            attachment_xml: String::new(),
             created_at: u.created_at.rfc3339(),
-        }
+        };
+        view.attachment_xml = view.note(view.preview.as_deref(), view.preview_error.as_deref());
+        view
     }
 }
 
@@ -82,22 +74,28 @@ impl UploadView {
     /// The same upload without its preview text, for events that would pass the size limit
     /// with it (the thread's upload list still has the preview).
     pub fn without_preview(&self) -> UploadView {
-        let note = AttachmentNote {
+        UploadView {
+            preview: None,
+            attachment_xml: self.note(
+                None,
+                Some("the preview is too long for an event; list the thread's uploads to read it"),
+            ),
+            ..self.clone()
+        }
+    }
+
+    /// The hidden attachment note the agent is handed, with this preview (or its error).
+    fn note(&self, preview: Option<&str>, preview_error: Option<&str>) -> String {
+        AttachmentNote {
             file_name: &self.file_name,
             file_type: &self.file_type,
             storage_path: &self.storage_path,
             sandbox_path: &self.sandbox_path,
             is_image: self.kind == "image",
-            preview: None,
-            preview_error: Some(
-                "the preview is too long for an event; list the thread's uploads to read it",
-            ),
-        };
-        UploadView {
-            preview: None,
-            attachment_xml: note.to_xml(),
-            ..self.clone()
+            preview,
+            preview_error,
         }
+        .to_xml()
     }
 }
 
