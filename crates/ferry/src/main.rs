@@ -25,6 +25,10 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the server (SQLite and a local directory unless told otherwise).
+    #[command(
+        after_help = "Logs go to standard error. FERRY_LOG takes a tracing filter \
+                      [default: info,rmcp=warn], e.g. FERRY_LOG=debug or FERRY_LOG=ferry_server=debug."
+    )]
     Serve(Box<ServeArgs>),
     /// Print a signed bearer token for a user, an agent or an orchestrator.
     Token(TokenArgs),
@@ -110,8 +114,26 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", config.addr))?;
         let addr = listener.local_addr()?;
+        // Where clients reach this server: the public URL when one is set (behind a proxy).
+        let base = config.public_url.as_deref().map_or_else(
+            || format!("http://{addr}"),
+            |u| u.trim_end_matches('/').to_owned(),
+        );
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            %addr,
+            url = %base,
+            data = %config.data_dir.display(),
+            // The scheme only: a database URL may carry a password.
+            database = config.database_url.split("://").next().unwrap_or("?"),
+            blobs = config.blob_url.as_deref().unwrap_or("local files"),
+            sandboxes = %config
+                .sandbox_dir
+                .as_ref()
+                .map_or_else(|| "default".to_owned(), |d| d.display().to_string()),
+            "ferry is listening"
+        );
         let state = AppState::open(config).await?;
-        tracing::info!(%addr, "ferry is listening");
         if resolved.generated_secret {
             let token = state
                 .auth
@@ -119,9 +141,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // The sign-in link goes to the terminal of whoever started the server, never to the log.
             #[allow(clippy::print_stdout)]
             {
-                println!("ferry is running at http://{addr}/");
+                println!("ferry is running at {base}/");
                 println!(
-                    "Sign in as the local user (valid 30 days): http://{addr}/#token={}",
+                    "Sign in as the local user (valid 30 days): {base}/#token={}",
                     token.token
                 );
             }

@@ -42,3 +42,36 @@ fn token_refuses_to_invent_a_secret() {
     let auth = ferry_server::Auth::new(b"the-server-secret");
     assert!(auth.verify(token.trim()).is_ok());
 }
+
+/// Behind a proxy the sign-in link must be one the browser can open: the public URL, not the
+/// address the server listens on.
+#[test]
+fn the_sign_in_link_uses_the_public_url() {
+    use std::io::{BufRead, BufReader};
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Command::new(ferry_exe())
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--public-url",
+            "https://files.example.com/",
+        ])
+        .arg("--data")
+        .arg(data.path())
+        .env_remove("FERRY_JWT_SECRET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let running = lines.next().unwrap().unwrap();
+    let sign_in = lines.next().unwrap().unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert_eq!(running, "ferry is running at https://files.example.com/");
+    assert!(
+        sign_in.contains(": https://files.example.com/#token="),
+        "{sign_in}"
+    );
+}
