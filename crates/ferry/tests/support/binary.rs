@@ -39,8 +39,10 @@ pub fn start(data: &Path, extra_env: &[(&str, &str)]) -> Running {
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
-            if let Some(rest) = line.split("addr=").nth(1) {
-                let _ = tx.send(rest.trim().to_owned());
+            // The start line: `ferry is listening version=… addr=127.0.0.1:PORT url=…`.
+            if let Some(rest) = line.split(" addr=").nth(1) {
+                let addr = rest.split_whitespace().next().unwrap_or_default();
+                let _ = tx.send(addr.to_owned());
             }
         }
     });
