@@ -41,6 +41,92 @@ impl FromStr for Engine {
     }
 }
 
+/// Migrations whose header comment was reworded after they shipped (the first four: their
+/// comments cited a document outside the repository); their SQL did not change. sqlx refuses to
+/// start when the text of an applied migration differs from what it recorded, so each entry is
+/// the SHA-384 the old text had, by engine and version.
+const REWORDED_MIGRATIONS: &[(Engine, i64, &str)] = &[
+    (
+        Engine::Sqlite,
+        1,
+        "f8be8ab80ed279700f9ddeb64fcadb0a621d556464408594d1de5eda532806593820d8b2ea4ccc7e6c8bfd9f2c765c52",
+    ),
+    (
+        Engine::Sqlite,
+        2,
+        "47e627569afaa5faff0a6be2cb82cf362454ac92bfe70c83c42d8580d94973c3c4177324b122d8d8f025619d897c78fc",
+    ),
+    (
+        Engine::Sqlite,
+        3,
+        "0467e2d78044fdda0ad65e0bec889e8d88d332ac2af668d957bc515cd949c124b145b92630b1e4388fd9df848b1e8b2a",
+    ),
+    (
+        Engine::Sqlite,
+        4,
+        "be255d253aac2397d46810f8a7e0e1674d017661235c8840c07af3317b781064c65472daa157d490c33edb6981ae9423",
+    ),
+    (
+        Engine::Postgres,
+        1,
+        "cb3d41e35827f49c52342b6b0a5daf0aaa560208c34e74a4eaab195165d3ad69ee9a5b9e33c6d3211105e7450eca35d1",
+    ),
+    (
+        Engine::Postgres,
+        2,
+        "47e627569afaa5faff0a6be2cb82cf362454ac92bfe70c83c42d8580d94973c3c4177324b122d8d8f025619d897c78fc",
+    ),
+    (
+        Engine::Postgres,
+        3,
+        "0467e2d78044fdda0ad65e0bec889e8d88d332ac2af668d957bc515cd949c124b145b92630b1e4388fd9df848b1e8b2a",
+    ),
+    (
+        Engine::Postgres,
+        4,
+        "be255d253aac2397d46810f8a7e0e1674d017661235c8840c07af3317b781064c65472daa157d490c33edb6981ae9423",
+    ),
+];
+
+/// Lets a database migrated before a migration's comment was reworded start: where the
+/// recorded checksum is exactly the old text's, it becomes the current text's. Any other
+/// difference still stops the start, as sqlx intends.
+async fn accept_reworded_migrations(
+    pool: &AnyPool,
+    engine: Engine,
+    migrator: &Migrator,
+) -> Result<(), StoreError> {
+    let table_exists = match engine {
+        Engine::Sqlite => sqlx::query_scalar::<_, String>(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+        ),
+        Engine::Postgres => sqlx::query_scalar::<_, String>(
+            "SELECT to_regclass('_sqlx_migrations')::text WHERE to_regclass('_sqlx_migrations') IS NOT NULL",
+        ),
+    }
+    .fetch_optional(pool)
+    .await?
+    .is_some();
+    if !table_exists {
+        return Ok(());
+    }
+    for (_, version, old) in REWORDED_MIGRATIONS.iter().filter(|(e, ..)| *e == engine) {
+        let Some(current) = migrator.iter().find(|m| m.version == *version) else {
+            continue;
+        };
+        let old = hex::decode(old).map_err(|e| StoreError::Config(e.to_string()))?;
+        sqlx::query(
+            "UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2 AND checksum = $3",
+        )
+        .bind(current.checksum.to_vec())
+        .bind(*version)
+        .bind(old)
+        .execute(pool)
+        .await?;
+    }
+    Ok(())
+}
+
 /// A connection pool to the metadata database, migrated and ready.
 #[derive(Debug, Clone)]
 pub struct Db {
@@ -100,6 +186,7 @@ impl Db {
             Engine::Sqlite => &SQLITE_MIGRATIONS,
             Engine::Postgres => &POSTGRES_MIGRATIONS,
         };
+        accept_reworded_migrations(&pool, engine, migrator).await?;
         migrator.run(&pool).await?;
         let write_turn = (engine == Engine::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
         Ok(Db {

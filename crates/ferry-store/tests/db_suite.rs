@@ -438,3 +438,69 @@ on_every_engine! {
         assert_eq!((won, refused), (1, 49));
     };
 }
+
+/// A database migrated before the first migrations' comments were reworded still starts: its
+/// recorded checksums (the old text's) are carried over to the new text's. Any other mismatch
+/// still stops the start.
+async fn reworded_migrations_are_accepted(url: &str) {
+    use sqlx::Connection;
+    const OLD_SQLITE_1: &str = "f8be8ab80ed279700f9ddeb64fcadb0a621d556464408594d1de5eda532806593820d8b2ea4ccc7e6c8bfd9f2c765c52";
+    const OLD_POSTGRES_1: &str = "cb3d41e35827f49c52342b6b0a5daf0aaa560208c34e74a4eaab195165d3ad69ee9a5b9e33c6d3211105e7450eca35d1";
+    const OLD_SHARED_2: &str = "47e627569afaa5faff0a6be2cb82cf362454ac92bfe70c83c42d8580d94973c3c4177324b122d8d8f025619d897c78fc";
+    let db = Db::open(url).await.unwrap();
+    let old_1 = match db.engine() {
+        ferry_store::Engine::Sqlite => OLD_SQLITE_1,
+        ferry_store::Engine::Postgres => OLD_POSTGRES_1,
+    };
+    db.close().await;
+    let checksum = |version: i64| async move {
+        let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+        let sum: Vec<u8> =
+            sqlx::query_scalar("SELECT checksum FROM _sqlx_migrations WHERE version = $1")
+                .bind(version)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        sum
+    };
+    let set = |version: i64, sum: Vec<u8>| async move {
+        let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+        sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2")
+            .bind(sum)
+            .bind(version)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    };
+    let current_1 = checksum(1).await;
+    let current_2 = checksum(2).await;
+    // As a database migrated with the old wording records them.
+    set(1, hex::decode(old_1).unwrap()).await;
+    set(2, hex::decode(OLD_SHARED_2).unwrap()).await;
+    Db::open(url)
+        .await
+        .expect("the old wording is accepted")
+        .close()
+        .await;
+    assert_eq!(checksum(1).await, current_1);
+    assert_eq!(checksum(2).await, current_2);
+    // A migration changed in any other way still stops the start.
+    set(1, vec![0; 48]).await;
+    assert!(Db::open(url).await.is_err());
+}
+
+#[tokio::test]
+async fn reworded_migrations_are_accepted_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    reworded_migrations_are_accepted(&url).await;
+}
+
+#[tokio::test]
+async fn reworded_migrations_are_accepted_on_postgres() {
+    let Some(schema) = ferry_test_support::peers::postgres().await else {
+        return;
+    };
+    reworded_migrations_are_accepted(&schema.url).await;
+    schema.drop_now().await;
+}

@@ -1,4 +1,4 @@
--- Per-user spaces (API.md §4). COLLATE "C" makes paths compare byte-wise, as on SQLite, so
+-- Per-user spaces (docs/reference/spaces.md). COLLATE "C" makes paths compare byte-wise, as on SQLite, so
 -- listings sort identically on both engines and prefix ranges are exact.
 CREATE TABLE space_files (
     owner        TEXT COLLATE "C" NOT NULL,

@@ -1,4 +1,4 @@
--- Files an agent published to the user (API.md §7). A display name is one published file; each
+-- Files an agent published to the user (docs/reference/publish.md). A display name is one published file; each
 -- publish under it adds a revision, and every revision stays downloadable.
 CREATE TABLE published_files (
     id              TEXT   NOT NULL PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Say mode (API.md §10): files attached to agent messages, the connectors a thread delivers
+-- Say mode (docs/reference/say.md): files attached to agent messages, the connectors a thread delivers
 -- to besides its event channel, and the durable queue of webhook deliveries.
 CREATE TABLE attachments (
     id         TEXT   NOT NULL PRIMARY KEY,

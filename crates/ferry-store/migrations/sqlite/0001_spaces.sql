@@ -1,4 +1,4 @@
--- Per-user spaces (API.md §4). Paths compare byte-wise (SQLite's BINARY collation), which
+-- Per-user spaces (docs/reference/spaces.md). Paths compare byte-wise (SQLite's BINARY collation), which
 -- keeps listings sorted the same way on every engine and makes prefix ranges exact.
 CREATE TABLE space_files (
     owner        TEXT    NOT NULL,

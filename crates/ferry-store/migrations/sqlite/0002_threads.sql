@@ -1,4 +1,4 @@
--- Threads, their stored event channel, and user uploads (API.md §5, §6, §8).
+-- Threads, their stored event channel, and user uploads (docs/reference/threads-and-sandbox.md, events.md, uploads.md).
 CREATE TABLE threads (
     id         TEXT   NOT NULL PRIMARY KEY,
     owner      TEXT   NOT NULL,
