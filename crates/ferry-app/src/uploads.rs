@@ -134,11 +134,7 @@ impl Receiver {
         Ok(())
     }
 
-    /// How many files are spooled.
-    pub fn len(&self) -> usize {
-        self.received.len()
-    }
-
+    /// Whether no file is spooled yet.
     pub fn is_empty(&self) -> bool {
         self.received.is_empty()
     }

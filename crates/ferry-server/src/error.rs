@@ -61,11 +61,6 @@ impl ApiError {
         ferry_app::Error::too_large(limit).into()
     }
 
-    /// An I/O failure: a full disk is said as such, anything else is internal.
-    pub fn io(cause: std::io::Error) -> Self {
-        ferry_app::Error::io(cause).into()
-    }
-
     /// A failure that is the server's fault. The cause is logged (inside the request's span, so
     /// with its request id, which the answer's `X-Request-Id` repeats), not sent.
     pub fn internal(cause: impl std::fmt::Display) -> Self {

@@ -98,13 +98,10 @@ pub fn base() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 
-/// The document of a route list. Routes with a path that takes the rest of the URL are
-/// written the axum way (`{*path}`) in their annotation, for the router; the document says
+/// The document of the route list, finished. Routes with a path that takes the rest of the URL
+/// are written the axum way (`{*path}`) in their annotation, for the router; the document says
 /// `{path}`, as OpenAPI does.
-pub fn document(
-    routes: utoipa_axum::router::OpenApiRouter<crate::state::AppState>,
-) -> utoipa::openapi::OpenApi {
-    let mut document = routes.into_openapi();
+pub fn finish(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     let paths = std::mem::take(&mut document.paths.paths);
     document.paths.paths = paths
         .into_iter()

@@ -21,16 +21,17 @@ use crate::state::AppState;
 pub fn router(state: AppState) -> Router {
     // The recorder must exist before the first request is counted.
     crate::metrics::handle();
-    let document = Arc::new(openapi());
-    let api = finish(Router::from(routes()), &state).layer(Extension(document.clone()));
+    let (listed, document) = routes().split_for_parts();
+    let document = Extension(Arc::new(crate::openapi::finish(document)));
+    let api = finish(listed.clone(), &state).layer(document.clone());
     // The agent tools over streamable HTTP (docs/mcp.md), acting with the caller's bearer token.
     let mcp = crate::mcp::endpoint(state.clone(), api);
-    finish(Router::from(routes()).route_service("/mcp", mcp), &state).layer(Extension(document))
+    finish(listed.route_service("/mcp", mcp), &state).layer(document)
 }
 
 /// The OpenAPI document of every route (and `/mcp`).
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    crate::openapi::document(routes())
+    crate::openapi::finish(routes().into_openapi())
 }
 
 /// Every route but `/mcp` (whose OpenAPI entry `openapi.rs` writes), with its documentation.

@@ -64,14 +64,9 @@ pub async fn create(
         .to_ascii_lowercase()
         .starts_with("multipart/form-data")
     {
-        let malformed = |e: axum::extract::multipart::MultipartError| {
-            ApiError::invalid_request(format!("the multipart body is malformed: {e}"))
-        };
         let mut multipart = Multipart::from_request(request, &state)
             .await
-            .map_err(|e| {
-                ApiError::invalid_request(format!("the multipart body is malformed: {e}"))
-            })?;
+            .map_err(malformed)?;
         while let Some(field) = multipart.next_field().await.map_err(malformed)? {
             if !matches!(field.name(), Some("file" | "files" | "file[]")) {
                 continue;
@@ -141,4 +136,8 @@ pub async fn content(
         disposition: None,
     };
     serve_download(&state.app.blobs, &method, &headers, file, &upload.file_name).await
+}
+
+fn malformed(cause: impl std::fmt::Display) -> ApiError {
+    ApiError::invalid_request(format!("the multipart body is malformed: {cause}"))
 }
