@@ -9,8 +9,6 @@
 use ferry_core::path::PathError;
 use ferry_core::send_file::SendFileError;
 use ferry_core::space_name::SpaceNameError;
-use ferry_store::sandbox::SandboxError;
-use ferry_store::{StoreError, WriteError};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
@@ -135,52 +133,38 @@ impl From<SendFileError> for Error {
     }
 }
 
-impl From<StoreError> for Error {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => Error::not_found("not found"),
-            StoreError::AlreadyExists => {
-                Error::AlreadyExists("something already exists at this path".into())
-            }
-            StoreError::PreconditionFailed => {
-                Error::PreconditionFailed("the file's current ETag does not match If-Match".into())
-            }
-            other if other.is_disk_full() => Error::disk_full(other),
-            other => Error::internal(other),
-        }
-    }
-}
-
-impl From<WriteError> for Error {
-    fn from(e: WriteError) -> Self {
-        match e {
-            WriteError::TooLarge { limit } => Error::too_large(limit),
-            WriteError::Body(message) => Error::InvalidRequest(message),
-            WriteError::Io(io) => Error::io(io),
-        }
-    }
-}
-
-impl From<SandboxError> for Error {
-    fn from(e: SandboxError) -> Self {
+impl From<ferry_store::Error> for Error {
+    fn from(e: ferry_store::Error) -> Self {
+        use ferry_store::Error as Store;
         let message = e.to_string();
         match e {
-            SandboxError::NotFound => Error::NotFound(message),
-            SandboxError::Escapes
-            | SandboxError::Dangling
-            | SandboxError::HardLinked
-            | SandboxError::IsDir
-            | SandboxError::NotAFile
-            | SandboxError::NotAFolder => Error::InvalidPath(message),
-            SandboxError::ReadOnly => Error::Forbidden(message),
-            SandboxError::AlreadyExists => Error::AlreadyExists(message),
-            SandboxError::PreconditionFailed => Error::PreconditionFailed(message),
-            SandboxError::TooLarge { limit } => Error::too_large(limit),
-            SandboxError::Body(m) => Error::InvalidRequest(m),
-            SandboxError::Busy => Error::Busy(message),
-            SandboxError::TooManyEntries => Error::InvalidRequest(message),
-            SandboxError::Io(io) => Error::io(io),
+            Store::NotFound => Error::NotFound(message),
+            Store::Escapes
+            | Store::Dangling
+            | Store::HardLinked
+            | Store::IsDir
+            | Store::NotAFile
+            | Store::NotAFolder => Error::InvalidPath(message),
+            Store::ReadOnly => Error::Forbidden(message),
+            Store::AlreadyExists => Error::AlreadyExists(message),
+            Store::PreconditionFailed => Error::PreconditionFailed(message),
+            Store::TooLarge { limit } => Error::too_large(limit),
+            Store::Body(m) => Error::InvalidRequest(m),
+            Store::Busy => Error::Busy(message),
+            Store::TooManyEntries => Error::InvalidRequest(message),
+            other if other.is_disk_full() => Error::disk_full(other),
+            other @ (Store::Config(_) | Store::Database(_) | Store::Migrate(_) | Store::Io(_)) => {
+                Error::internal(other)
+            }
         }
+    }
+}
+
+/// A store error met while working in a sandbox: a missing file is said as such.
+pub(crate) fn in_sandbox(e: ferry_store::Error) -> Error {
+    match e {
+        ferry_store::Error::NotFound => Error::not_found("no such file in the sandbox"),
+        other => other.into(),
     }
 }
 

@@ -3,7 +3,6 @@
 
 use ferry_core::SandboxPath;
 use ferry_store::published::{NewRevision, Revision};
-use ferry_store::sandbox::SandboxError;
 use serde::Serialize;
 use std::path::PathBuf;
 use utoipa::ToSchema;
@@ -86,7 +85,7 @@ pub async fn publish(
     let path = SandboxPath::parse(publication.file_path)?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
     let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
-        SandboxError::NotFound => {
+        ferry_store::Error::NotFound => {
             Error::not_found(format!("File not found: {}", publication.file_path))
         }
         other => other.into(),

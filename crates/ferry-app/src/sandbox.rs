@@ -10,7 +10,7 @@ use futures::Stream;
 
 use crate::App;
 use crate::access::{self, Action};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, in_sandbox};
 use crate::principal::Principal;
 
 /// Lists `dir` (the sandbox's root when `None`): its direct children, or every file below it.
@@ -23,9 +23,10 @@ pub async fn list(
 ) -> Result<Vec<SandboxEntry>> {
     let thread = access::thread(app, principal, thread_id, Action::Read).await?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
-    Ok(sandbox
+    sandbox
         .list(dir.map(SandboxPath::relative), recursive)
-        .await?)
+        .await
+        .map_err(in_sandbox)
 }
 
 /// Opens a sandbox file for reading.
@@ -37,7 +38,7 @@ pub async fn open(
 ) -> Result<OpenedFile> {
     let thread = access::thread(app, principal, thread_id, Action::Read).await?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
-    Ok(sandbox.open(path.relative()).await?)
+    sandbox.open(path.relative()).await.map_err(in_sandbox)
 }
 
 /// Writes a sandbox file atomically (readers see the old file or the new, never a part),
@@ -63,7 +64,7 @@ where
         ));
     }
     let sandbox = app.sandboxes.open(&thread.id).await?;
-    Ok(sandbox
+    sandbox
         .write(
             path.relative(),
             body,
@@ -71,5 +72,6 @@ where
             condition,
             content_type,
         )
-        .await?)
+        .await
+        .map_err(in_sandbox)
 }

@@ -4,10 +4,8 @@
 
 use ferry_core::SandboxPath;
 use ferry_core::tags::{FileTag, parse_say};
-use ferry_store::sandbox::SandboxError;
 use ferry_store::say::Attachment;
 use ferry_store::threads::Thread;
-use ferry_store::{StoreError, WriteError};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -124,37 +122,22 @@ impl Skipped {
     }
 }
 
-impl From<StoreError> for Skipped {
-    fn from(e: StoreError) -> Self {
-        if e.is_disk_full() {
-            Skipped::DiskFull
-        } else {
-            Skipped::internal(e)
-        }
-    }
-}
-
-impl From<SandboxError> for Skipped {
-    fn from(e: SandboxError) -> Self {
+impl From<ferry_store::Error> for Skipped {
+    fn from(e: ferry_store::Error) -> Self {
+        use ferry_store::Error as Store;
         match e {
-            SandboxError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
-            SandboxError::Io(io) => Skipped::internal(io),
-            SandboxError::TooLarge { limit } => Skipped::TooLarge(limit),
-            SandboxError::NotFound => Skipped::Sandbox(
+            e if e.is_disk_full() => Skipped::DiskFull,
+            Store::TooLarge { limit } => Skipped::TooLarge(limit),
+            Store::NotFound => Skipped::Sandbox(
                 "no such file in the sandbox, and nothing published under that path".into(),
             ),
+            other @ (Store::Config(_)
+            | Store::Database(_)
+            | Store::Migrate(_)
+            | Store::Io(_)
+            | Store::Body(_)) => Skipped::internal(other),
             // The other refusals describe the caller's path and are safe to repeat.
             other => Skipped::Sandbox(other.to_string()),
-        }
-    }
-}
-
-impl From<WriteError> for Skipped {
-    fn from(e: WriteError) -> Self {
-        match e {
-            WriteError::TooLarge { limit } => Skipped::TooLarge(limit),
-            WriteError::Io(io) if ferry_store::is_disk_full(&io) => Skipped::DiskFull,
-            other => Skipped::internal(other),
         }
     }
 }
@@ -166,7 +149,7 @@ async fn attach(app: &App, thread: &Thread, tag: &FileTag) -> Result<Attachment,
     let mut attachment =
         if let Some(revision) = app.db.published_by_path(&thread.id, &tag.path).await? {
             Attachment {
-                id: String::new(),
+                id: uuid::Uuid::now_v7().simple().to_string(),
                 thread_id: thread.id.clone(),
                 filename: revision.filename,
                 mime_type: revision.mime_type,
@@ -175,7 +158,7 @@ async fn attach(app: &App, thread: &Thread, tag: &FileTag) -> Result<Attachment,
                 send_as: String::new(),
                 blob_key: revision.blob_key,
                 published: Some((revision.file_id, revision.revision)),
-                created_at: ferry_core::Timestamp(0),
+                created_at: ferry_core::Timestamp::now(),
             }
         } else {
             let path = SandboxPath::parse(&tag.path)?;
@@ -185,10 +168,10 @@ async fn attach(app: &App, thread: &Thread, tag: &FileTag) -> Result<Attachment,
             if opened.size > limit {
                 return Err(Skipped::TooLarge(limit));
             }
-            let read = opened.stream(None).await.map_err(SandboxError::Io)?;
+            let read = opened.stream(None).await.map_err(ferry_store::Error::Io)?;
             let blob = app.blobs.write(read.stream, limit).await?;
             Attachment {
-                id: String::new(),
+                id: uuid::Uuid::now_v7().simple().to_string(),
                 thread_id: thread.id.clone(),
                 filename: path.file_name().to_owned(),
                 mime_type: ferry_core::mime::mime_for_name(path.file_name()),
@@ -197,12 +180,12 @@ async fn attach(app: &App, thread: &Thread, tag: &FileTag) -> Result<Attachment,
                 send_as: String::new(),
                 blob_key: blob.key,
                 published: None,
-                created_at: ferry_core::Timestamp(0),
+                created_at: ferry_core::Timestamp::now(),
             }
         };
-    // The id and time are the store's to give.
     attachment.send_as = tag.mode.resolve(&attachment.mime_type).as_str().to_owned();
-    Ok(app.db.insert_attachment(attachment).await?)
+    app.db.insert_attachment(&attachment).await?;
+    Ok(attachment)
 }
 
 /// A message attachment of a thread the caller may read.

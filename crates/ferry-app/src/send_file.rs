@@ -6,7 +6,6 @@ use ferry_core::send_file::{
     Encoding, MAX_SEND_FILE_BYTES, SendFileError, base64_encode, check_size, check_type,
     encode_content, sent_message,
 };
-use ferry_store::sandbox::SandboxError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -52,7 +51,7 @@ pub async fn send(
     let path = SandboxPath::parse(file_path)?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
     let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
-        SandboxError::NotFound => SendFileError::NotFound {
+        ferry_store::Error::NotFound => SendFileError::NotFound {
             path: file_path.to_owned(),
         }
         .into(),

@@ -89,12 +89,34 @@ where
             // Nothing points at the new blob; remove it now rather than at the next sweep.
             let _ = app.blobs.delete(&blob.key).await;
             Err(match e {
-                ferry_store::StoreError::AlreadyExists => exists(),
-                ferry_store::StoreError::PreconditionFailed => Error::PreconditionFailed(format!(
+                ferry_store::Error::AlreadyExists => exists(),
+                ferry_store::Error::PreconditionFailed => Error::PreconditionFailed(format!(
                     "the current ETag of '{path}' does not match If-Match"
                 )),
                 other => other.into(),
             })
         }
     }
+}
+
+/// Removes one file, if `if_match` (the ETags it must still have; `*` for any) holds. Folders
+/// left empty disappear from listings with it. Answers the removed file.
+pub async fn delete(
+    app: &App,
+    principal: &Principal,
+    space: &SpaceName,
+    path: &ValidPath,
+    if_match: Option<&[String]>,
+) -> Result<SpaceFile> {
+    let owner = principal.space_owner()?;
+    app.db
+        .space_delete(owner, space, path, if_match)
+        .await
+        .map_err(|e| match e {
+            ferry_store::Error::NotFound => Error::not_found(format!("no file at '{path}'")),
+            ferry_store::Error::PreconditionFailed => Error::PreconditionFailed(format!(
+                "the current ETag of '{path}' does not match If-Match"
+            )),
+            other => other.into(),
+        })
 }

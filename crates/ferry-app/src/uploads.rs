@@ -211,8 +211,7 @@ async fn keep(app: &App, thread: &Thread, name: ValidPath, spooled: Spooled) -> 
         width,
         height,
         blob_key: blob.key.clone(),
-        // Set by the store as it records the upload.
-        created_at: ferry_core::Timestamp(0),
+        created_at: ferry_core::Timestamp::now(),
     };
     let (upload, event) = app.db.insert_upload(upload, upload_event).await?;
     app.announce(event);

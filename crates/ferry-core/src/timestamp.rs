@@ -1,5 +1,5 @@
 //! Timestamps as the API writes them: RFC 3339 in UTC with milliseconds, and the HTTP date of
-//! `Last-Modified`. The clock is read by the caller; this module only formats.
+//! `Last-Modified`.
 
 use serde::{Serialize, Serializer};
 use std::fmt;
@@ -9,6 +9,16 @@ use std::fmt;
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
+    /// The system clock's time now (the epoch if the clock is set before it).
+    pub fn now() -> Timestamp {
+        Timestamp(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or_default(),
+        )
+    }
+
     pub fn millis(self) -> i64 {
         self.0
     }

@@ -9,7 +9,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
+use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
 use http::{HeaderMap, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rmcp::model::{
@@ -187,6 +187,7 @@ impl FerryMcp {
             tools::LIST_SPACE_FILES => self.list_space_files(caller, arguments).await,
             tools::READ_SPACE_FILE => self.read_space_file(caller, arguments).await,
             tools::WRITE_SPACE_FILE => self.write_space_file(caller, arguments).await,
+            tools::DELETE_SPACE_FILE => self.delete_space_file(caller, arguments).await,
             tools::SAY => self.say(caller, arguments).await,
             tools::LIST_UPLOADS => self.list_uploads(caller, arguments).await,
             other => Err(envelope("NOT_FOUND", format!("no tool is named '{other}'"))),
@@ -329,6 +330,43 @@ impl FerryMcp {
             )
             .await?;
         Ok(answer(response))
+    }
+
+    async fn delete_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::DeleteSpaceArgs = parse(tools::DELETE_SPACE_FILE, arguments)?;
+        let mut headers = HeaderMap::new();
+        if let Some(tag) = &args.if_match {
+            // The etag as listings show it, quoted or not.
+            let quoted = if tag.starts_with('"') || tag == "*" {
+                tag.clone()
+            } else {
+                format!("\"{tag}\"")
+            };
+            let value = HeaderValue::try_from(quoted).map_err(|_| {
+                envelope(
+                    "INVALID_REQUEST",
+                    "ifMatch must be an etag such as \"3a7b…\"",
+                )
+            })?;
+            headers.insert(IF_MATCH, value);
+        }
+        let response = self
+            .exchange(
+                caller,
+                Method::DELETE,
+                format!(
+                    "/api/spaces/{}/files/{}",
+                    encode(&args.space_name),
+                    encode_path(&args.path)
+                ),
+                headers,
+                Bytes::new(),
+            )
+            .await?;
+        if !response.status.is_success() {
+            return Ok(answer(response));
+        }
+        Ok(structured(json!({ "path": args.path, "deleted": true })))
     }
 
     async fn say(&self, caller: &Caller, arguments: Value) -> Outcome {

@@ -27,8 +27,9 @@ revision of the same file.
 <file>/sandbox/outputs/report.pdf</file> tags attach files to the last message \
 (mode=\"doc\", \"photo\" or \"video\" forces how a file is sent).
 
-Spaces: the user's own storage (list_space_files, read_space_file, write_space_file)
-- Ask the user to confirm before overwriting an existing file.
+Spaces: the user's own storage (list_space_files, read_space_file, write_space_file, \
+delete_space_file)
+- Ask the user to confirm before overwriting or deleting an existing file.
 - Save under ideas/ unless the user names another folder.
 - Name notes YYYYMMDD-HHmm-<short-title>.md, with a short kebab-case title; when the user has \
 not named the file, propose such a name and confirm it.
@@ -50,6 +51,7 @@ pub const PUBLISH_FILE_TO_USER: &str = "publish_file_to_user";
 pub const LIST_SPACE_FILES: &str = "list_space_files";
 pub const READ_SPACE_FILE: &str = "read_space_file";
 pub const WRITE_SPACE_FILE: &str = "write_space_file";
+pub const DELETE_SPACE_FILE: &str = "delete_space_file";
 pub const SAY: &str = "say";
 pub const LIST_UPLOADS: &str = "list_uploads";
 
@@ -64,10 +66,10 @@ fn tool(name: &'static str, title: &str, description: &str, input: Value) -> Too
     tool
 }
 
-fn hints(title: &str, read_only: bool, idempotent: bool) -> ToolAnnotations {
+fn hints(title: &str, read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
         .read_only(read_only)
-        .destructive(false)
+        .destructive(destructive)
         .idempotent(idempotent)
         // Every tool acts on this ferry server only.
         .open_world(false)
@@ -216,6 +218,34 @@ pub fn all() -> Vec<Tool> {
             }),
         ),
         tool(
+            DELETE_SPACE_FILE,
+            "Delete a file from a space",
+            "Delete one file from one of the user's spaces; a folder left empty disappears \
+             with it. This cannot be undone: confirm with the user first. Pass ifMatch (the \
+             etag from list_space_files or write_space_file) to delete the file only if it has \
+             not changed since (the server then answers PRECONDITION_FAILED instead). Returns \
+             path and deleted: true.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "spaceName": {
+                        "type": "string",
+                        "description": "The space the file is in"
+                    },
+                    "path": {
+                        "type": "string",
+                        "description": "Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md"
+                    },
+                    "ifMatch": {
+                        "type": "string",
+                        "description": "The etag the file must still have, e.g. \"3a7bd3e2…\""
+                    }
+                },
+                "required": ["spaceName", "path"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
             SAY,
             "Say (send chat messages)",
             "Send chat messages to the user in say mode. Each <say>...</say> block in text \
@@ -253,15 +283,17 @@ pub fn all() -> Vec<Tool> {
     for tool in &mut tools {
         let title = tool.title.clone().unwrap_or_default();
         tool.annotations = Some(match tool.name.as_ref() {
-            LIST_SPACE_FILES | READ_SPACE_FILE | LIST_UPLOADS => hints(&title, true, true),
-            // No tool deletes anything (delete, rename and move are not offered),
-            // so every tool says destructiveHint: false. An overwrite is guarded instead by the
-            // instructions (confirm first) and by ifNoneMatch. The same arguments twice leave
-            // the same file, hence idempotent.
-            WRITE_SPACE_FILE => hints(&title, false, true),
+            LIST_SPACE_FILES | READ_SPACE_FILE | LIST_UPLOADS => hints(&title, true, false, true),
+            // The one tool that removes something. Deleting twice leaves the same state (the
+            // second answers NOT_FOUND), hence idempotent.
+            DELETE_SPACE_FILE => hints(&title, false, true, true),
+            // An overwrite is guarded by the instructions (confirm first) and by ifNoneMatch,
+            // and replaces rather than removes: not destructive. The same arguments twice
+            // leave the same file, hence idempotent.
+            WRITE_SPACE_FILE => hints(&title, false, false, true),
             // Each call delivers again (a new message, a new revision): additive, not
             // idempotent.
-            _ => hints(&title, false, false),
+            _ => hints(&title, false, false, false),
         });
     }
     tools
@@ -314,6 +346,14 @@ pub struct WriteSpaceArgs {
     pub content: String,
     pub content_type: String,
     pub if_none_match: Option<AnyEtag>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteSpaceArgs {
+    pub space_name: String,
+    pub path: String,
+    pub if_match: Option<String>,
 }
 
 /// The one value `ifNoneMatch` may take.
@@ -407,6 +447,7 @@ mod tests {
                 "list_space_files",
                 "read_space_file",
                 "write_space_file",
+                "delete_space_file",
                 "say",
                 "list_uploads"
             ]
@@ -419,7 +460,13 @@ mod tests {
                 tool.name
             );
             let annotations = tool.annotations.as_ref().unwrap();
-            assert_eq!(annotations.destructive_hint, Some(false), "{}", tool.name);
+            let destructive = tool.name == DELETE_SPACE_FILE;
+            assert_eq!(
+                annotations.destructive_hint,
+                Some(destructive),
+                "{}",
+                tool.name
+            );
             assert!(tool.description.as_ref().is_some_and(|d| d.len() > 40));
         }
         let write = find(WRITE_SPACE_FILE).unwrap();

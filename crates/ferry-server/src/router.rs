@@ -52,7 +52,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(
             spaces::get_file,
             spaces::head_file,
-            spaces::put_file
+            spaces::put_file,
+            spaces::delete_file
         ))
         .routes(routes!(threads::create_thread, threads::list_threads))
         .routes(routes!(threads::get_thread))

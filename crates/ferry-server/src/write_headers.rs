@@ -82,6 +82,17 @@ pub fn write_condition(headers: &HeaderMap) -> ApiResult<WriteCondition> {
     })
 }
 
+/// Reads the precondition of a removal: `If-Match` only.
+pub fn delete_condition(headers: &HeaderMap) -> ApiResult<Option<Vec<String>>> {
+    match write_condition(headers)? {
+        WriteCondition::None => Ok(None),
+        WriteCondition::IfMatch(tags) => Ok(Some(tags)),
+        WriteCondition::CreateOnly | WriteCondition::IfMatchAndCreateOnly(_) => Err(
+            ApiError::invalid_request("If-None-Match has no meaning on DELETE; use If-Match"),
+        ),
+    }
+}
+
 /// Refuses a body whose declared length is over the limit, before reading any of it.
 pub fn check_declared_length(headers: &HeaderMap, limit: u64) -> ApiResult<()> {
     let declared = headers

@@ -16,23 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 
+use crate::Error;
+
 /// How many bytes to gather before handing them to the file system: fewer, larger writes.
 const WRITE_BUFFER: usize = 1 << 20;
 /// The chunk size of blob reads.
 const READ_CHUNK: usize = 256 * 1024;
-
-/// Why writing a blob failed.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// The body was longer than the limit; nothing was kept.
-    #[error("the body is larger than the limit of {limit} bytes")]
-    TooLarge { limit: u64 },
-    /// The client's body broke off (a dropped connection, a malformed chunk).
-    #[error("the request body could not be read: {0}")]
-    Body(String),
-    #[error(transparent)]
-    Io(#[from] io::Error),
-}
 
 /// A blob that is durable in the store and may now be referenced by metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +200,7 @@ impl Blobs {
 
     /// Streams a body into a durable temporary file, hashing it on the way and refusing it as
     /// soon as it passes `limit` bytes.
-    pub async fn spool<S, E>(&self, body: S, limit: u64) -> Result<Spooled, WriteError>
+    pub async fn spool<S, E>(&self, body: S, limit: u64) -> Result<Spooled, Error>
     where
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
@@ -220,26 +209,27 @@ impl Blobs {
     }
 
     /// Makes spooled bytes a blob under a new key.
-    pub async fn commit(&self, mut spooled: Spooled) -> Result<StoredBlob, io::Error> {
+    pub async fn commit(&self, mut spooled: Spooled) -> Result<StoredBlob, Error> {
         let key = new_key();
         match self {
             Blobs::Local(local) => {
                 let target = local.path_of(&key);
                 let dir = target.parent().map(Path::to_path_buf).unwrap_or_default();
-                tokio::fs::create_dir_all(&dir).await?;
-                tokio::fs::rename(&spooled.path, &target).await?;
-                spooled.committed = true;
-                sync_dir(dir).await?;
+                async {
+                    tokio::fs::create_dir_all(&dir).await?;
+                    tokio::fs::rename(&spooled.path, &target).await?;
+                    spooled.committed = true;
+                    sync_dir(dir).await
+                }
+                .await
+                .map_err(Error::Io)?;
             }
             Blobs::Object(object) => {
-                let file = tokio::fs::File::open(&spooled.path).await?;
-                let chunks = tokio_util::io::ReaderStream::with_capacity(file, READ_CHUNK);
-                upload_stream(object, &key, chunks, u64::MAX, None)
+                let file = tokio::fs::File::open(&spooled.path)
                     .await
-                    .map_err(|e| match e {
-                        WriteError::Io(io) => io,
-                        other => io::Error::other(other.to_string()),
-                    })?;
+                    .map_err(Error::Io)?;
+                let chunks = tokio_util::io::ReaderStream::with_capacity(file, READ_CHUNK);
+                upload_stream(object, &key, chunks, u64::MAX, None).await?;
             }
         }
         Ok(StoredBlob {
@@ -250,7 +240,7 @@ impl Blobs {
     }
 
     /// Streams a body straight into a new blob.
-    pub async fn write<S, E>(&self, body: S, limit: u64) -> Result<StoredBlob, WriteError>
+    pub async fn write<S, E>(&self, body: S, limit: u64) -> Result<StoredBlob, Error>
     where
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
@@ -258,7 +248,7 @@ impl Blobs {
         match self {
             Blobs::Local(_) => {
                 let spooled = self.spool(body, limit).await?;
-                Ok(self.commit(spooled).await?)
+                self.commit(spooled).await
             }
             Blobs::Object(object) => {
                 let key = new_key();
@@ -447,7 +437,7 @@ async fn upload_stream<S, E>(
     body: S,
     limit: u64,
     mut hasher: Option<&mut Sha256>,
-) -> Result<u64, WriteError>
+) -> Result<u64, Error>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
@@ -457,10 +447,10 @@ where
     let mut first: Vec<Bytes> = Vec::new();
     let mut buffered = 0usize;
     let mut size = 0u64;
-    let mut accept = |chunk: &Bytes, size: &mut u64| -> Result<(), WriteError> {
+    let mut accept = |chunk: &Bytes, size: &mut u64| -> Result<(), Error> {
         *size += chunk.len() as u64;
         if *size > limit {
-            return Err(WriteError::TooLarge { limit });
+            return Err(Error::TooLarge { limit });
         }
         if let Some(h) = hasher.as_deref_mut() {
             h.update(chunk);
@@ -471,7 +461,7 @@ where
     while buffered < PART_SIZE {
         match body.next().await {
             Some(chunk) => {
-                let chunk = chunk.map_err(|e| WriteError::Body(e.to_string()))?;
+                let chunk = chunk.map_err(|e| Error::Body(e.to_string()))?;
                 accept(&chunk, &mut size)?;
                 buffered += chunk.len();
                 first.push(chunk);
@@ -482,7 +472,7 @@ where
                     .store
                     .put(&path, payload)
                     .await
-                    .map_err(|e| WriteError::Io(store_error(e)))?;
+                    .map_err(|e| Error::Io(store_error(e)))?;
                 return Ok(size);
             }
         }
@@ -491,19 +481,19 @@ where
         .store
         .put_multipart(&path)
         .await
-        .map_err(|e| WriteError::Io(store_error(e)))?;
+        .map_err(|e| Error::Io(store_error(e)))?;
     let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
     for chunk in first {
         writer.put(chunk);
     }
-    let streamed: Result<(), WriteError> = async {
+    let streamed: Result<(), Error> = async {
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| WriteError::Body(e.to_string()))?;
+            let chunk = chunk.map_err(|e| Error::Body(e.to_string()))?;
             accept(&chunk, &mut size)?;
             writer
                 .wait_for_capacity(PARTS_IN_FLIGHT)
                 .await
-                .map_err(|e| WriteError::Io(store_error(e)))?;
+                .map_err(|e| Error::Io(store_error(e)))?;
             writer.put(chunk);
         }
         Ok(())
@@ -514,7 +504,7 @@ where
             writer
                 .finish()
                 .await
-                .map_err(|e| WriteError::Io(store_error(e)))?;
+                .map_err(|e| Error::Io(store_error(e)))?;
             Ok(size)
         }
         Err(e) => {
@@ -529,13 +519,13 @@ fn new_key() -> String {
     uuid::Uuid::now_v7().simple().to_string()
 }
 
-async fn spool_into<S, E>(dir: &Path, body: S, limit: u64) -> Result<Spooled, WriteError>
+async fn spool_into<S, E>(dir: &Path, body: S, limit: u64) -> Result<Spooled, Error>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
     let path = dir.join(new_key());
-    let file = tokio::fs::File::create(&path).await?;
+    let file = tokio::fs::File::create(&path).await.map_err(Error::Io)?;
     // From here on, dropping `spooled` removes the file, whatever goes wrong.
     let mut spooled = Spooled {
         path,
@@ -547,17 +537,17 @@ where
     let mut hasher = Sha256::new();
     let mut body = std::pin::pin!(body);
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| WriteError::Body(e.to_string()))?;
+        let chunk = chunk.map_err(|e| Error::Body(e.to_string()))?;
         spooled.size += chunk.len() as u64;
         if spooled.size > limit {
-            return Err(WriteError::TooLarge { limit });
+            return Err(Error::TooLarge { limit });
         }
         hasher.update(&chunk);
-        writer.write_all(&chunk).await?;
+        writer.write_all(&chunk).await.map_err(Error::Io)?;
     }
-    writer.flush().await?;
+    writer.flush().await.map_err(Error::Io)?;
     let file = writer.into_inner();
-    file.sync_all().await?;
+    file.sync_all().await.map_err(Error::Io)?;
     spooled.sha256 = hex::encode(hasher.finalize());
     Ok(spooled)
 }
@@ -656,7 +646,7 @@ mod tests {
             .write(chunks(&[b"12345", b"67890", b"x"]), 10)
             .await
             .unwrap_err();
-        assert!(matches!(err, WriteError::TooLarge { limit: 10 }));
+        assert!(matches!(err, Error::TooLarge { limit: 10 }));
         assert_eq!(std::fs::read_dir(local.tmp_dir()).unwrap().count(), 0);
         // Exactly at the limit is fine.
         assert!(blobs.write(chunks(&[b"12345", b"67890"]), 10).await.is_ok());
@@ -672,7 +662,7 @@ mod tests {
             Err(io::Error::other("connection reset")),
         ]);
         let err = blobs.write(body, 100).await.unwrap_err();
-        assert!(matches!(err, WriteError::Body(m) if m.contains("connection reset")));
+        assert!(matches!(err, Error::Body(m) if m.contains("connection reset")));
         assert_eq!(std::fs::read_dir(local.tmp_dir()).unwrap().count(), 0);
     }
 }

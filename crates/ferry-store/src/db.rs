@@ -13,7 +13,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use crate::StoreError;
+use crate::Error;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
@@ -26,15 +26,15 @@ pub enum Engine {
 }
 
 impl FromStr for Engine {
-    type Err = StoreError;
+    type Err = Error;
 
     /// Reads the engine from a database URL's scheme.
-    fn from_str(url: &str) -> Result<Self, StoreError> {
+    fn from_str(url: &str) -> Result<Self, Error> {
         let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or_default();
         match scheme {
             "sqlite" => Ok(Engine::Sqlite),
             "postgres" | "postgresql" => Ok(Engine::Postgres),
-            _ => Err(StoreError::Config(format!(
+            _ => Err(Error::Config(format!(
                 "unsupported database URL scheme '{scheme}': use sqlite:// or postgres://"
             ))),
         }
@@ -95,7 +95,7 @@ async fn accept_reworded_migrations(
     pool: &AnyPool,
     engine: Engine,
     migrator: &Migrator,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     let table_exists = match engine {
         Engine::Sqlite => sqlx::query_scalar::<_, String>(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
@@ -114,7 +114,7 @@ async fn accept_reworded_migrations(
         let Some(current) = migrator.iter().find(|m| m.version == *version) else {
             continue;
         };
-        let old = hex::decode(old).map_err(|e| StoreError::Config(e.to_string()))?;
+        let old = hex::decode(old).map_err(|e| Error::Config(e.to_string()))?;
         sqlx::query(
             "UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2 AND checksum = $3",
         )
@@ -142,7 +142,7 @@ pub struct Db {
 
 impl Db {
     /// Connects, applies pending migrations, and returns the pool.
-    pub async fn open(url: &str) -> Result<Db, StoreError> {
+    pub async fn open(url: &str) -> Result<Db, Error> {
         static DRIVERS: Once = Once::new();
         DRIVERS.call_once(install_default_drivers);
         let engine: Engine = url.parse()?;
@@ -217,7 +217,7 @@ impl Db {
     /// connection refuses every later transaction until the process restarts. Here a
     /// connection goes back to the pool only once it is known to be outside a transaction;
     /// otherwise it is closed and the pool opens a fresh one.
-    pub async fn begin_write(&self) -> Result<WriteTx, StoreError> {
+    pub async fn begin_write(&self) -> Result<WriteTx, Error> {
         // The turn is taken before a connection, so queued writers hold no connection.
         let turn = match &self.write_turn {
             Some(turn) => Some(turn.clone().lock_owned().await),
@@ -240,7 +240,7 @@ impl Db {
     }
 
     /// Whether the database answers.
-    pub async fn ping(&self) -> Result<(), StoreError> {
+    pub async fn ping(&self) -> Result<(), Error> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
@@ -333,8 +333,5 @@ impl std::ops::DerefMut for WriteTx {
 
 /// The current time in milliseconds since the Unix epoch.
 pub(crate) fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+    ferry_core::Timestamp::now().millis()
 }

@@ -7,7 +7,7 @@
 use ferry_core::Timestamp;
 use sqlx::Row;
 
-use crate::StoreError;
+use crate::Error;
 use crate::db::{Db, WriteTx, now_millis};
 
 /// An event as stored: its id in the thread and its complete JSON text.
@@ -32,14 +32,14 @@ pub async fn append_in(
     thread_id: &str,
     kind: &str,
     render: impl FnOnce(i64, Timestamp) -> String,
-) -> Result<StoredEvent, StoreError> {
+) -> Result<StoredEvent, Error> {
     let id: i64 = sqlx::query_scalar(
         "UPDATE threads SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event",
     )
     .bind(thread_id)
     .fetch_optional(&mut **tx)
     .await?
-    .ok_or(StoreError::NotFound)?;
+    .ok_or(Error::NotFound)?;
     let now = now_millis();
     let json = render(id, Timestamp(now));
     sqlx::query(
@@ -74,7 +74,7 @@ impl Db {
         thread_id: &str,
         kind: &str,
         render: impl FnOnce(i64, Timestamp) -> String,
-    ) -> Result<StoredEvent, StoreError> {
+    ) -> Result<StoredEvent, Error> {
         let mut tx = self.begin_write().await?;
         let event = append_in(self, &mut tx, thread_id, kind, render).await?;
         tx.commit().await?;
@@ -87,7 +87,7 @@ impl Db {
         thread_id: &str,
         after: i64,
         limit: u32,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
+    ) -> Result<Vec<StoredEvent>, Error> {
         let rows = sqlx::query(
             "SELECT id, kind, body FROM events WHERE thread_id = $1 AND id > $2 \
              ORDER BY id LIMIT $3",
@@ -107,7 +107,7 @@ impl Db {
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::from)
+            .map_err(Error::from)
     }
 
     /// Listens for events stored by any node (Postgres only): yields `(thread id, event id)`
@@ -115,10 +115,8 @@ impl Db {
     pub async fn listen_events(
         &self,
         url: &str,
-    ) -> Result<
-        Option<futures::stream::BoxStream<'static, Result<(String, i64), StoreError>>>,
-        StoreError,
-    > {
+    ) -> Result<Option<futures::stream::BoxStream<'static, Result<(String, i64), Error>>>, Error>
+    {
         use futures::StreamExt;
         if self.engine() != crate::Engine::Postgres {
             return Ok(None);
@@ -133,10 +131,10 @@ impl Db {
                     let (thread, id) = notification
                         .payload()
                         .split_once(' ')
-                        .ok_or_else(|| StoreError::Config("malformed event notification".into()))?;
+                        .ok_or_else(|| Error::Config("malformed event notification".into()))?;
                     let id = id
                         .parse()
-                        .map_err(|_| StoreError::Config("malformed event notification".into()))?;
+                        .map_err(|_| Error::Config("malformed event notification".into()))?;
                     Ok((thread.to_owned(), id))
                 })
                 .boxed(),
@@ -144,11 +142,11 @@ impl Db {
     }
 
     /// The id of the thread's newest event (0 when it has none).
-    pub async fn last_event_id(&self, thread_id: &str) -> Result<i64, StoreError> {
+    pub async fn last_event_id(&self, thread_id: &str) -> Result<i64, Error> {
         let id: Option<i64> = sqlx::query_scalar("SELECT last_event FROM threads WHERE id = $1")
             .bind(thread_id)
             .fetch_optional(self.pool())
             .await?;
-        id.ok_or(StoreError::NotFound)
+        id.ok_or(Error::NotFound)
     }
 }

@@ -4,7 +4,7 @@ use ferry_core::Timestamp;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::StoreError;
+use crate::Error;
 use crate::db::{Db, now_millis};
 use crate::events::{StoredEvent, append_in};
 
@@ -77,7 +77,7 @@ impl Db {
         &self,
         new: NewRevision,
         render: impl FnOnce(&Revision, i64, Timestamp) -> String,
-    ) -> Result<(Revision, StoredEvent), StoreError> {
+    ) -> Result<(Revision, StoredEvent), Error> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(
@@ -152,7 +152,7 @@ impl Db {
         &self,
         thread_id: &str,
         all_revisions: bool,
-    ) -> Result<Vec<Revision>, StoreError> {
+    ) -> Result<Vec<Revision>, Error> {
         let filter = if all_revisions {
             ""
         } else {
@@ -177,7 +177,7 @@ impl Db {
         thread_id: &str,
         file_id: &str,
         revision: Option<u32>,
-    ) -> Result<Option<Revision>, StoreError> {
+    ) -> Result<Option<Revision>, Error> {
         let row = match revision {
             Some(n) => {
                 let sql = format!(
@@ -209,7 +209,7 @@ impl Db {
     pub async fn published_by_storage_path(
         &self,
         storage_path: &str,
-    ) -> Result<Option<Revision>, StoreError> {
+    ) -> Result<Option<Revision>, Error> {
         let sql = format!(
             "{SELECT} WHERE r.storage_path = $1 ORDER BY r.published_at DESC, r.revision DESC LIMIT 1"
         );
@@ -226,7 +226,7 @@ impl Db {
         &self,
         thread_id: &str,
         sha256: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<String>, Error> {
         Ok(sqlx::query_scalar(
             "SELECT blob_key FROM published_revisions WHERE thread_id = $1 AND sha256 = $2 LIMIT 1",
         )

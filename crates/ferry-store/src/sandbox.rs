@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::Semaphore;
 
-use crate::StoreError;
-use crate::blobs::{BlobRead, Blobs, StoredBlob, WriteError};
+use crate::Error;
+use crate::blobs::{BlobRead, Blobs, StoredBlob};
 use crate::db::Db;
 use crate::spaces::{ListQuery, SpaceEntry, WriteCondition};
 
@@ -44,7 +44,7 @@ use crate::spaces::{ListQuery, SpaceEntry, WriteCondition};
 const TMP_DIR: &str = ".ferry-tmp";
 
 /// Entries a listing reads at most; a folder with more is refused rather than listed forever.
-const MAX_LISTED: usize = 100_000;
+pub(crate) const MAX_LISTED: usize = 100_000;
 
 /// The longest path the API can name; deeper files cannot be addressed, so are not listed.
 const MAX_PATH_BYTES: usize = 1024;
@@ -90,60 +90,21 @@ impl Gates {
     }
 }
 
-/// Why a sandbox operation was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    #[error("no such file in the sandbox")]
-    NotFound,
-    #[error("the path leads outside the sandbox")]
-    Escapes,
-    #[error("the path is a symlink that leads nowhere")]
-    Dangling,
-    #[error("the file is hard-linked elsewhere; only files with a single link are served")]
-    HardLinked,
-    #[error("the path is a folder, not a file")]
-    IsDir,
-    #[error("the path is not a regular file")]
-    NotAFile,
-    #[error("a segment of the path is a file or a symlink, not a folder")]
-    NotAFolder,
-    #[error("/sandbox/skills/ is read-only: skills are copied in when the thread starts")]
-    ReadOnly,
-    #[error("a file already exists at this path")]
-    AlreadyExists,
-    #[error("the file's current ETag does not match")]
-    PreconditionFailed,
-    #[error("the body is larger than the limit of {limit} bytes")]
-    TooLarge { limit: u64 },
-    #[error("the request body could not be read: {0}")]
-    Body(String),
-    #[error("the sandbox is busy: earlier operations on it have not finished; try again")]
-    Busy,
-    #[error("the folder holds more than {MAX_LISTED} entries; list a folder below it")]
-    TooManyEntries,
-    #[error(transparent)]
-    Io(io::Error),
-}
-
-impl From<io::Error> for SandboxError {
-    fn from(e: io::Error) -> Self {
-        classify(e)
-    }
-}
-
-/// Turns the errors cap-std and the kernel give for escapes into [`SandboxError::Escapes`].
-fn classify(e: io::Error) -> SandboxError {
+/// What an I/O error inside the jail means: cap-std and the kernel report an escape, a missing
+/// file and a taken path as I/O errors, and each becomes the refusal it is. Every I/O failure
+/// inside a sandbox goes through here (never through a blanket conversion).
+fn jailed(e: io::Error) -> Error {
     match e.kind() {
-        io::ErrorKind::NotFound => SandboxError::NotFound,
+        io::ErrorKind::NotFound => Error::NotFound,
         // cap-std reports an escape as PermissionDenied ("a path led outside of the
         // filesystem"); the kernel's RESOLVE_BENEATH says EXDEV; a symlink loop is ELOOP.
-        io::ErrorKind::PermissionDenied => SandboxError::Escapes,
-        io::ErrorKind::IsADirectory => SandboxError::IsDir,
-        io::ErrorKind::AlreadyExists => SandboxError::AlreadyExists,
+        io::ErrorKind::PermissionDenied => Error::Escapes,
+        io::ErrorKind::IsADirectory => Error::IsDir,
+        io::ErrorKind::AlreadyExists => Error::AlreadyExists,
         _ => match e.raw_os_error() {
-            Some(libc::EXDEV | libc::ELOOP) => SandboxError::Escapes,
-            Some(libc::ENOTDIR) => SandboxError::NotFound,
-            _ => SandboxError::Io(e),
+            Some(libc::EXDEV | libc::ELOOP) => Error::Escapes,
+            Some(libc::ENOTDIR) => Error::NotFound,
+            _ => Error::Io(e),
         },
     }
 }
@@ -197,7 +158,7 @@ impl Sandboxes {
     }
 
     /// Creates a thread's sandbox with the standard layout, filling `skills/` from `skills`.
-    pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> Result<(), StoreError> {
+    pub async fn create(&self, thread_id: &str, skills: Option<&Path>) -> Result<(), Error> {
         match self {
             Sandboxes::Local { root, .. } => {
                 let path = root.join(thread_id);
@@ -218,25 +179,19 @@ impl Sandboxes {
                     Ok::<_, io::Error>(())
                 })
                 .await
-                .map_err(io::Error::other)??;
-                Ok(())
+                .map_err(|e| Error::Io(io::Error::other(e)))?
+                .map_err(Error::Io)
             }
             Sandboxes::Stored { db, blobs } => {
                 let space = SpaceName::sandbox();
                 db.space_mkdirs(thread_id, &space, &SANDBOX_LAYOUT).await?;
                 if let Some(skills) = skills {
-                    for (relative, host) in skill_files(skills)? {
-                        let path =
-                            ValidPath::parse(&format!("skills/{relative}")).map_err(|e| {
-                                StoreError::Config(format!("skill file '{relative}': {e}"))
-                            })?;
-                        let file = tokio::fs::File::open(&host).await?;
+                    for (relative, host) in skill_files(skills).map_err(Error::Io)? {
+                        let path = ValidPath::parse(&format!("skills/{relative}"))
+                            .map_err(|e| Error::Config(format!("skill file '{relative}': {e}")))?;
+                        let file = tokio::fs::File::open(&host).await.map_err(Error::Io)?;
                         let stream = tokio_util::io::ReaderStream::new(file);
-                        // No limit and a local file as the body: only reading it can fail.
-                        let blob = blobs.write(stream, u64::MAX).await.map_err(|e| match e {
-                            WriteError::Io(io) => StoreError::Io(io),
-                            other => StoreError::Io(io::Error::other(other.to_string())),
-                        })?;
+                        let blob = blobs.write(stream, u64::MAX).await?;
                         let content_type = ferry_core::mime::mime_for_name(&relative);
                         db.space_put(
                             thread_id,
@@ -255,7 +210,7 @@ impl Sandboxes {
     }
 
     /// Opens a thread's sandbox.
-    pub async fn open(&self, thread_id: &str) -> Result<Sandbox, SandboxError> {
+    pub async fn open(&self, thread_id: &str) -> Result<Sandbox, Error> {
         match self {
             Sandboxes::Local {
                 root,
@@ -265,7 +220,7 @@ impl Sandboxes {
                 let path = root.join(thread_id);
                 let gate = gates.of(thread_id, limits.concurrent_ops);
                 let dir = run_gated(&gate, limits.op_timeout, move || {
-                    Ok(Dir::open_ambient_dir(path, cap_std::ambient_authority())?)
+                    Dir::open_ambient_dir(path, cap_std::ambient_authority()).map_err(jailed)
                 })
                 .await?;
                 Ok(Sandbox::Local(LocalSandbox {
@@ -329,26 +284,26 @@ impl Sandboxes {
 
 /// Runs `work` on the blocking pool while holding one of `gate`'s permits. The permit goes with
 /// the work and is given back only when the work ends, so work the kernel never finishes keeps
-/// its permit; the caller is answered [`SandboxError::Busy`] once `timeout` has passed,
+/// its permit; the caller is answered [`Error::Busy`] once `timeout` has passed,
 /// whether waiting for a permit or for the work.
 async fn run_gated<T: Send + 'static>(
     gate: &Arc<Semaphore>,
     timeout: Duration,
-    work: impl FnOnce() -> Result<T, SandboxError> + Send + 'static,
-) -> Result<T, SandboxError> {
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
     let deadline = tokio::time::Instant::now() + timeout;
     let permit = tokio::time::timeout_at(deadline, gate.clone().acquire_owned())
         .await
-        .map_err(|_| SandboxError::Busy)?
-        .map_err(|_| SandboxError::Busy)?;
+        .map_err(|_| Error::Busy)?
+        .map_err(|_| Error::Busy)?;
     let task = tokio::task::spawn_blocking(move || {
         let result = work();
         drop(permit);
         result
     });
     match tokio::time::timeout_at(deadline, task).await {
-        Ok(joined) => joined.map_err(|e| SandboxError::Io(io::Error::other(e)))?,
-        Err(_) => Err(SandboxError::Busy),
+        Ok(joined) => joined.map_err(|e| Error::Io(io::Error::other(e)))?,
+        Err(_) => Err(Error::Busy),
     }
 }
 
@@ -519,7 +474,7 @@ pub enum Sandbox {
 }
 
 impl Sandbox {
-    pub async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
+    pub async fn open(&self, path: &ValidPath) -> Result<OpenedFile, Error> {
         match self {
             Sandbox::Local(local) => local.open(path).await,
             Sandbox::Stored(stored) => stored.open(path).await,
@@ -532,7 +487,7 @@ impl Sandbox {
         &self,
         dir: Option<&ValidPath>,
         recursive: bool,
-    ) -> Result<Vec<SandboxEntry>, SandboxError> {
+    ) -> Result<Vec<SandboxEntry>, Error> {
         match self {
             Sandbox::Local(local) => local.list(dir, recursive).await,
             Sandbox::Stored(stored) => stored.list(dir, recursive).await,
@@ -548,13 +503,13 @@ impl Sandbox {
         limit: u64,
         condition: &WriteCondition,
         content_type: &str,
-    ) -> Result<(bool, SandboxEntry), SandboxError>
+    ) -> Result<(bool, SandboxEntry), Error>
     where
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
     {
         if path.segments().next() == Some("skills") {
-            return Err(SandboxError::ReadOnly);
+            return Err(Error::ReadOnly);
         }
         match self {
             Sandbox::Local(local) => local.write(path, body, limit, condition).await,
@@ -575,10 +530,10 @@ impl Sandbox {
         blob: &StoredBlob,
         blobs: &Blobs,
         content_type: &str,
-    ) -> Result<String, SandboxError> {
+    ) -> Result<String, Error> {
         match self {
             Sandbox::Local(local) => {
-                let source = blobs.local_copy(&blob.key).await?;
+                let source = blobs.local_copy(&blob.key).await.map_err(Error::Io)?;
                 local.copy_in_unique(folder, name, source.path()).await
             }
             Sandbox::Stored(stored) => {
@@ -600,13 +555,12 @@ pub struct StoredSandbox {
 }
 
 impl StoredSandbox {
-    async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
+    async fn open(&self, path: &ValidPath) -> Result<OpenedFile, Error> {
         let file = self
             .db
             .space_file(&self.thread_id, &SpaceName::sandbox(), path)
-            .await
-            .map_err(store_to_sandbox)?
-            .ok_or(SandboxError::NotFound)?;
+            .await?
+            .ok_or(Error::NotFound)?;
         Ok(OpenedFile {
             size: file.size,
             modified: file.updated_at,
@@ -622,7 +576,7 @@ impl StoredSandbox {
         &self,
         dir: Option<&ValidPath>,
         recursive: bool,
-    ) -> Result<Vec<SandboxEntry>, SandboxError> {
+    ) -> Result<Vec<SandboxEntry>, Error> {
         let mut out = Vec::new();
         let mut after = None;
         loop {
@@ -638,8 +592,7 @@ impl StoredSandbox {
                         after,
                     },
                 )
-                .await
-                .map_err(store_to_sandbox)?;
+                .await?;
             out.extend(page.entries.into_iter().map(|entry| match entry {
                 SpaceEntry::Dir { path } => SandboxEntry {
                     path,
@@ -670,16 +623,12 @@ impl StoredSandbox {
         limit: u64,
         condition: &WriteCondition,
         content_type: &str,
-    ) -> Result<(bool, SandboxEntry), SandboxError>
+    ) -> Result<(bool, SandboxEntry), Error>
     where
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
     {
-        let blob = self.blobs.write(body, limit).await.map_err(|e| match e {
-            WriteError::TooLarge { limit } => SandboxError::TooLarge { limit },
-            WriteError::Body(m) => SandboxError::Body(m),
-            WriteError::Io(io) => SandboxError::Io(io),
-        })?;
+        let blob = self.blobs.write(body, limit).await?;
         let outcome = self
             .db
             .space_put(
@@ -695,7 +644,7 @@ impl StoredSandbox {
             Ok(outcome) => outcome,
             Err(e) => {
                 let _ = self.blobs.delete(&blob.key).await;
-                return Err(store_to_sandbox(e));
+                return Err(e);
             }
         };
         Ok((
@@ -716,10 +665,10 @@ impl StoredSandbox {
         name: &ValidPath,
         blob: &StoredBlob,
         content_type: &str,
-    ) -> Result<String, SandboxError> {
+    ) -> Result<String, Error> {
         for attempt in 0u32..10_000 {
             let candidate = format!("{folder}/{}", numbered(name.as_str(), attempt));
-            let path = ValidPath::parse(&candidate).map_err(|_| SandboxError::Escapes)?;
+            let path = ValidPath::parse(&candidate).map_err(|_| Error::Escapes)?;
             match self
                 .db
                 .space_put(
@@ -733,21 +682,11 @@ impl StoredSandbox {
                 .await
             {
                 Ok(_) => return Ok(candidate),
-                Err(StoreError::AlreadyExists) => continue,
-                Err(e) => return Err(store_to_sandbox(e)),
+                Err(Error::AlreadyExists) => continue,
+                Err(e) => return Err(e),
             }
         }
-        Err(SandboxError::AlreadyExists)
-    }
-}
-
-fn store_to_sandbox(e: StoreError) -> SandboxError {
-    match e {
-        StoreError::NotFound => SandboxError::NotFound,
-        StoreError::AlreadyExists => SandboxError::AlreadyExists,
-        StoreError::PreconditionFailed => SandboxError::PreconditionFailed,
-        StoreError::Io(io) => SandboxError::Io(io),
-        other => SandboxError::Io(io::Error::other(other)),
+        Err(Error::AlreadyExists)
     }
 }
 
@@ -764,14 +703,14 @@ impl LocalSandbox {
     /// Runs file system work on the folder, within this thread's share of the server.
     async fn blocking<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&Dir) -> Result<T, SandboxError> + Send + 'static,
-    ) -> Result<T, SandboxError> {
+        work: impl FnOnce(&Dir) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
         let dir = self.dir.clone();
         run_gated(&self.gate, self.op_timeout, move || work(&dir)).await
     }
 
     /// Opens a file for reading; the jail check and the open are one call.
-    async fn open(&self, path: &ValidPath) -> Result<OpenedFile, SandboxError> {
+    async fn open(&self, path: &ValidPath) -> Result<OpenedFile, Error> {
         let path = path.as_str().to_owned();
         self.blocking(move |dir| open_checked(dir, &path)).await
     }
@@ -781,7 +720,7 @@ impl LocalSandbox {
         &self,
         dir: Option<&ValidPath>,
         recursive: bool,
-    ) -> Result<Vec<SandboxEntry>, SandboxError> {
+    ) -> Result<Vec<SandboxEntry>, Error> {
         let prefix = dir.map(|d| d.as_str().to_owned());
         self.blocking(move |root| {
             let start = match &prefix {
@@ -789,9 +728,9 @@ impl LocalSandbox {
                     Ok(d) => d,
                     // A folder that does not exist lists nothing, as in spaces.
                     Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(classify(e)),
+                    Err(e) => return Err(jailed(e)),
                 },
-                None => root.try_clone()?,
+                None => root.try_clone().map_err(jailed)?,
             };
             let mut out = Vec::new();
             walk(&start, prefix.as_deref(), recursive, &mut out)?;
@@ -807,13 +746,13 @@ impl LocalSandbox {
         body: S,
         limit: u64,
         condition: &WriteCondition,
-    ) -> Result<(bool, SandboxEntry), SandboxError>
+    ) -> Result<(bool, SandboxEntry), Error>
     where
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
     {
         if path.segments().next() == Some(TMP_DIR) {
-            return Err(SandboxError::Escapes);
+            return Err(Error::Escapes);
         }
         // The commit runs on the blocking pool, which needs its own copy.
         let condition = condition.clone();
@@ -828,7 +767,10 @@ impl LocalSandbox {
                 }
                 let mut options = OpenOptions::new();
                 options.write(true).create_new(true);
-                Ok(tmp.open_with(&tmp_name, &options)?.into_std())
+                Ok(tmp
+                    .open_with(&tmp_name, &options)
+                    .map_err(jailed)?
+                    .into_std())
             })
             .await?
         };
@@ -859,13 +801,10 @@ impl LocalSandbox {
             .blocking(move |dir| {
                 // The new file's state comes from the descriptor that wrote it: a second
                 // lookup after the rename could meet whatever the agent put there since.
-                let committed = written
-                    .metadata()
-                    .map_err(SandboxError::from)
-                    .and_then(|meta| {
-                        let created = commit_write(dir, &tmp_name, &target, &condition, wait)?;
-                        Ok((created, meta))
-                    });
+                let committed = written.metadata().map_err(jailed).and_then(|meta| {
+                    let created = commit_write(dir, &tmp_name, &target, &condition, wait)?;
+                    Ok((created, meta))
+                });
                 let (created, meta) = match committed {
                     Ok(done) => done,
                     Err(e) => {
@@ -887,7 +826,7 @@ impl LocalSandbox {
             .await;
         // Renamed into place or removed by the commit step, the temporary name is gone. Only
         // when that step never ran (no turn within the timeout) is it left to the guard.
-        if !matches!(result, Err(SandboxError::Busy)) {
+        if !matches!(result, Err(Error::Busy)) {
             leftover.name = None;
         }
         result
@@ -898,7 +837,7 @@ impl LocalSandbox {
         folder: &str,
         name: &ValidPath,
         source: &Path,
-    ) -> Result<String, SandboxError> {
+    ) -> Result<String, Error> {
         let folder = folder.to_owned();
         let name = name.as_str().to_owned();
         let source = source.to_path_buf();
@@ -911,18 +850,18 @@ impl LocalSandbox {
                 match target_dir.open_with(&candidate, &options) {
                     Ok(target) => {
                         let mut target = target.into_std();
-                        let mut from = std::fs::File::open(&source)?;
+                        let mut from = std::fs::File::open(&source).map_err(Error::Io)?;
                         if let Err(e) = io::copy(&mut from, &mut target) {
                             let _ = target_dir.remove_file(&candidate);
-                            return Err(SandboxError::Io(e));
+                            return Err(Error::Io(e));
                         }
                         return Ok(format!("{folder}/{candidate}"));
                     }
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => return Err(classify(e)),
+                    Err(e) => return Err(jailed(e)),
                 }
             }
-            Err(SandboxError::AlreadyExists)
+            Err(Error::AlreadyExists)
         })
         .await
     }
@@ -960,21 +899,21 @@ impl Drop for TempGuard {
 /// Opens the folder at `path` beneath `dir`, creating it (and its parents) when missing. A
 /// segment that is a symlink is refused as leaving the sandbox, whether or not its target
 /// would: folders the server writes into are never reached through a link.
-fn folder(dir: &Dir, path: &str) -> Result<Dir, SandboxError> {
-    let mut current = dir.try_clone()?;
+fn folder(dir: &Dir, path: &str) -> Result<Dir, Error> {
+    let mut current = dir.try_clone().map_err(jailed)?;
     for segment in path.split('/') {
         match current.create_dir(segment) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(classify(e)),
+            Err(e) => return Err(jailed(e)),
         }
         current = match current.open_dir_nofollow(segment) {
             Ok(next) => next,
             Err(e) => {
                 return Err(match current.symlink_metadata(segment) {
-                    Ok(meta) if meta.file_type().is_symlink() => SandboxError::Escapes,
-                    Ok(meta) if !meta.is_dir() => SandboxError::NotAFolder,
-                    _ => classify(e),
+                    Ok(meta) if meta.file_type().is_symlink() => Error::Escapes,
+                    Ok(meta) if !meta.is_dir() => Error::NotAFolder,
+                    _ => jailed(e),
                 });
             }
         };
@@ -1015,7 +954,7 @@ fn truncate_to(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
+fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, Error> {
     // O_NONBLOCK: opening a FIFO (or a device) an agent planted would otherwise wait forever
     // for a writer. Regular files ignore the flag; anything else is refused below, after the
     // open, on the descriptor itself.
@@ -1027,21 +966,21 @@ fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, SandboxError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             // A symlink whose target is missing opens as NotFound; say what it is.
             return Err(match dir.symlink_metadata(path) {
-                Ok(meta) if meta.file_type().is_symlink() => SandboxError::Dangling,
-                _ => SandboxError::NotFound,
+                Ok(meta) if meta.file_type().is_symlink() => Error::Dangling,
+                _ => Error::NotFound,
             });
         }
-        Err(e) => return Err(classify(e)),
+        Err(e) => return Err(jailed(e)),
     };
-    let meta = file.metadata()?;
+    let meta = file.metadata().map_err(jailed)?;
     if meta.is_dir() {
-        return Err(SandboxError::IsDir);
+        return Err(Error::IsDir);
     }
     if !meta.is_file() {
-        return Err(SandboxError::NotAFile);
+        return Err(Error::NotAFile);
     }
     if meta.nlink() > 1 {
-        return Err(SandboxError::HardLinked);
+        return Err(Error::HardLinked);
     }
     Ok(OpenedFile {
         size: meta.len(),
@@ -1060,15 +999,15 @@ fn commit_write(
     target: &str,
     condition: &WriteCondition,
     wait: Duration,
-) -> Result<bool, SandboxError> {
+) -> Result<bool, Error> {
     let tmp_dir = lock_commits(dir, wait)?;
     let (parent, name) = match target.rsplit_once('/') {
         Some((parent, name)) => (folder(dir, parent)?, name),
-        None => (dir.try_clone()?, target),
+        None => (dir.try_clone().map_err(jailed)?, target),
     };
     let current = match open_checked(&parent, name) {
         Ok(opened) => Some(opened.etag),
-        Err(SandboxError::NotFound | SandboxError::Dangling) => None,
+        Err(Error::NotFound | Error::Dangling) => None,
         Err(e) => return Err(e),
     };
     let flags = match condition {
@@ -1080,11 +1019,11 @@ fn commit_write(
                 .as_ref()
                 .is_some_and(|etag| tags.iter().any(|t| t == "*" || t == etag));
             if !matches {
-                return Err(SandboxError::PreconditionFailed);
+                return Err(Error::PreconditionFailed);
             }
             if matches!(condition, WriteCondition::IfMatchAndCreateOnly(_)) {
                 // The file exists and matches, so "create only" is what fails, as in spaces.
-                return Err(SandboxError::AlreadyExists);
+                return Err(Error::AlreadyExists);
             }
             rustix::fs::RenameFlags::empty()
         }
@@ -1092,8 +1031,7 @@ fn commit_write(
     };
     // Both names are single components relative to folders opened through the jail, so the
     // rename cannot be steered outside it.
-    rustix::fs::renameat_with(&tmp_dir, tmp, &parent, name, flags)
-        .map_err(|e| classify(e.into()))?;
+    rustix::fs::renameat_with(&tmp_dir, tmp, &parent, name, flags).map_err(|e| jailed(e.into()))?;
     Ok(current.is_none())
 }
 
@@ -1101,7 +1039,7 @@ fn commit_write(
 /// the returned handle is dropped. Tried without blocking, again and again until `wait` has
 /// passed: a lock an agent on the host holds forever makes its own thread's writes `Busy`,
 /// never a server thread wait forever.
-fn lock_commits(dir: &Dir, wait: Duration) -> Result<Dir, SandboxError> {
+fn lock_commits(dir: &Dir, wait: Duration) -> Result<Dir, Error> {
     use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
     use rustix::fs::FlockOperation;
     // `folder` opens with O_PATH, which flock refuses: the lock needs a real descriptor.
@@ -1112,7 +1050,7 @@ fn lock_commits(dir: &Dir, wait: Duration) -> Result<Dir, SandboxError> {
         .maybe_dir(true)
         .follow(FollowSymlinks::No);
     cap_std::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_DIRECTORY);
-    let tmp = Dir::from_std_file(dir.open_with(TMP_DIR, &options)?.into_std());
+    let tmp = Dir::from_std_file(dir.open_with(TMP_DIR, &options).map_err(jailed)?.into_std());
     let deadline = Instant::now() + wait;
     loop {
         match rustix::fs::flock(&tmp, FlockOperation::NonBlockingLockExclusive) {
@@ -1120,18 +1058,14 @@ fn lock_commits(dir: &Dir, wait: Duration) -> Result<Dir, SandboxError> {
             Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            Err(rustix::io::Errno::WOULDBLOCK) => return Err(SandboxError::Busy),
-            Err(e) => return Err(classify(e.into())),
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(Error::Busy),
+            Err(e) => return Err(jailed(e.into())),
         }
     }
 }
 
 /// Writes the body to `file` and makes it durable; returns the file for its metadata.
-async fn stream_to<S, E>(
-    file: std::fs::File,
-    body: S,
-    limit: u64,
-) -> Result<std::fs::File, SandboxError>
+async fn stream_to<S, E>(file: std::fs::File, body: S, limit: u64) -> Result<std::fs::File, Error>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
@@ -1140,16 +1074,16 @@ where
     let mut size = 0u64;
     let mut body = std::pin::pin!(body);
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| SandboxError::Body(e.to_string()))?;
+        let chunk = chunk.map_err(|e| Error::Body(e.to_string()))?;
         size += chunk.len() as u64;
         if size > limit {
-            return Err(SandboxError::TooLarge { limit });
+            return Err(Error::TooLarge { limit });
         }
-        writer.write_all(&chunk).await.map_err(SandboxError::Io)?;
+        writer.write_all(&chunk).await.map_err(Error::Io)?;
     }
-    writer.flush().await.map_err(SandboxError::Io)?;
+    writer.flush().await.map_err(Error::Io)?;
     let file = writer.into_inner();
-    file.sync_all().await.map_err(SandboxError::Io)?;
+    file.sync_all().await.map_err(Error::Io)?;
     Ok(file.into_std().await)
 }
 
@@ -1160,9 +1094,9 @@ fn walk(
     prefix: Option<&str>,
     recursive: bool,
     out: &mut Vec<SandboxEntry>,
-) -> Result<(), SandboxError> {
-    for entry in dir.entries()? {
-        let entry = entry?;
+) -> Result<(), Error> {
+    for entry in dir.entries().map_err(jailed)? {
+        let entry = entry.map_err(jailed)?;
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
             // A name that is not UTF-8 cannot be addressed through the API; skip it.
             continue;
@@ -1181,7 +1115,7 @@ fn walk(
             Ok(meta) => meta,
             // Removed since the folder was read.
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(classify(e)),
+            Err(e) => return Err(jailed(e)),
         };
         if meta.is_dir() {
             if recursive {
@@ -1209,7 +1143,7 @@ fn walk(
             });
         }
         if out.len() > MAX_LISTED {
-            return Err(SandboxError::TooManyEntries);
+            return Err(Error::TooManyEntries);
         }
     }
     Ok(())

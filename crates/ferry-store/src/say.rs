@@ -4,7 +4,7 @@ use ferry_core::Timestamp;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::StoreError;
+use crate::Error;
 use crate::db::{Db, now_millis};
 
 /// A file attached to an agent message.
@@ -83,9 +83,7 @@ fn new_id() -> String {
 }
 
 impl Db {
-    pub async fn insert_attachment(&self, mut a: Attachment) -> Result<Attachment, StoreError> {
-        a.id = new_id();
-        a.created_at = Timestamp(now_millis());
+    pub async fn insert_attachment(&self, a: &Attachment) -> Result<(), Error> {
         sqlx::query(
             "INSERT INTO attachments (id, thread_id, filename, mime_type, size, sha256, send_as, \
              blob_key, published_id, published_revision, created_at) \
@@ -108,7 +106,7 @@ impl Db {
         .bind(a.created_at.millis())
         .execute(self.pool())
         .await?;
-        Ok(a)
+        Ok(())
     }
 
     /// An attachment; with `thread_id`, only if it belongs to that thread.
@@ -116,7 +114,7 @@ impl Db {
         &self,
         id: &str,
         thread_id: Option<&str>,
-    ) -> Result<Option<Attachment>, StoreError> {
+    ) -> Result<Option<Attachment>, Error> {
         let row = sqlx::query(
             "SELECT id, thread_id, filename, mime_type, size, sha256, send_as, blob_key, \
              published_id, published_revision, created_at FROM attachments WHERE id = $1",
@@ -137,7 +135,7 @@ impl Db {
         kind: &str,
         url: &str,
         secret: &str,
-    ) -> Result<Connector, StoreError> {
+    ) -> Result<Connector, Error> {
         let connector = Connector {
             id: new_id(),
             thread_id: thread_id.to_owned(),
@@ -161,7 +159,7 @@ impl Db {
         Ok(connector)
     }
 
-    pub async fn connectors(&self, thread_id: &str) -> Result<Vec<Connector>, StoreError> {
+    pub async fn connectors(&self, thread_id: &str) -> Result<Vec<Connector>, Error> {
         let rows = sqlx::query(
             "SELECT id, thread_id, kind, url, secret, created_at FROM connectors \
              WHERE thread_id = $1 ORDER BY created_at, id",
@@ -175,7 +173,7 @@ impl Db {
             .collect::<Result<_, _>>()?)
     }
 
-    pub async fn connector(&self, id: &str) -> Result<Option<Connector>, StoreError> {
+    pub async fn connector(&self, id: &str) -> Result<Option<Connector>, Error> {
         let row = sqlx::query(
             "SELECT id, thread_id, kind, url, secret, created_at FROM connectors WHERE id = $1",
         )
@@ -186,7 +184,7 @@ impl Db {
     }
 
     /// Removes a connector and its pending deliveries; `false` when there was none.
-    pub async fn delete_connector(&self, thread_id: &str, id: &str) -> Result<bool, StoreError> {
+    pub async fn delete_connector(&self, thread_id: &str, id: &str) -> Result<bool, Error> {
         let mut tx = self.begin_write().await?;
         let removed = sqlx::query("DELETE FROM connectors WHERE id = $1 AND thread_id = $2")
             .bind(id)
@@ -208,7 +206,7 @@ impl Db {
         connector_id: &str,
         thread_id: &str,
         event_id: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
         let now = now_millis();
         sqlx::query(
             "INSERT INTO webhook_deliveries (id, connector_id, thread_id, event_id, state, \
@@ -225,7 +223,7 @@ impl Db {
     }
 
     /// Up to `limit` connectors that have a delivery due and not claimed, oldest due first.
-    pub async fn connectors_due(&self, limit: u32) -> Result<Vec<String>, StoreError> {
+    pub async fn connectors_due(&self, limit: u32) -> Result<Vec<String>, Error> {
         let now = now_millis();
         let rows: Vec<String> = sqlx::query_scalar(
             "SELECT connector_id FROM webhook_deliveries WHERE state = 'pending' \
@@ -247,7 +245,7 @@ impl Db {
         &self,
         connector_id: &str,
         lease_ms: i64,
-    ) -> Result<Option<Delivery>, StoreError> {
+    ) -> Result<Option<Delivery>, Error> {
         let now = now_millis();
         let row = sqlx::query(
             "UPDATE webhook_deliveries SET locked_until = $2, attempts = attempts + 1 \
@@ -280,7 +278,7 @@ impl Db {
         &self,
         id: &str,
         outcome: Result<(), (&str, Option<i64>)>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
         let (state, next_at, error) = match outcome {
             Ok(()) => ("delivered", None, None),
             Err((error, Some(retry_at))) => ("pending", Some(retry_at), Some(error)),
@@ -304,7 +302,7 @@ impl Db {
         &self,
         thread_id: &str,
         id: i64,
-    ) -> Result<Option<crate::events::StoredEvent>, StoreError> {
+    ) -> Result<Option<crate::events::StoredEvent>, Error> {
         Ok(self
             .events_after(thread_id, id - 1, 1)
             .await?
@@ -317,7 +315,7 @@ impl Db {
         &self,
         thread_id: &str,
         path: &str,
-    ) -> Result<Option<crate::published::Revision>, StoreError> {
+    ) -> Result<Option<crate::published::Revision>, Error> {
         let revisions = self.published(thread_id, true).await?;
         Ok(revisions
             .into_iter()

@@ -9,7 +9,7 @@ use ferry_core::{SpaceName, Timestamp, ValidPath};
 use sqlx::any::AnyRow;
 use sqlx::{AssertSqlSafe, Row};
 
-use crate::StoreError;
+use crate::Error;
 use crate::blobs::StoredBlob;
 use crate::db::{Db, now_millis};
 
@@ -121,7 +121,7 @@ impl Db {
         owner: &str,
         space: &SpaceName,
         path: &ValidPath,
-    ) -> Result<Option<SpaceFile>, StoreError> {
+    ) -> Result<Option<SpaceFile>, Error> {
         let sql = format!(
             "SELECT {FILE_COLUMNS} FROM space_files WHERE owner = $1 AND space = $2 AND path = $3"
         );
@@ -143,7 +143,7 @@ impl Db {
         blob: &StoredBlob,
         content_type: &str,
         condition: &WriteCondition,
-    ) -> Result<WriteOutcome, StoreError> {
+    ) -> Result<WriteOutcome, Error> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
         record_dirs(&mut tx, owner, space, path.ancestors()).await?;
@@ -191,7 +191,7 @@ impl Db {
                 .fetch_optional(&mut *tx)
                 .await?;
                 if created.is_none() {
-                    return Err(StoreError::AlreadyExists);
+                    return Err(Error::AlreadyExists);
                 }
                 created
             }
@@ -221,7 +221,7 @@ impl Db {
                         // The file exists and matches, so `If-None-Match: *` is what fails.
                         let current = self.space_file(owner, space, path).await?;
                         if current.is_some_and(|f| tag == "*" || f.sha256 == *tag) {
-                            return Err(StoreError::AlreadyExists);
+                            return Err(Error::AlreadyExists);
                         }
                         continue;
                     }
@@ -231,7 +231,7 @@ impl Db {
                     }
                 }
                 if updated.is_none() {
-                    return Err(StoreError::PreconditionFailed);
+                    return Err(Error::PreconditionFailed);
                 }
                 updated
             }
@@ -256,7 +256,7 @@ impl Db {
         owner: &str,
         space: &SpaceName,
         query: &ListQuery<'_>,
-    ) -> Result<ListPage, StoreError> {
+    ) -> Result<ListPage, Error> {
         let (after_path, after_kind) = match &query.after {
             Some(c) => (c.path.clone(), c.kind.clone()),
             None => (String::new(), String::new()),
@@ -340,7 +340,7 @@ impl Db {
 
     /// The spaces of an owner (those holding at least one file), with their file count, total
     /// size and last change, sorted by name. Reserved spaces (a leading `.`) are not listed.
-    pub async fn spaces_of(&self, owner: &str) -> Result<Vec<SpaceSummary>, StoreError> {
+    pub async fn spaces_of(&self, owner: &str) -> Result<Vec<SpaceSummary>, Error> {
         let rows = sqlx::query(
             "SELECT space, COUNT(*) AS files, SUM(size) AS bytes, MAX(updated_at) AS updated_at \
              FROM space_files WHERE owner = $1 AND space NOT LIKE '.%' \
@@ -359,7 +359,74 @@ impl Db {
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::from)
+            .map_err(Error::from)
+    }
+
+    /// Removes one file, if its SHA-256 is one of `if_match` (`*` matches any) when given, and
+    /// with it every folder above that no longer holds anything. Answers the removed file;
+    /// its blob is left to the sweep.
+    pub async fn space_delete(
+        &self,
+        owner: &str,
+        space: &SpaceName,
+        path: &ValidPath,
+        if_match: Option<&[String]>,
+    ) -> Result<SpaceFile, Error> {
+        let mut tx = self.begin_write().await?;
+        let sql = format!(
+            "SELECT {FILE_COLUMNS} FROM space_files WHERE owner = $1 AND space = $2 AND path = $3"
+        );
+        let current = sqlx::query(AssertSqlSafe(sql))
+            .bind(owner)
+            .bind(space.as_str())
+            .bind(path.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(file_from_row)
+            .transpose()?
+            .ok_or(Error::NotFound)?;
+        if let Some(tags) = if_match
+            && !tags.iter().any(|t| t == "*" || *t == current.sha256)
+        {
+            return Err(Error::PreconditionFailed);
+        }
+        sqlx::query("DELETE FROM space_files WHERE owner = $1 AND space = $2 AND path = $3")
+            .bind(owner)
+            .bind(space.as_str())
+            .bind(path.as_str())
+            .execute(&mut *tx)
+            .await?;
+        // Deepest folder first: a folder is empty once nothing sorts between `dir/` and `dir0`
+        // ('0' follows '/' in byte order), neither a file nor a folder.
+        let ancestors: Vec<&str> = path.ancestors().collect();
+        'prune: for dir in ancestors.into_iter().rev() {
+            let (low, high) = (format!("{dir}/"), format!("{dir}0"));
+            for table in ["space_files", "space_dirs"] {
+                let sql = format!(
+                    "SELECT path FROM {table} WHERE owner = $1 AND space = $2 \
+                     AND path > $3 AND path < $4 LIMIT 1"
+                );
+                let inside: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql))
+                    .bind(owner)
+                    .bind(space.as_str())
+                    .bind(&low)
+                    .bind(&high)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if inside.is_some() {
+                    break 'prune;
+                }
+            }
+            sqlx::query("DELETE FROM space_dirs WHERE owner = $1 AND space = $2 AND path = $3")
+                .bind(owner)
+                .bind(space.as_str())
+                .bind(dir)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(current)
     }
 
     /// Records folders (and their ancestors) so that they are listed while still empty.
@@ -368,11 +435,11 @@ impl Db {
         owner: &str,
         space: &SpaceName,
         dirs: &[&str],
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
         for dir in dirs {
-            let dir = ValidPath::parse(dir)
-                .map_err(|e| StoreError::Config(format!("folder '{dir}': {e}")))?;
+            let dir =
+                ValidPath::parse(dir).map_err(|e| Error::Config(format!("folder '{dir}': {e}")))?;
             let with_ancestors = dir.ancestors().chain(std::iter::once(dir.as_str()));
             record_dirs(&mut tx, owner, space, with_ancestors).await?;
         }
@@ -388,7 +455,7 @@ async fn record_dirs<'a>(
     owner: &str,
     space: &SpaceName,
     dirs: impl Iterator<Item = &'a str>,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     for dir in dirs {
         sqlx::query(
             "INSERT INTO space_dirs (owner, space, path, parent) VALUES ($1, $2, $3, $4) \

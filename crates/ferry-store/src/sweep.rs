@@ -14,7 +14,7 @@
 use futures::StreamExt;
 use std::time::Duration;
 
-use crate::StoreError;
+use crate::Error;
 use crate::blobs::Blobs;
 use crate::db::{Db, Engine, now_millis};
 use sqlx::Row;
@@ -43,7 +43,7 @@ pub struct BlobReferences {
 
 impl Db {
     /// Every column of the schema that holds blob keys.
-    pub async fn blob_references(&self) -> Result<BlobReferences, StoreError> {
+    pub async fn blob_references(&self) -> Result<BlobReferences, Error> {
         let sql = match self.engine() {
             Engine::Sqlite => {
                 "SELECT m.name AS tbl, p.name AS col FROM sqlite_master m \
@@ -67,7 +67,7 @@ impl Db {
             }
         }
         if columns.is_empty() {
-            return Err(StoreError::Config(
+            return Err(Error::Config(
                 "the schema has no blob_key column; refusing to sweep".into(),
             ));
         }
@@ -87,7 +87,7 @@ impl Db {
         &self,
         references: &BlobReferences,
         key: &str,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<bool, Error> {
         // Audited: the query is built only from identifiers of the database's own schema that
         // passed `is_plain_identifier`; the key is a bound parameter.
         let found: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(references.query.clone()))
@@ -113,16 +113,16 @@ fn is_plain_identifier(name: &str) -> bool {
 }
 
 /// Removes unreferenced blobs and spool files older than `grace`.
-pub async fn sweep(db: &Db, blobs: &Blobs, grace: Duration) -> Result<SweepReport, StoreError> {
+pub async fn sweep(db: &Db, blobs: &Blobs, grace: Duration) -> Result<SweepReport, Error> {
     let mut report = SweepReport {
-        removed_spools: blobs.sweep_spools(grace).await? as u64,
+        removed_spools: blobs.sweep_spools(grace).await.map_err(Error::Io)? as u64,
         ..SweepReport::default()
     };
     let cutoff = now_millis() - grace.as_millis() as i64;
     let references = db.blob_references().await?;
     let mut keys = blobs.keys();
     while let Some(key) = keys.next().await {
-        let key = key?;
+        let key = key.map_err(Error::Io)?;
         report.examined += 1;
         // Keys that are not ferry's, or are too young, are left alone.
         let Some(created) = key_millis(&key) else {
@@ -131,7 +131,7 @@ pub async fn sweep(db: &Db, blobs: &Blobs, grace: Duration) -> Result<SweepRepor
         if created > cutoff || db.blob_referenced(&references, &key).await? {
             continue;
         }
-        blobs.delete(&key).await?;
+        blobs.delete(&key).await.map_err(Error::Io)?;
         report.removed_blobs += 1;
         tracing::info!(%key, "swept an unreferenced blob");
     }

@@ -5,7 +5,7 @@ use ferry_core::Timestamp;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::StoreError;
+use crate::Error;
 use crate::db::{Db, now_millis};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,11 +26,7 @@ fn thread_from_row(row: &AnyRow) -> Result<Thread, sqlx::Error> {
 }
 
 impl Db {
-    pub async fn create_thread(
-        &self,
-        owner: &str,
-        title: Option<&str>,
-    ) -> Result<Thread, StoreError> {
+    pub async fn create_thread(&self, owner: &str, title: Option<&str>) -> Result<Thread, Error> {
         let thread = Thread {
             id: uuid::Uuid::now_v7().to_string(),
             owner: owner.to_owned(),
@@ -47,7 +43,7 @@ impl Db {
         Ok(thread)
     }
 
-    pub async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
+    pub async fn thread(&self, id: &str) -> Result<Option<Thread>, Error> {
         let row = sqlx::query("SELECT id, owner, title, created_at FROM threads WHERE id = $1")
             .bind(id)
             .fetch_optional(self.pool())
@@ -56,7 +52,7 @@ impl Db {
     }
 
     /// The threads of one owner (or of everyone), newest first.
-    pub async fn threads(&self, owner: Option<&str>) -> Result<Vec<Thread>, StoreError> {
+    pub async fn threads(&self, owner: Option<&str>) -> Result<Vec<Thread>, Error> {
         let rows = match owner {
             Some(owner) => {
                 sqlx::query(

@@ -4,8 +4,8 @@ use ferry_core::Timestamp;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::StoreError;
-use crate::db::{Db, now_millis};
+use crate::Error;
+use crate::db::Db;
 use crate::events::{StoredEvent, append_in};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,14 +59,13 @@ pub fn new_upload_id() -> String {
 }
 
 impl Db {
-    /// Records an upload and its `upload` event in one transaction. `upload.created_at` is set
-    /// here; `render` turns the stored upload, the event id and time into the event's JSON.
+    /// Records an upload and its `upload` event in one transaction; `render` turns the upload,
+    /// the event id and time into the event's JSON.
     pub async fn insert_upload(
         &self,
-        mut upload: Upload,
+        upload: Upload,
         render: impl FnOnce(&Upload, i64, Timestamp) -> String,
-    ) -> Result<(Upload, StoredEvent), StoreError> {
-        upload.created_at = Timestamp(now_millis());
+    ) -> Result<(Upload, StoredEvent), Error> {
         let mut tx = self.begin_write().await?;
         let sql = format!(
             "INSERT INTO uploads ({COLUMNS}) VALUES \
@@ -99,7 +98,7 @@ impl Db {
         Ok((upload, event))
     }
 
-    pub async fn uploads(&self, thread_id: &str) -> Result<Vec<Upload>, StoreError> {
+    pub async fn uploads(&self, thread_id: &str) -> Result<Vec<Upload>, Error> {
         let sql =
             format!("SELECT {COLUMNS} FROM uploads WHERE thread_id = $1 ORDER BY created_at, id");
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -109,7 +108,7 @@ impl Db {
         Ok(rows.iter().map(upload_from_row).collect::<Result<_, _>>()?)
     }
 
-    pub async fn upload(&self, thread_id: &str, id: &str) -> Result<Option<Upload>, StoreError> {
+    pub async fn upload(&self, thread_id: &str, id: &str) -> Result<Option<Upload>, Error> {
         let sql = format!("SELECT {COLUMNS} FROM uploads WHERE thread_id = $1 AND id = $2");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(thread_id)

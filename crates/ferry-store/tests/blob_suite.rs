@@ -2,7 +2,7 @@
 //! started on loopback by the test).
 
 use bytes::Bytes;
-use ferry_store::blobs::WriteError;
+
 use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 use futures::{Stream, StreamExt, stream};
 use std::io;
@@ -149,11 +149,11 @@ on_every_store! {
     over_the_limit_leaves_nothing => |blobs: Blobs| async move {
         for len in [5_000usize, 9 * 1024 * 1024] {
             let err = blobs.write(chunks(data(len), 1 << 16), (len - 1) as u64).await.unwrap_err();
-            assert!(matches!(err, WriteError::TooLarge { .. }), "{err:?}");
+            assert!(matches!(err, ferry_store::Error::TooLarge { .. }), "{err:?}");
         }
         assert!(keys(&blobs).await.is_empty(), "no blob remains");
         let err = blobs.spool(chunks(data(5_000), 100), 4_999).await.unwrap_err();
-        assert!(matches!(err, WriteError::TooLarge { .. }));
+        assert!(matches!(err, ferry_store::Error::TooLarge { .. }));
         assert_eq!(blobs.sweep_spools(Duration::ZERO).await.unwrap(), 0, "no spool remains");
     };
 
@@ -164,7 +164,7 @@ on_every_store! {
                 Err(io::Error::other("connection reset")),
             ]);
             let err = blobs.write(body, u64::MAX).await.unwrap_err();
-            assert!(matches!(err, WriteError::Body(_)), "{err:?}");
+            assert!(matches!(err, ferry_store::Error::Body(_)), "{err:?}");
         }
         assert!(keys(&blobs).await.is_empty());
     };

@@ -2,7 +2,7 @@
 
 use ferry_core::{SpaceName, ValidPath};
 use ferry_store::Db;
-use ferry_store::StoreError;
+use ferry_store::Error;
 use ferry_store::StoredBlob;
 use ferry_store::published::NewRevision;
 use ferry_store::spaces::{ListQuery, SpaceEntry, WriteCondition};
@@ -54,7 +54,7 @@ fn path(p: &str) -> ValidPath {
     ValidPath::parse(p).unwrap()
 }
 
-async fn put(db: &Db, p: &str, n: u32, condition: WriteCondition) -> Result<bool, StoreError> {
+async fn put(db: &Db, p: &str, n: u32, condition: WriteCondition) -> Result<bool, Error> {
     let space = SpaceName::parse("s").unwrap();
     db.space_put("u", &space, &path(p), &blob(n), "text/plain", &condition)
         .await
@@ -90,16 +90,16 @@ on_every_engine! {
     spaces_create_overwrite_and_conditions => |db: Db| async move {
         assert!(put(&db, "a/b.md", 1, WriteCondition::None).await.unwrap());
         assert!(!put(&db, "a/b.md", 2, WriteCondition::None).await.unwrap());
-        assert!(matches!(put(&db, "a/b.md", 3, WriteCondition::CreateOnly).await, Err(StoreError::AlreadyExists)));
+        assert!(matches!(put(&db, "a/b.md", 3, WriteCondition::CreateOnly).await, Err(Error::AlreadyExists)));
         let current = format!("{:064x}", 2);
         assert!(matches!(
             put(&db, "a/b.md", 4, WriteCondition::IfMatch(vec!["nope".into()])).await,
-            Err(StoreError::PreconditionFailed)
+            Err(Error::PreconditionFailed)
         ));
         assert!(!put(&db, "a/b.md", 4, WriteCondition::IfMatch(vec![current])).await.unwrap());
         assert!(matches!(
             put(&db, "missing", 5, WriteCondition::IfMatch(vec!["*".into()])).await,
-            Err(StoreError::PreconditionFailed)
+            Err(Error::PreconditionFailed)
         ));
         let file = db.space_file("u", &SpaceName::parse("s").unwrap(), &path("a/b.md")).await.unwrap().unwrap();
         assert_eq!(file.blob_key, "key-4");
@@ -119,7 +119,7 @@ on_every_engine! {
         for task in tasks {
             match task.await.unwrap() {
                 Ok(true) => created += 1,
-                Err(StoreError::AlreadyExists) => {}
+                Err(Error::AlreadyExists) => {}
                 other => panic!("unexpected {other:?}"),
             }
         }
@@ -195,7 +195,7 @@ on_every_engine! {
         assert_eq!(stored.iter().map(|e| e.id).collect::<Vec<_>>(), (1..=60).collect::<Vec<_>>());
         assert_eq!(db.events_after(&thread.id, 58, 10).await.unwrap().len(), 2);
         assert_eq!(db.last_event_id(&thread.id).await.unwrap(), 60);
-        assert!(matches!(db.append_event("missing", "x", |_, _| String::new()).await, Err(StoreError::NotFound)));
+        assert!(matches!(db.append_event("missing", "x", |_, _| String::new()).await, Err(Error::NotFound)));
     };
 
     threads_uploads_and_revisions => |db: Db| async move {
@@ -431,7 +431,7 @@ on_every_engine! {
         for writer in writers {
             match writer.await.unwrap() {
                 Ok(_) => won += 1,
-                Err(ferry_store::sandbox::SandboxError::PreconditionFailed) => refused += 1,
+                Err(ferry_store::Error::PreconditionFailed) => refused += 1,
                 Err(other) => panic!("unexpected: {other}"),
             }
         }

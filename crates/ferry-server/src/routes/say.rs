@@ -5,14 +5,14 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use ferry_app::connectors;
 use ferry_app::say::{self, SayResult};
-use ferry_app::{Action, access};
 use ferry_store::say::Attachment;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
@@ -170,32 +170,25 @@ pub async fn create_connector(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<NewConnector>,
 ) -> ApiResult<Response> {
-    let thread = access::thread(&state.app, &principal, &id, Action::Manage).await?;
-    if body.kind != "webhook" {
-        return Err(ApiError::invalid_request(format!(
-            "connector type '{}' is not known: use 'webhook'",
-            body.kind
-        )));
-    }
-    let url = reqwest::Url::parse(&body.url)
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-        .ok_or_else(|| ApiError::invalid_request("'url' must be an absolute http or https URL"))?;
-    crate::outbound::check_webhook_url(&url, state.config.webhooks.allow_private)
-        .map_err(|why| ApiError::invalid_request(format!("'url' is refused: {why}")))?;
-    let secret = hex::encode(rand::random::<[u8; 32]>());
-    let row = state
-        .app
-        .db
-        .insert_connector(&thread.id, "webhook", url.as_str(), &secret)
-        .await?;
+    let allow_private = state.config.webhooks.allow_private;
+    let policy = |url: &str| -> Result<String, String> {
+        let url = reqwest::Url::parse(url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .ok_or("'url' must be an absolute http or https URL")?;
+        crate::outbound::check_webhook_url(&url, allow_private)
+            .map_err(|why| format!("'url' is refused: {why}"))?;
+        Ok(url.into())
+    };
+    let row =
+        connectors::register(&state.app, &principal, &id, &body.kind, &body.url, &policy).await?;
     Ok((
         StatusCode::CREATED,
         Json(ConnectorView {
             id: row.id,
             kind: row.kind,
             url: row.url,
-            secret: Some(secret),
+            secret: Some(row.secret),
             created_at: row.created_at.rfc3339(),
         }),
     )
@@ -214,8 +207,7 @@ pub async fn list_connectors(
     principal: Principal,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ConnectorList>> {
-    let thread = access::thread(&state.app, &principal, &id, Action::Manage).await?;
-    let rows = state.app.db.connectors(&thread.id).await?;
+    let rows = connectors::list(&state.app, &principal, &id).await?;
     Ok(Json(ConnectorList {
         connectors: rows
             .into_iter()
@@ -242,12 +234,6 @@ pub async fn delete_connector(
     principal: Principal,
     ApiPath((id, cid)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let thread = access::thread(&state.app, &principal, &id, Action::Manage).await?;
-    if state.app.db.delete_connector(&thread.id, &cid).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found(format!(
-            "no connector '{cid}' in this thread"
-        )))
-    }
+    connectors::remove(&state.app, &principal, &id, &cid).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

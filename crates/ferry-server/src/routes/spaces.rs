@@ -19,7 +19,9 @@ use crate::extract::{ApiQuery, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::serve::{Servable, etag, header_value, serve_blob};
 use crate::state::AppState;
-use crate::write_headers::{check_declared_length, usable_content_type, write_condition};
+use crate::write_headers::{
+    check_declared_length, delete_condition, usable_content_type, write_condition,
+};
 
 pub const DEFAULT_LIST_LIMIT: u32 = 1000;
 pub const MAX_LIST_LIMIT: u32 = 10_000;
@@ -221,6 +223,35 @@ pub async fn head_file(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     get_file(state, principal, method, uri, headers).await
+}
+
+/// Removes one file; folders left empty disappear from listings.
+#[utoipa::path(
+    delete, path = "/api/spaces/{space}/files/{*path}", tag = "spaces",
+    params(
+        ("space" = String, Path, description = "Space name"),
+        ("path" = String, Path, description = "File path; may contain '/'"),
+        ("If-Match" = Option<String>, Header, description = "Remove only if the ETag matches"),
+    ),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
+        (status = 404, description = "NOT_FOUND"),
+        (status = 412, description = "PRECONDITION_FAILED"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_file(
+    State(state): State<AppState>,
+    principal: Principal,
+    uri: Uri,
+    headers: HeaderMap,
+) -> ApiResult<StatusCode> {
+    let space = space_name(&uri)?;
+    let path = file_path(&uri)?;
+    let if_match = delete_condition(&headers)?;
+    spaces::delete(&state.app, &principal, &space, &path, if_match.as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Creates or overwrites one file.

@@ -411,6 +411,82 @@ async fn conditional_writes() {
 }
 
 #[tokio::test]
+async fn delete_removes_a_file_and_the_folders_it_leaves_empty() {
+    let app = TestApp::new().await;
+    let u = app.user("u");
+    let other = app.user("other");
+    let written = app.put("/api/spaces/s/files/a/b/c.md", &u, MD, b"c").await;
+    let tag = written.json()["etag"].as_str().unwrap().to_owned();
+    app.put("/api/spaces/s/files/a/keep.md", &u, MD, b"k")
+        .await
+        .expect(201, None);
+    let delete = |path: &'static str, user, headers: &'static [(&'static str, &'static str)]| {
+        app.send("DELETE", path, Some(user), headers, Body::empty())
+    };
+
+    // Another user cannot reach it; a stale etag or a create-only header leaves it alone.
+    delete("/api/spaces/s/files/a/b/c.md", &other, &[])
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    delete(
+        "/api/spaces/s/files/a/b/c.md",
+        &u,
+        &[("if-match", "\"0000\"")],
+    )
+    .await
+    .expect(412, Some("PRECONDITION_FAILED"));
+    delete(
+        "/api/spaces/s/files/a/b/c.md",
+        &u,
+        &[("if-none-match", "*")],
+    )
+    .await
+    .expect(400, Some("INVALID_REQUEST"));
+    delete("/api/spaces/s/files/a/../c.md", &u, &[])
+        .await
+        .expect(400, Some("INVALID_PATH"));
+    assert_eq!(app.get("/api/spaces/s/files/a/b/c.md", &u).await.body, b"c");
+
+    let removed = app
+        .send(
+            "DELETE",
+            "/api/spaces/s/files/a/b/c.md",
+            Some(&u),
+            &[("if-match", tag.as_str())],
+            Body::empty(),
+        )
+        .await;
+    removed.expect(204, None);
+    assert!(removed.body.is_empty());
+    app.get("/api/spaces/s/files/a/b/c.md", &u)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    delete("/api/spaces/s/files/a/b/c.md", &u, &[])
+        .await
+        .expect(404, Some("NOT_FOUND"));
+
+    // a/b held nothing else and is gone; a/ still holds keep.md.
+    let listing = app.get("/api/spaces/s/files?dir=a", &u).await.json();
+    let paths: Vec<_> = listing["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["a/keep.md"]);
+    delete("/api/spaces/s/files/a/keep.md", &u, &[])
+        .await
+        .expect(204, None);
+    let top = app.get("/api/spaces/s/files", &u).await.json();
+    assert_eq!(top["files"], serde_json::json!([]));
+    // A folder is not a file.
+    app.put("/api/spaces/s/files/d/e.md", &u, MD, b"e").await;
+    delete("/api/spaces/s/files/d", &u, &[])
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+#[tokio::test]
 async fn content_type_is_required() {
     let app = TestApp::new().await;
     let u = app.user("u");
@@ -715,7 +791,7 @@ async fn unknown_routes_and_methods_answer_the_envelope() {
         .await
         .expect(404, Some("NOT_FOUND"));
     app.send(
-        "DELETE",
+        "PATCH",
         "/api/spaces/s/files/a.md",
         Some(&u),
         &[],

@@ -124,6 +124,7 @@ async fn mcp_over_http_acts_with_the_callers_token() {
             "list_space_files",
             "read_space_file",
             "write_space_file",
+            "delete_space_file",
             "say",
             "list_uploads"
         ]

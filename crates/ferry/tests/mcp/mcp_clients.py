@@ -35,6 +35,7 @@ TOOLS = [
     "list_space_files",
     "read_space_file",
     "write_space_file",
+    "delete_space_file",
     "say",
     "list_uploads",
 ]
@@ -84,6 +85,16 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "ifNoneMatch": {"type": "string", "enum": ["*"]},
         },
         "required": ["spaceName", "path", "content", "contentType"],
+        "additionalProperties": False,
+    },
+    "delete_space_file": {
+        "type": "object",
+        "properties": {
+            "spaceName": {"type": "string"},
+            "path": {"type": "string"},
+            "ifMatch": {"type": "string"},
+        },
+        "required": ["spaceName", "path"],
         "additionalProperties": False,
     },
     "say": {
@@ -240,8 +251,9 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
         check(hints.readOnlyHint is (tool.name in READ_ONLY), f"{tool.name}: readOnlyHint", hints)
         if tool.name in READ_ONLY:
             check(hints.idempotentHint is True, f"{tool.name}: idempotentHint", hints)
-        check(hints.destructiveHint is False, f"{tool.name}: destructiveHint", hints)
-        if tool.name == "write_space_file":
+        destructive = tool.name == "delete_space_file"
+        check(hints.destructiveHint is destructive, f"{tool.name}: destructiveHint", hints)
+        if tool.name in ("write_space_file", "delete_space_file"):
             check(hints.idempotentHint is True, f"{tool.name}: idempotentHint", hints)
 
     # Spaces: write → read → list a Markdown note.
@@ -301,6 +313,28 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     )
     back = ok(await session.call_tool("read_space_file", {"spaceName": space, "path": "images/dot.png"}), "binary read")
     check(base64.b64decode(back["contentBase64"]) == png and back["contentType"] == "image/png", "binary round trip")
+
+    # Delete: a stale etag is refused and the file stays; the current one removes it, and the
+    # folder it leaves empty goes with it.
+    envelope(
+        await session.call_tool("delete_space_file", {"spaceName": space, "path": "images/dot.png", "ifMatch": '"0000"'}),
+        "PRECONDITION_FAILED",
+        "delete with a stale etag",
+    )
+    listed = ok(await session.call_tool("list_space_files", {"spaceName": space, "dir": "images"}), "list images")
+    current = listed["files"][0]["etag"]
+    deleted = ok(
+        await session.call_tool("delete_space_file", {"spaceName": space, "path": "images/dot.png", "ifMatch": current}),
+        "delete_space_file",
+    )
+    check(deleted == {"path": "images/dot.png", "deleted": True}, "delete answer", deleted)
+    listing = ok(await session.call_tool("list_space_files", {"spaceName": space}), "list after delete")
+    check(listing["files"] == [{"path": "ideas", "type": "dir"}], "the emptied folder is gone", listing)
+    envelope(
+        await session.call_tool("delete_space_file", {"spaceName": space, "path": "images/dot.png"}),
+        "NOT_FOUND",
+        "delete twice",
+    )
 
     # The server's rules hold unchanged: traversal, bad names, a missing type, a missing file.
     for bad in ["../secret.md", "ideas/../../etc/passwd", "/etc/passwd", "a//b.md", "%2e%2e/x.md"]:
