@@ -10,6 +10,7 @@
 //! This crate knows no protocol: no HTTP types, no status codes, no header names.
 
 pub mod access;
+pub mod access_keys;
 pub mod connectors;
 pub mod error;
 pub mod events;

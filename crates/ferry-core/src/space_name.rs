@@ -1,4 +1,5 @@
-//! Space names (docs/reference/spaces.md): 1–64 of `A-Za-z0-9._-`, not starting with `.`.
+//! Space names (docs/reference/spaces.md): 1–64 of `A-Za-z0-9._-`, not starting with `.` and
+//! not starting with `sandbox-` (over S3, `sandbox-{thread id}` names a thread's sandbox).
 
 use std::fmt;
 
@@ -11,7 +12,14 @@ pub enum SpaceNameError {
     Character,
     #[error("space name may not start with '.'")]
     LeadingDot,
+    #[error(
+        "space names starting with 'sandbox-' are reserved: over S3 they name thread sandboxes"
+    )]
+    Reserved,
 }
+
+/// The S3 bucket name prefix of thread sandboxes; no space may take it.
+pub const SANDBOX_BUCKET_PREFIX: &str = "sandbox-";
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SpaceName(String);
@@ -29,6 +37,9 @@ impl SpaceName {
         }
         if text.starts_with('.') {
             return Err(SpaceNameError::LeadingDot);
+        }
+        if text.starts_with(SANDBOX_BUCKET_PREFIX) {
+            return Err(SpaceNameError::Reserved);
         }
         Ok(SpaceName(text.to_owned()))
     }
@@ -58,6 +69,12 @@ mod tests {
     #[test]
     fn rules() {
         assert!(SpaceName::parse("notes").is_ok());
+        assert_eq!(
+            SpaceName::parse("sandbox-0190"),
+            Err(SpaceNameError::Reserved)
+        );
+        assert!(SpaceName::parse("sandbox").is_ok());
+        assert!(SpaceName::parse("my-sandbox-notes").is_ok());
         assert!(SpaceName::parse("my-space_1.v2").is_ok());
         assert!(SpaceName::parse(&"a".repeat(64)).is_ok());
         assert_eq!(SpaceName::parse(""), Err(SpaceNameError::Length));

@@ -69,6 +69,8 @@ pub struct Config {
     /// How much of the server one thread's sandbox may hold at once.
     pub sandbox_limits: SandboxLimits,
     pub webhooks: WebhookSettings,
+    /// The region the S3 door names its buckets in (`GetBucketLocation`).
+    pub s3_region: String,
 }
 
 impl Config {
@@ -93,6 +95,7 @@ impl Config {
             max_streams_per_principal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
             sandbox_limits: SandboxLimits::default(),
             webhooks: WebhookSettings::default(),
+            s3_region: "us-east-1".to_owned(),
         }
     }
 }

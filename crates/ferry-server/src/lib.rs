@@ -19,6 +19,7 @@ pub mod outbound;
 pub mod request_id;
 pub mod router;
 pub mod routes;
+pub mod s3;
 pub mod serve;
 pub mod signing;
 pub mod state;

@@ -32,6 +32,7 @@ pub async fn serve(Extension(document): Extension<Arc<utoipa::openapi::OpenApi>>
         (name = "publish", description = "Agent → user published files"),
         (name = "say", description = "Say mode, attachments and connectors"),
         (name = "mcp", description = "The agent tools over the Model Context Protocol"),
+        (name = "s3", description = "Access keys for the S3 door at /s3 (docs/s3.md)"),
         (name = "system", description = "Health, metrics and this document"),
     )
 )]

@@ -13,7 +13,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::error::ApiError;
-use crate::routes::{events, published, sandbox, say, send_file, spaces, system, threads, uploads};
+use crate::routes::{
+    events, published, s3_keys, sandbox, say, send_file, spaces, system, threads, uploads,
+};
 use crate::state::AppState;
 
 /// The whole HTTP API. `/mcp` answers tool calls by calling the same routes in process (with
@@ -26,7 +28,13 @@ pub fn router(state: AppState) -> Router {
     let api = finish(listed.clone(), &state).layer(document.clone());
     // The agent tools over streamable HTTP (docs/mcp.md), acting with the caller's bearer token.
     let mcp = crate::mcp::endpoint(state.clone(), api);
-    finish(listed.route_service("/mcp", mcp), &state).layer(document)
+    // The S3 door (docs/s3.md) gets the request with its path as the client signed it.
+    let s3 = crate::s3::door(&state);
+    let doors = listed
+        .route_service("/mcp", mcp)
+        .route_service(ferry_s3::PREFIX, s3.clone())
+        .route_service(&format!("{}/{{*rest}}", ferry_s3::PREFIX), s3);
+    finish(doors, &state).layer(document)
 }
 
 /// The OpenAPI document of every route (and `/mcp`).
@@ -74,6 +82,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(say::signed_attachment))
         .routes(routes!(say::create_connector, say::list_connectors))
         .routes(routes!(say::delete_connector))
+        .routes(routes!(s3_keys::create, s3_keys::list))
+        .routes(routes!(s3_keys::revoke))
         .merge(OpenApiRouter::from(crate::web::routes()))
 }
 

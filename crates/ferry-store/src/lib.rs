@@ -4,6 +4,7 @@
 //! - [`blobs::Blobs`]: immutable byte blobs, durable before metadata points at them.
 //! - [`sandbox::Sandboxes`]: each thread's working folder, reached through a jailed handle.
 
+pub mod access_keys;
 pub mod blobs;
 pub mod db;
 mod error;

@@ -1,5 +1,6 @@
 pub mod events;
 pub mod published;
+pub mod s3_keys;
 pub mod sandbox;
 pub mod say;
 pub mod send_file;

@@ -9,3 +9,4 @@ mod python;
 mod e2e_browser;
 mod examples;
 mod mcp_clients;
+mod s3_clients;

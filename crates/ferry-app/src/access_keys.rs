@@ -1,0 +1,99 @@
+//! S3 access keys (docs/s3.md): each acts as the principal that made it, with exactly its
+//! rights. Only the maker lists and revokes its keys; a revoked key is refused on the next
+//! request on every node, since every request looks its key up. An agent's key ends with its
+//! thread. The key's secret is the S3 door's business: it is derived, never stored.
+
+use ferry_store::access_keys::AccessKey;
+
+use crate::App;
+use crate::error::{Error, Result};
+use crate::principal::Principal;
+
+/// Key ids look like AWS's: 20 upper-case letters and digits, here starting with `FERRY`.
+const ID_PREFIX: &str = "FERRY";
+const ID_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+fn new_id() -> String {
+    let random: [u8; 15] = rand::random();
+    let tail: String = random
+        .iter()
+        .map(|b| ID_ALPHABET[usize::from(*b) % ID_ALPHABET.len()] as char)
+        .collect();
+    format!("{ID_PREFIX}{tail}")
+}
+
+/// Makes a key that acts as `principal`.
+pub async fn create(app: &App, principal: &Principal) -> Result<AccessKey> {
+    let (kind, sub, thread_id, agent_id) = match principal {
+        Principal::User { sub } => ("user", Some(sub.clone()), None, None),
+        Principal::Agent {
+            sub,
+            thread,
+            agent_id,
+        } => (
+            "agent",
+            Some(sub.clone()),
+            Some(thread.clone()),
+            Some(agent_id.clone()),
+        ),
+        Principal::Service { sub } => ("service", sub.clone(), None, None),
+    };
+    let key = AccessKey {
+        access_key_id: new_id(),
+        made_by: principal.identity_key(),
+        kind: kind.to_owned(),
+        sub,
+        thread_id,
+        agent_id,
+        created_at: ferry_core::Timestamp::now(),
+    };
+    Ok(app.db.insert_access_key(key).await?)
+}
+
+/// The keys `principal` made, oldest first.
+pub async fn list(app: &App, principal: &Principal) -> Result<Vec<AccessKey>> {
+    Ok(app.db.access_keys_of(&principal.identity_key()).await?)
+}
+
+/// Revokes a key `principal` made.
+pub async fn revoke(app: &App, principal: &Principal, access_key_id: &str) -> Result<()> {
+    if app
+        .db
+        .delete_access_key(&principal.identity_key(), access_key_id)
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(Error::not_found(format!(
+            "no access key '{access_key_id}' made by this caller"
+        )))
+    }
+}
+
+/// The principal a key acts as, or `None` when there is no such key (never made, revoked,
+/// or made by an agent whose thread is gone).
+pub async fn principal_of(app: &App, access_key_id: &str) -> Result<Option<Principal>> {
+    let Some(key) = app.db.access_key(access_key_id).await? else {
+        return Ok(None);
+    };
+    let principal = match (key.kind.as_str(), key.sub, key.thread_id, key.agent_id) {
+        ("user", Some(sub), None, None) => Principal::User { sub },
+        ("agent", Some(sub), Some(thread), Some(agent_id)) => {
+            if app.db.thread(&thread).await?.is_none() {
+                return Ok(None);
+            }
+            Principal::Agent {
+                sub,
+                thread,
+                agent_id,
+            }
+        }
+        ("service", sub, None, None) => Principal::Service { sub },
+        _ => {
+            return Err(Error::internal(format!(
+                "access key '{access_key_id}' has an unreadable principal"
+            )));
+        }
+    };
+    Ok(Some(principal))
+}

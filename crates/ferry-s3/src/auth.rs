@@ -1,0 +1,96 @@
+//! Who signed a request (docs/s3.md, credentials).
+//!
+//! Two kinds of credentials sign S3 requests:
+//! - an access key made with `POST /api/s3/keys`: its secret is derived from the server's
+//!   secret and the key id (so the database holds no secret), and the key acts as the
+//!   principal that made it, looked up on every request so that a revoked key is refused at
+//!   once on every node;
+//! - a bearer token sent as the session token (`X-Amz-Security-Token`), signed with the
+//!   access key id and secret `ferry`: the token's principal, for an agent that holds only a
+//!   token.
+
+use std::sync::Arc;
+
+use ferry_app::{App, Principal};
+use s3s::auth::{S3Auth, SecretKey};
+use s3s::{S3Result, s3_error};
+
+/// The access key id (and [`SESSION_SECRET`] the secret) that says "the session token is the
+/// credential".
+pub const SESSION_ACCESS_KEY: &str = "ferry";
+pub const SESSION_SECRET: &str = "ferry";
+
+/// Why a session token was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRefusal {
+    Expired(String),
+    Invalid(String),
+}
+
+/// What the door needs from the server's own credentials.
+pub trait Identities: Send + Sync + 'static {
+    /// The secret of access key `access_key_id`, derived from the server's secret.
+    fn secret_of(&self, access_key_id: &str) -> String;
+    /// The principal a bearer token speaks for.
+    fn session(&self, token: &str) -> Result<Principal, TokenRefusal>;
+}
+
+/// Hands `s3s` the secret to check a signature with.
+pub(crate) struct Keys {
+    app: App,
+    identities: Arc<dyn Identities>,
+}
+
+impl Keys {
+    pub(crate) fn new(app: App, identities: Arc<dyn Identities>) -> Keys {
+        Keys { app, identities }
+    }
+}
+
+#[async_trait::async_trait]
+impl S3Auth for Keys {
+    async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
+        if access_key == SESSION_ACCESS_KEY {
+            return Ok(SecretKey::from(SESSION_SECRET));
+        }
+        // A key never made or revoked is refused before its signature is looked at, so the
+        // answer says which (S3's InvalidAccessKeyId rather than SignatureDoesNotMatch).
+        match ferry_app::access_keys::principal_of(&self.app, access_key).await {
+            Ok(Some(_)) => Ok(SecretKey::from(self.identities.secret_of(access_key))),
+            Ok(None) => Err(s3_error!(
+                InvalidAccessKeyId,
+                "the access key '{access_key}' does not exist or was revoked"
+            )),
+            Err(e) => Err(crate::errors::to_s3(e)),
+        }
+    }
+}
+
+/// The principal a verified request acts as.
+pub(crate) async fn principal(
+    app: &App,
+    identities: &dyn Identities,
+    access_key: &str,
+    session_token: Option<&str>,
+) -> S3Result<Principal> {
+    if access_key == SESSION_ACCESS_KEY {
+        let token = session_token.ok_or_else(|| {
+            s3_error!(
+                InvalidToken,
+                "the access key 'ferry' needs a bearer token as X-Amz-Security-Token"
+            )
+        })?;
+        return identities.session(token).map_err(|refusal| match refusal {
+            TokenRefusal::Expired(why) => s3_error!(ExpiredToken, "{why}"),
+            TokenRefusal::Invalid(why) => s3_error!(InvalidToken, "{why}"),
+        });
+    }
+    match ferry_app::access_keys::principal_of(app, access_key).await {
+        Ok(Some(principal)) => Ok(principal),
+        Ok(None) => Err(s3_error!(
+            InvalidAccessKeyId,
+            "the access key '{access_key}' does not exist or was revoked"
+        )),
+        Err(e) => Err(crate::errors::to_s3(e)),
+    }
+}

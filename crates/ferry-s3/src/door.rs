@@ -1,0 +1,828 @@
+//! The S3 operations (docs/s3.md, operations), each a thin adapter: read the input, call the
+//! use case a route of the HTTP API calls, and write S3's answer.
+
+use bytes::Bytes;
+use ferry_app::{Action, App, Principal, access};
+use ferry_core::Timestamp;
+use ferry_store::spaces::WriteCondition;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use s3s::dto::*;
+use s3s::{S3, S3Error, S3Request, S3Response, S3Result, StdError, s3_error};
+use sync_wrapper::SyncStream;
+use time::OffsetDateTime;
+
+use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
+use crate::checksum::{Expected, Verified};
+use crate::errors::{bucket_error, to_s3};
+use crate::forward::{Caller, Trailers};
+use crate::listing::{self, After, Listed, MAX_KEYS, Source};
+
+/// The inner service's operations.
+pub(crate) struct Door {
+    app: App,
+    region: String,
+}
+
+impl Door {
+    pub(crate) fn new(app: App, region: String) -> Door {
+        Door { app, region }
+    }
+}
+
+/// The outer service routes every request to [`crate::forward`]; it has no operations.
+pub(crate) struct Unreachable;
+
+#[async_trait::async_trait]
+impl S3 for Unreachable {}
+
+/// The principal [`crate::forward`] verified. A request without one never came through the
+/// outer service (the inner one is not reachable from outside), and is refused all the same.
+fn caller<T>(req: &S3Request<T>) -> S3Result<Principal> {
+    req.extensions
+        .get::<Caller>()
+        .map(|c| c.0.clone())
+        .ok_or_else(|| s3_error!(AccessDenied, "a signed request is needed"))
+}
+
+fn time_of(at: Timestamp) -> s3s::dto::Timestamp {
+    let nanos = i128::from(at.millis()) * 1_000_000;
+    OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        .into()
+}
+
+fn seconds_of(at: &s3s::dto::Timestamp) -> i64 {
+    OffsetDateTime::from(at.clone()).unix_timestamp()
+}
+
+fn etag_of(value: &str) -> ETag {
+    ETag::Strong(value.to_owned())
+}
+
+/// Whether `condition` holds for an object with `etag` (`*` holds for any object).
+fn matches(condition: &ETagCondition, etag: &str) -> bool {
+    match condition {
+        ETagCondition::Any => true,
+        ETagCondition::ETag(tag) => tag.as_strong() == Some(etag),
+    }
+}
+
+/// The object a key names, ready to be read.
+struct Found {
+    size: u64,
+    etag: String,
+    modified: Timestamp,
+    content_type: String,
+    reader: Reader,
+}
+
+enum Reader {
+    Blob(String),
+    Sandbox(ferry_store::sandbox::OpenedFile),
+}
+
+/// The conditions of a read.
+struct ReadConditions<'a> {
+    if_match: Option<&'a ETagCondition>,
+    if_none_match: Option<&'a ETagCondition>,
+    if_modified_since: Option<&'a s3s::dto::Timestamp>,
+    if_unmodified_since: Option<&'a s3s::dto::Timestamp>,
+}
+
+impl ReadConditions<'_> {
+    /// S3's order: `If-Match` (else `If-Unmodified-Since`) may answer 412, then
+    /// `If-None-Match` (else `If-Modified-Since`) may answer 304.
+    fn check(&self, found: &Found) -> S3Result<()> {
+        let modified = found.modified.millis().div_euclid(1000);
+        if let Some(condition) = self.if_match {
+            if !matches(condition, &found.etag) {
+                return Err(s3_error!(
+                    PreconditionFailed,
+                    "the ETag does not match If-Match"
+                ));
+            }
+        } else if let Some(since) = self.if_unmodified_since
+            && modified > seconds_of(since)
+        {
+            return Err(s3_error!(
+                PreconditionFailed,
+                "modified since If-Unmodified-Since"
+            ));
+        }
+        if let Some(condition) = self.if_none_match {
+            if matches(condition, &found.etag) {
+                return Err(s3_error!(NotModified));
+            }
+        } else if let Some(since) = self.if_modified_since
+            && modified <= seconds_of(since)
+        {
+            return Err(s3_error!(NotModified));
+        }
+        Ok(())
+    }
+}
+
+type Body = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, StdError>> + Send>>;
+
+impl Door {
+    /// Settles a bucket: a sandbox must belong to a thread the caller may read.
+    async fn bucket(&self, principal: &Principal, name: &str) -> S3Result<Bucket> {
+        let bucket = Bucket::parse(name)?;
+        match &bucket {
+            Bucket::Space(_) => {
+                principal.space_owner().map_err(to_s3)?;
+            }
+            Bucket::Sandbox { thread_id } => {
+                access::thread(&self.app, principal, thread_id, Action::Read)
+                    .await
+                    .map_err(bucket_error)?;
+            }
+        }
+        Ok(bucket)
+    }
+
+    async fn find(&self, principal: &Principal, bucket: &Bucket, key: &str) -> S3Result<Found> {
+        let missing = |_| s3_error!(NoSuchKey, "no object at '{key}'");
+        match bucket {
+            Bucket::Space(space) => {
+                let path = space_key(key)?;
+                let file = ferry_app::spaces::file(&self.app, principal, space, &path)
+                    .await
+                    .map_err(|e| match e {
+                        ferry_app::Error::NotFound(m) => missing(m),
+                        other => to_s3(other),
+                    })?;
+                Ok(Found {
+                    size: file.size,
+                    etag: file.sha256,
+                    modified: file.updated_at,
+                    content_type: file.content_type,
+                    reader: Reader::Blob(file.blob_key),
+                })
+            }
+            Bucket::Sandbox { thread_id } => {
+                let path = sandbox_key(key)?;
+                let opened = ferry_app::sandbox::open(&self.app, principal, thread_id, &path)
+                    .await
+                    .map_err(|e| match e {
+                        ferry_app::Error::NotFound(m) => missing(m),
+                        // A folder, a link out or a hard link: nothing S3 can read there.
+                        ferry_app::Error::InvalidPath(m) => missing(m),
+                        other => to_s3(other),
+                    })?;
+                Ok(Found {
+                    size: opened.size,
+                    etag: opened.etag.clone(),
+                    modified: opened.modified,
+                    content_type: ferry_core::mime::mime_for_name(path.file_name()),
+                    reader: Reader::Sandbox(opened),
+                })
+            }
+        }
+    }
+
+    async fn read(
+        &self,
+        reader: Reader,
+        range: Option<std::ops::Range<u64>>,
+    ) -> S3Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        let read = match reader {
+            Reader::Blob(key) => self.app.blobs.read(&key, range).await,
+            Reader::Sandbox(opened) => opened.stream(range).await,
+        }
+        .map_err(|e| to_s3(ferry_app::Error::io(e)))?;
+        Ok(read.stream)
+    }
+
+    /// Writes `body` at `key`, as the HTTP API's PUT does.
+    async fn write<E: std::fmt::Display>(
+        &self,
+        principal: &Principal,
+        bucket: &Bucket,
+        key: &str,
+        content_type: &str,
+        condition: &WriteCondition,
+        body: impl Stream<Item = Result<Bytes, E>>,
+    ) -> Result<String, ferry_app::Error> {
+        match bucket {
+            Bucket::Space(space) => {
+                let path = ValidKey::space(key)?;
+                let written = ferry_app::spaces::write(
+                    &self.app,
+                    principal,
+                    space,
+                    &path,
+                    content_type,
+                    condition,
+                    body,
+                )
+                .await?;
+                Ok(written.file.sha256)
+            }
+            Bucket::Sandbox { thread_id } => {
+                let path = ValidKey::sandbox(key)?;
+                let (_, entry) = ferry_app::sandbox::write(
+                    &self.app,
+                    principal,
+                    thread_id,
+                    &path,
+                    content_type,
+                    condition,
+                    body,
+                )
+                .await?;
+                Ok(entry.etag)
+            }
+        }
+    }
+
+    async fn listing_source<'a>(
+        &'a self,
+        principal: &'a Principal,
+        bucket: &'a Bucket,
+    ) -> S3Result<Source<'a>> {
+        Ok(match bucket {
+            Bucket::Space(space) => Source::Space {
+                app: &self.app,
+                principal,
+                space,
+            },
+            Bucket::Sandbox { thread_id } => {
+                let entries = ferry_app::sandbox::list(&self.app, principal, thread_id, None, true)
+                    .await
+                    .map_err(to_s3)?;
+                let mut all: Vec<Listed> = entries
+                    .into_iter()
+                    .filter(|e| !e.is_dir)
+                    .map(|e| Listed {
+                        key: e.path,
+                        size: e.size,
+                        etag: e.etag,
+                        modified: e.modified,
+                    })
+                    .collect();
+                all.sort_by(|a, b| a.key.cmp(&b.key));
+                Source::Sorted(all)
+            }
+        })
+    }
+
+    async fn list(
+        &self,
+        principal: &Principal,
+        bucket_name: &str,
+        request: listing::Request,
+    ) -> S3Result<listing::Page> {
+        let bucket = self.bucket(principal, bucket_name).await?;
+        let source = self.listing_source(principal, &bucket).await?;
+        listing::page(&source, &request).await
+    }
+}
+
+/// Keys as the use cases take them; a refusal is the use case's `InvalidPath`.
+struct ValidKey;
+
+impl ValidKey {
+    fn space(key: &str) -> Result<ferry_core::ValidPath, ferry_app::Error> {
+        ferry_core::ValidPath::parse(key).map_err(Into::into)
+    }
+
+    fn sandbox(key: &str) -> Result<ferry_core::SandboxPath, ferry_app::Error> {
+        ferry_core::ValidPath::parse(key)
+            .map(ferry_core::SandboxPath::from_relative)
+            .map_err(Into::into)
+    }
+}
+
+fn max_keys(requested: Option<i32>) -> usize {
+    requested.map_or(MAX_KEYS, |n| usize::try_from(n).unwrap_or(0).min(MAX_KEYS))
+}
+
+fn objects(page: &listing::Page) -> Vec<Object> {
+    page.objects
+        .iter()
+        .map(|o| Object {
+            key: Some(o.key.clone()),
+            size: Some(o.size as i64),
+            e_tag: Some(etag_of(&o.etag)),
+            last_modified: Some(time_of(o.modified)),
+            storage_class: Some(ObjectStorageClass::from_static(
+                ObjectStorageClass::STANDARD,
+            )),
+            ..Default::default()
+        })
+        .collect()
+}
+
+fn common_prefixes(page: &listing::Page) -> Vec<CommonPrefix> {
+    page.prefixes
+        .iter()
+        .map(|p| CommonPrefix {
+            prefix: Some(p.clone()),
+        })
+        .collect()
+}
+
+/// The write condition of `If-None-Match` / `If-Match`, as the spaces take it.
+fn write_condition(
+    if_none_match: Option<&ETagCondition>,
+    if_match: Option<&ETagCondition>,
+) -> S3Result<WriteCondition> {
+    let create_only = match if_none_match {
+        None => false,
+        Some(ETagCondition::Any) => true,
+        Some(ETagCondition::ETag(_)) => {
+            return Err(s3_error!(
+                NotImplemented,
+                "If-None-Match on a write only takes '*' (create only if the key is free)"
+            ));
+        }
+    };
+    let tags = if_match.map(|condition| match condition {
+        ETagCondition::Any => vec!["*".to_owned()],
+        ETagCondition::ETag(tag) => vec![tag.as_strong().unwrap_or_default().to_owned()],
+    });
+    Ok(match (create_only, tags) {
+        (false, None) => WriteCondition::None,
+        (true, None) => WriteCondition::CreateOnly,
+        (false, Some(tags)) => WriteCondition::IfMatch(tags),
+        (true, Some(tags)) => WriteCondition::IfMatchAndCreateOnly(tags),
+    })
+}
+
+#[async_trait::async_trait]
+impl S3 for Door {
+    async fn list_buckets(
+        &self,
+        req: S3Request<ListBucketsInput>,
+    ) -> S3Result<S3Response<ListBucketsOutput>> {
+        let principal = caller(&req)?;
+        let spaces = ferry_app::spaces::list_spaces(&self.app, &principal)
+            .await
+            .map_err(to_s3)?;
+        let buckets = spaces
+            .into_iter()
+            .map(|s| s3s::dto::Bucket {
+                name: Some(s.name),
+                creation_date: Some(time_of(s.updated_at)),
+                bucket_region: Some(self.region.clone()),
+            })
+            .collect();
+        Ok(S3Response::new(ListBucketsOutput {
+            buckets: Some(buckets),
+            ..Default::default()
+        }))
+    }
+
+    async fn head_bucket(
+        &self,
+        req: S3Request<HeadBucketInput>,
+    ) -> S3Result<S3Response<HeadBucketOutput>> {
+        let principal = caller(&req)?;
+        self.bucket(&principal, &req.input.bucket).await?;
+        Ok(S3Response::new(HeadBucketOutput {
+            bucket_region: Some(self.region.clone()),
+            ..Default::default()
+        }))
+    }
+
+    async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        let principal = caller(&req)?;
+        self.bucket(&principal, &req.input.bucket).await?;
+        // us-east-1 is said as no constraint at all, as S3 does.
+        let location_constraint = (self.region != "us-east-1")
+            .then(|| BucketLocationConstraint::from(self.region.clone()));
+        Ok(S3Response::new(GetBucketLocationOutput {
+            location_constraint,
+        }))
+    }
+
+    async fn create_bucket(
+        &self,
+        req: S3Request<CreateBucketInput>,
+    ) -> S3Result<S3Response<CreateBucketOutput>> {
+        let principal = caller(&req)?;
+        match self.bucket(&principal, &req.input.bucket).await? {
+            // A space exists through its files: there is nothing to make.
+            Bucket::Space(_) => Ok(S3Response::new(CreateBucketOutput {
+                location: Some(format!("/{}", req.input.bucket)),
+            })),
+            Bucket::Sandbox { .. } => Err(s3_error!(
+                BucketAlreadyOwnedByYou,
+                "a thread's sandbox exists as long as its thread"
+            )),
+        }
+    }
+
+    async fn delete_bucket(
+        &self,
+        req: S3Request<DeleteBucketInput>,
+    ) -> S3Result<S3Response<DeleteBucketOutput>> {
+        let principal = caller(&req)?;
+        let bucket = self.bucket(&principal, &req.input.bucket).await?;
+        let source = self.listing_source(&principal, &bucket).await?;
+        let probe = listing::Request {
+            prefix: String::new(),
+            delimiter: None,
+            after: After::Start,
+            max_keys: 1,
+        };
+        let page = listing::page(&source, &probe).await?;
+        if !page.objects.is_empty() || page.next.is_some() {
+            return Err(s3_error!(
+                BucketNotEmpty,
+                "the bucket holds objects; delete them first"
+            ));
+        }
+        match bucket {
+            Bucket::Space(_) => Ok(S3Response::new(DeleteBucketOutput {})),
+            Bucket::Sandbox { .. } => Err(s3_error!(
+                AccessDenied,
+                "a thread's sandbox goes only with its thread"
+            )),
+        }
+    }
+
+    async fn list_objects_v2(
+        &self,
+        req: S3Request<ListObjectsV2Input>,
+    ) -> S3Result<S3Response<ListObjectsV2Output>> {
+        let principal = caller(&req)?;
+        let input = req.input;
+        let after = match (&input.continuation_token, &input.start_after) {
+            (Some(token), _) => After::from_token(token)?,
+            (None, Some(key)) if !key.is_empty() => After::Key(key.clone()),
+            _ => After::Start,
+        };
+        let max = max_keys(input.max_keys);
+        let request = listing::Request {
+            prefix: input.prefix.clone().unwrap_or_default(),
+            delimiter: input.delimiter.clone(),
+            after,
+            max_keys: max,
+        };
+        let page = self.list(&principal, &input.bucket, request).await?;
+        let contents = objects(&page);
+        let prefixes = common_prefixes(&page);
+        Ok(S3Response::new(ListObjectsV2Output {
+            key_count: Some((contents.len() + prefixes.len()) as i32),
+            contents: Some(contents),
+            common_prefixes: Some(prefixes),
+            is_truncated: Some(page.next.is_some()),
+            next_continuation_token: page.next.as_ref().and_then(After::token),
+            continuation_token: input.continuation_token,
+            start_after: input.start_after,
+            name: Some(input.bucket),
+            prefix: input.prefix,
+            delimiter: input.delimiter,
+            max_keys: Some(max as i32),
+            encoding_type: input.encoding_type,
+            ..Default::default()
+        }))
+    }
+
+    async fn list_objects(
+        &self,
+        req: S3Request<ListObjectsInput>,
+    ) -> S3Result<S3Response<ListObjectsOutput>> {
+        let principal = caller(&req)?;
+        let input = req.input;
+        let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
+        // A marker that is a common prefix (it ends with the delimiter) resumes after
+        // everything beneath it, as NextMarker promised.
+        let after = match input.marker.as_deref() {
+            None | Some("") => After::Start,
+            Some(marker) if delimiter.as_deref().is_some_and(|d| marker.ends_with(d)) => {
+                After::Below(marker.to_owned())
+            }
+            Some(marker) => After::Key(marker.to_owned()),
+        };
+        let max = max_keys(input.max_keys);
+        let request = listing::Request {
+            prefix: input.prefix.clone().unwrap_or_default(),
+            delimiter: delimiter.clone(),
+            after,
+            max_keys: max,
+        };
+        let page = self.list(&principal, &input.bucket, request).await?;
+        let next_marker = match (&page.next, &delimiter) {
+            (Some(After::Key(key)), Some(_)) => Some(key.clone()),
+            (Some(After::Below(prefix)), Some(_)) => Some(prefix.clone()),
+            _ => None,
+        };
+        Ok(S3Response::new(ListObjectsOutput {
+            contents: Some(objects(&page)),
+            common_prefixes: Some(common_prefixes(&page)),
+            is_truncated: Some(page.next.is_some()),
+            next_marker,
+            marker: input.marker,
+            name: Some(input.bucket),
+            prefix: input.prefix,
+            delimiter: input.delimiter,
+            max_keys: Some(max as i32),
+            encoding_type: input.encoding_type,
+            ..Default::default()
+        }))
+    }
+
+    async fn head_object(
+        &self,
+        req: S3Request<HeadObjectInput>,
+    ) -> S3Result<S3Response<HeadObjectOutput>> {
+        let principal = caller(&req)?;
+        let input = &req.input;
+        let bucket = self.bucket(&principal, &input.bucket).await?;
+        let found = self.find(&principal, &bucket, &input.key).await?;
+        ReadConditions {
+            if_match: input.if_match.as_ref(),
+            if_none_match: input.if_none_match.as_ref(),
+            if_modified_since: input.if_modified_since.as_ref(),
+            if_unmodified_since: input.if_unmodified_since.as_ref(),
+        }
+        .check(&found)?;
+        let (length, content_range) = match &input.range {
+            Some(range) => {
+                let span = range.check(found.size)?;
+                (
+                    span.end - span.start,
+                    Some(format!(
+                        "bytes {}-{}/{}",
+                        span.start,
+                        span.end - 1,
+                        found.size
+                    )),
+                )
+            }
+            None => (found.size, None),
+        };
+        Ok(S3Response::new(HeadObjectOutput {
+            content_length: Some(length as i64),
+            content_range,
+            content_type: Some(found.content_type),
+            e_tag: Some(etag_of(&found.etag)),
+            last_modified: Some(time_of(found.modified)),
+            accept_ranges: Some("bytes".into()),
+            ..Default::default()
+        }))
+    }
+
+    async fn get_object(
+        &self,
+        req: S3Request<GetObjectInput>,
+    ) -> S3Result<S3Response<GetObjectOutput>> {
+        let principal = caller(&req)?;
+        let input = &req.input;
+        let bucket = self.bucket(&principal, &input.bucket).await?;
+        let found = self.find(&principal, &bucket, &input.key).await?;
+        ReadConditions {
+            if_match: input.if_match.as_ref(),
+            if_none_match: input.if_none_match.as_ref(),
+            if_modified_since: input.if_modified_since.as_ref(),
+            if_unmodified_since: input.if_unmodified_since.as_ref(),
+        }
+        .check(&found)?;
+        let span = match &input.range {
+            Some(range) => Some(range.check(found.size)?),
+            None => None,
+        };
+        let length = span.as_ref().map_or(found.size, |s| s.end - s.start);
+        let content_range = span
+            .as_ref()
+            .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, found.size));
+        let body = self.read(found.reader, span).await?;
+        Ok(S3Response::new(GetObjectOutput {
+            body: Some(StreamingBlob::wrap(SyncStream::new(body))),
+            content_length: Some(length as i64),
+            content_range,
+            content_type: Some(found.content_type),
+            e_tag: Some(etag_of(&found.etag)),
+            last_modified: Some(time_of(found.modified)),
+            accept_ranges: Some("bytes".into()),
+            ..Default::default()
+        }))
+    }
+
+    async fn put_object(
+        &self,
+        req: S3Request<PutObjectInput>,
+    ) -> S3Result<S3Response<PutObjectOutput>> {
+        let principal = caller(&req)?;
+        let trailers = req.extensions.get::<Trailers>().cloned();
+        let headers = req.headers;
+        let input = req.input;
+        let bucket = self.bucket(&principal, &input.bucket).await?;
+        if is_folder_marker(&input.key, input.content_length) {
+            return Ok(S3Response::new(PutObjectOutput::default()));
+        }
+        let condition = write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
+        let sent = Checksum {
+            checksum_crc32: input.checksum_crc32.clone(),
+            checksum_crc32c: input.checksum_crc32c.clone(),
+            checksum_crc64nvme: input.checksum_crc64nvme.clone(),
+            checksum_sha1: input.checksum_sha1.clone(),
+            checksum_sha256: input.checksum_sha256.clone(),
+            ..Default::default()
+        };
+        let expected = Expected::of_request(
+            input.content_md5.as_deref(),
+            &sent,
+            &headers,
+            trailers.as_ref(),
+        )?;
+        let answer = expected.answer();
+        let content_type = input
+            .content_type
+            .clone()
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| ferry_core::mime::mime_for_name(&input.key));
+        let body: Body = match input.body {
+            Some(body) => body.boxed(),
+            None => futures::stream::empty().boxed(),
+        };
+        let (verified, failure) = Verified::new(body, expected);
+        let written = self
+            .write(
+                &principal,
+                &bucket,
+                &input.key,
+                &content_type,
+                &condition,
+                verified,
+            )
+            .await;
+        let etag = written.map_err(|e| {
+            failure
+                .lock()
+                .ok()
+                .and_then(|mut slot| slot.take())
+                .unwrap_or_else(|| to_s3(e))
+        })?;
+        Ok(S3Response::new(PutObjectOutput {
+            e_tag: Some(etag_of(&etag)),
+            checksum_crc32: answer.checksum_crc32,
+            checksum_crc32c: answer.checksum_crc32c,
+            checksum_crc64nvme: answer.checksum_crc64nvme,
+            checksum_sha1: answer.checksum_sha1,
+            checksum_sha256: answer.checksum_sha256,
+            ..Default::default()
+        }))
+    }
+
+    async fn copy_object(
+        &self,
+        req: S3Request<CopyObjectInput>,
+    ) -> S3Result<S3Response<CopyObjectOutput>> {
+        let principal = caller(&req)?;
+        let input = req.input;
+        let CopySource::Bucket {
+            bucket: source_bucket,
+            key: source_key,
+            ..
+        } = &input.copy_source
+        else {
+            return Err(s3_error!(
+                NotImplemented,
+                "only bucket/key copy sources are served"
+            ));
+        };
+        let source = self.bucket(&principal, source_bucket).await?;
+        let found = self.find(&principal, &source, source_key).await?;
+        ReadConditions {
+            if_match: input.copy_source_if_match.as_ref(),
+            if_none_match: input.copy_source_if_none_match.as_ref(),
+            if_modified_since: input.copy_source_if_modified_since.as_ref(),
+            if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
+        }
+        .check(&found)
+        .map_err(|e| {
+            // A copy's source conditions answer 412 where a read would answer 304.
+            if *e.code() == s3s::S3ErrorCode::NotModified {
+                s3_error!(PreconditionFailed, "the copy source was not modified")
+            } else {
+                e
+            }
+        })?;
+        let destination = self.bucket(&principal, &input.bucket).await?;
+        let replace = input
+            .metadata_directive
+            .as_ref()
+            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        let content_type = match (&input.content_type, replace) {
+            (Some(t), true) if !t.is_empty() => t.clone(),
+            _ => found.content_type.clone(),
+        };
+        let body = self.read(found.reader, None).await?;
+        let etag = self
+            .write(
+                &principal,
+                &destination,
+                &input.key,
+                &content_type,
+                &WriteCondition::None,
+                body,
+            )
+            .await
+            .map_err(to_s3)?;
+        Ok(S3Response::new(CopyObjectOutput {
+            copy_object_result: Some(CopyObjectResult {
+                e_tag: Some(etag_of(&etag)),
+                last_modified: Some(time_of(Timestamp::now())),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    }
+
+    async fn delete_object(
+        &self,
+        req: S3Request<DeleteObjectInput>,
+    ) -> S3Result<S3Response<DeleteObjectOutput>> {
+        let principal = caller(&req)?;
+        let input = req.input;
+        let bucket = self.bucket(&principal, &input.bucket).await?;
+        delete(
+            &self.app,
+            &principal,
+            &bucket,
+            &input.key,
+            input.if_match.as_ref(),
+        )
+        .await?;
+        Ok(S3Response::new(DeleteObjectOutput::default()))
+    }
+
+    async fn delete_objects(
+        &self,
+        req: S3Request<DeleteObjectsInput>,
+    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
+        let principal = caller(&req)?;
+        let input = req.input;
+        let bucket = self.bucket(&principal, &input.bucket).await?;
+        let quiet = input.delete.quiet.unwrap_or(false);
+        let mut deleted = Vec::new();
+        let mut errors = Vec::new();
+        for object in input.delete.objects {
+            match delete(
+                &self.app,
+                &principal,
+                &bucket,
+                &object.key,
+                object
+                    .e_tag
+                    .as_ref()
+                    .map(|t| ETagCondition::ETag(t.clone()))
+                    .as_ref(),
+            )
+            .await
+            {
+                Ok(()) if quiet => {}
+                Ok(()) => deleted.push(DeletedObject {
+                    key: Some(object.key),
+                    ..Default::default()
+                }),
+                Err(e) => errors.push(Error {
+                    code: Some(e.code().as_str().to_owned()),
+                    message: e.message().map(str::to_owned),
+                    key: Some(object.key),
+                    ..Default::default()
+                }),
+            }
+        }
+        Ok(S3Response::new(DeleteObjectsOutput {
+            deleted: Some(deleted),
+            errors: Some(errors),
+            ..Default::default()
+        }))
+    }
+}
+
+/// Deletes one object. A key with nothing there is no error (S3 answers 204 alike).
+async fn delete(
+    app: &App,
+    principal: &Principal,
+    bucket: &Bucket,
+    key: &str,
+    if_match: Option<&ETagCondition>,
+) -> S3Result<()> {
+    match bucket {
+        Bucket::Space(space) => {
+            let path = space_key(key)?;
+            let tags = if_match.map(|condition| match condition {
+                ETagCondition::Any => vec!["*".to_owned()],
+                ETagCondition::ETag(tag) => vec![tag.as_strong().unwrap_or_default().to_owned()],
+            });
+            match ferry_app::spaces::delete(app, principal, space, &path, tags.as_deref()).await {
+                Ok(_) | Err(ferry_app::Error::NotFound(_)) => Ok(()),
+                Err(e) => Err(to_s3(e)),
+            }
+        }
+        Bucket::Sandbox { .. } => Err(S3Error::with_message(
+            s3s::S3ErrorCode::NotImplemented,
+            "deleting from a sandbox bucket is not served yet; the agent removes files in its sandbox",
+        )),
+    }
+}

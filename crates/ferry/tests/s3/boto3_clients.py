@@ -1,0 +1,218 @@
+"""ferry's S3 door (docs/s3.md) driven by boto3, as an agent's code would use it.
+
+Run by crates/ferry/tests/clients/s3_clients.rs against a real `ferry serve`. Every check
+prints nothing on success and exits non-zero with what it saw on failure.
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import sys
+import urllib.error
+import urllib.request
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--url", required=True)
+parser.add_argument("--alice", required=True, help="a user token")
+parser.add_argument("--bob", required=True, help="another user's token")
+parser.add_argument("--agent", required=True, help="an agent token of --thread")
+parser.add_argument("--thread", required=True, help="a thread of alice")
+parser.add_argument("--other-thread", required=True, help="another thread of alice")
+args = parser.parse_args()
+
+
+def check(ok, what, *seen):
+    if not ok:
+        print(f"FAILED: {what}", *seen, file=sys.stderr)
+        sys.exit(1)
+
+
+def api(method, path, token, body=None, headers=None):
+    request = urllib.request.Request(args.url + path, method=method, data=body, headers=headers or {})
+    request.add_header("authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def new_key(token):
+    status, _, body = api("POST", "/api/s3/keys", token)
+    check(status == 201, "POST /api/s3/keys", status, body)
+    key = json.loads(body)
+    check(key["accessKeyId"].startswith("FERRY") and len(key["secretAccessKey"]) >= 40, "key shape", key)
+    return key
+
+
+def client(key=None, session_token=None):
+    if key is None:
+        key = {"accessKeyId": "ferry", "secretAccessKey": "ferry"}
+    return boto3.client(
+        "s3",
+        endpoint_url=args.url + "/s3",
+        aws_access_key_id=key["accessKeyId"],
+        aws_secret_access_key=key["secretAccessKey"],
+        aws_session_token=session_token,
+        region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+
+
+def error_code(call):
+    try:
+        call()
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+    return None
+
+
+alice_key = new_key(args.alice)
+s3 = client(alice_key)
+
+# Keys: listed without their secret.
+status, _, body = api("GET", "/api/s3/keys", args.alice)
+listed = json.loads(body)["keys"]
+check([k["accessKeyId"] for k in listed] == [alice_key["accessKeyId"]], "GET /api/s3/keys", listed)
+check("secretAccessKey" not in listed[0], "no secret in the listing", listed)
+
+# Put, get, head; the same etag through both doors.
+note = "# Tea shop\n\nOpen at 7 — ünïcödé\n".encode()
+put = s3.put_object(Bucket="notes", Key="ideas/tea.md", Body=note, ContentType="text/markdown; charset=utf-8")
+sha = hashlib.sha256(note).hexdigest()
+check(put["ETag"] == f'"{sha}"', "PutObject ETag is the HTTP API's", put["ETag"])
+got = s3.get_object(Bucket="notes", Key="ideas/tea.md")
+check(got["Body"].read() == note and got["ContentType"] == "text/markdown; charset=utf-8", "GetObject", got)
+status, headers, body = api("GET", "/api/spaces/notes/files/ideas/tea.md", args.alice)
+check(status == 200 and body == note and headers.get("ETag", headers.get("etag")) == put["ETag"], "HTTP read of an S3 write", status, headers)
+status, headers, _ = api("PUT", "/api/spaces/notes/files/http.txt", args.alice, b"from http", {"content-type": "text/plain"})
+check(status == 201, "HTTP write", status)
+head = s3.head_object(Bucket="notes", Key="http.txt")
+check(head["ETag"] == headers.get("ETag", headers.get("etag")) and head["ContentLength"] == 9, "S3 head of an HTTP write", head, headers)
+
+# Ranges and conditional reads.
+check(s3.get_object(Bucket="notes", Key="http.txt", Range="bytes=5-")["Body"].read() == b"http", "range")
+check(error_code(lambda: s3.get_object(Bucket="notes", Key="http.txt", Range="bytes=50-60")) == "InvalidRange", "range past the end")
+check(error_code(lambda: s3.get_object(Bucket="notes", Key="http.txt", IfMatch='"nope"')) == "PreconditionFailed", "If-Match")
+check(error_code(lambda: s3.head_object(Bucket="notes", Key="http.txt", IfNoneMatch=head["ETag"])) == "304", "If-None-Match")
+
+# Conditional writes.
+check(error_code(lambda: s3.put_object(Bucket="notes", Key="http.txt", Body=b"x", IfNoneMatch="*")) == "PreconditionFailed", "If-None-Match: * on a taken key")
+check(error_code(lambda: s3.put_object(Bucket="notes", Key="http.txt", Body=b"x", IfMatch='"0000"')) == "PreconditionFailed", "stale If-Match")
+s3.put_object(Bucket="notes", Key="http.txt", Body=b"updated", IfMatch=head["ETag"])
+check(s3.get_object(Bucket="notes", Key="http.txt")["Body"].read() == b"updated", "If-Match write")
+
+
+def racer(i):
+    try:
+        client(alice_key).put_object(Bucket="race", Key="once.txt", Body=f"writer {i}".encode(), IfNoneMatch="*")
+        return True
+    except ClientError as e:
+        check(e.response["Error"]["Code"] == "PreconditionFailed", "a losing racer's answer", e.response)
+        return False
+
+
+with concurrent.futures.ThreadPoolExecutor(32) as pool:
+    wins = sum(pool.map(racer, range(32)))
+check(wins == 1, "exactly one of 32 racing If-None-Match: * puts wins", wins)
+
+# Checksums: Content-MD5 and x-amz-checksum-* are verified (boto3 sends CRC32 by default).
+s3.put_object(Bucket="notes", Key="sum.bin", Body=b"abc", ChecksumAlgorithm="SHA256")
+s3.put_object(Bucket="notes", Key="sum.bin", Body=b"abc", ContentMD5="kAFQmDzST7DWlj99KOF/cg==")
+bad_md5 = error_code(lambda: s3.put_object(Bucket="notes", Key="sum.bin", Body=b"abd", ContentMD5="kAFQmDzST7DWlj99KOF/cg=="))
+check(bad_md5 == "BadDigest", "a wrong Content-MD5", bad_md5)
+check(s3.get_object(Bucket="notes", Key="sum.bin")["Body"].read() == b"abc", "a refused body left the object alone")
+
+# Keys that break the path rules.
+check(error_code(lambda: s3.put_object(Bucket="notes", Key="a/../b.md", Body=b"x")) == "InvalidArgument", "a key with ..")
+check(error_code(lambda: s3.put_object(Bucket="notes", Key="a//b.md", Body=b"x")) == "InvalidArgument", "a key with //")
+
+# Copy and batch delete.
+s3.copy_object(Bucket="notes", Key="copies/tea.md", CopySource={"Bucket": "notes", "Key": "ideas/tea.md"})
+check(s3.get_object(Bucket="notes", Key="copies/tea.md")["Body"].read() == note, "CopyObject")
+deleted = s3.delete_objects(Bucket="notes", Delete={"Objects": [{"Key": "copies/tea.md"}, {"Key": "never-there"}]})
+check(sorted(d["Key"] for d in deleted["Deleted"]) == ["copies/tea.md", "never-there"], "DeleteObjects", deleted)
+check(error_code(lambda: s3.head_object(Bucket="notes", Key="copies/tea.md")) == "404", "deleted")
+status, _, body = api("GET", "/api/spaces/notes/files", args.alice)
+check([f["path"] for f in json.loads(body)["files"]] == ["http.txt", "ideas", "sum.bin"], "the emptied folder is gone over HTTP too", body)
+
+# Listing 2,500 keys: v2 with pagination, v2 and v1 with a delimiter.
+def put_many(i):
+    client(alice_key).put_object(Bucket="many", Key=f"d{i % 5}/f{i:04}.txt", Body=b"x")
+
+
+with concurrent.futures.ThreadPoolExecutor(16) as pool:
+    list(pool.map(put_many, range(2500)))
+keys = []
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket="many", PaginationConfig={"PageSize": 700}):
+    check(page["KeyCount"] <= 700, "page size", page["KeyCount"])
+    keys += [o["Key"] for o in page.get("Contents", [])]
+check(keys == sorted(f"d{i % 5}/f{i:04}.txt" for i in range(2500)), "2,500 keys listed once each, in order", len(keys))
+top = s3.list_objects_v2(Bucket="many", Delimiter="/")
+check([p["Prefix"] for p in top["CommonPrefixes"]] == [f"d{i}/" for i in range(5)] and "Contents" not in top, "delimiter", top)
+prefixes = []
+for page in s3.get_paginator("list_objects").paginate(Bucket="many", Delimiter="/", PaginationConfig={"PageSize": 2}):
+    prefixes += [p["Prefix"] for p in page.get("CommonPrefixes", [])]
+check(prefixes == [f"d{i}/" for i in range(5)], "v1 with a delimiter, two per page", prefixes)
+one = s3.list_objects_v2(Bucket="many", Prefix="d3/f00", MaxKeys=3)
+check([o["Key"] for o in one["Contents"]] == ["d3/f0003.txt", "d3/f0008.txt", "d3/f0013.txt"], "prefix", one)
+check(one["IsTruncated"], "max keys", one)
+after = s3.list_objects_v2(Bucket="many", Prefix="d1/", StartAfter="d1/f2490.txt")
+check([o["Key"] for o in after["Contents"]] == ["d1/f2491.txt", "d1/f2496.txt"], "start-after", after)
+
+# Buckets: the caller's spaces; another user's names are their own (empty) spaces.
+names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+check(names == ["many", "notes", "race"], "ListBuckets", names)
+bob = client(new_key(args.bob))
+check(bob.list_objects_v2(Bucket="notes").get("KeyCount") == 0, "bob's 'notes' is his own, empty")
+check(error_code(lambda: bob.get_object(Bucket="notes", Key="ideas/tea.md")) == "NoSuchKey", "bob cannot read alice's notes")
+check(error_code(lambda: bob.list_objects_v2(Bucket=f"sandbox-{args.thread}")) == "NoSuchBucket", "another user's sandbox is NoSuchBucket")
+
+# Presigned URLs, GET and PUT.
+url = s3.generate_presigned_url("get_object", Params={"Bucket": "notes", "Key": "ideas/tea.md"}, ExpiresIn=300)
+with urllib.request.urlopen(url) as response:
+    check(response.read() == note, "presigned GET")
+url = s3.generate_presigned_url("put_object", Params={"Bucket": "notes", "Key": "presigned.txt"}, ExpiresIn=300)
+with urllib.request.urlopen(urllib.request.Request(url, data=b"presigned", method="PUT")) as response:
+    check(response.status == 200, "presigned PUT", response.status)
+check(s3.get_object(Bucket="notes", Key="presigned.txt")["Body"].read() == b"presigned", "presigned PUT stored")
+
+# A wrong secret; a revoked key; no signature at all.
+wrong = client({"accessKeyId": alice_key["accessKeyId"], "secretAccessKey": "x" * 43})
+check(error_code(lambda: wrong.list_buckets()) == "SignatureDoesNotMatch", "a wrong signature")
+check(error_code(lambda: client({"accessKeyId": "FERRYNOSUCHKEY000000", "secretAccessKey": "x"}).list_buckets()) == "InvalidAccessKeyId", "an unknown key")
+doomed = new_key(args.alice)
+client(doomed).list_buckets()
+status, _, _ = api("DELETE", f"/api/s3/keys/{doomed['accessKeyId']}", args.alice)
+check(status == 204, "revoke", status)
+check(error_code(lambda: client(doomed).list_buckets()) == "InvalidAccessKeyId", "a revoked key is refused at once")
+with urllib.request.urlopen(args.url + "/healthz") as response:
+    check(response.status == 200, "health")
+try:
+    urllib.request.urlopen(args.url + "/s3/notes/ideas/tea.md")
+    check(False, "an unsigned request is refused")
+except urllib.error.HTTPError as e:
+    check(e.code == 403 and b"AccessDenied" in e.read(), "an unsigned request is AccessDenied", e.code)
+
+# A bearer token as the session token, and an agent's own sandbox.
+session = client(session_token=args.alice)
+check(session.get_object(Bucket="notes", Key="http.txt")["Body"].read() == b"updated", "a session token acts as its user")
+check(error_code(lambda: client(session_token="not.a.token").list_buckets()) == "InvalidToken", "a bad session token")
+agent = client(new_key(args.agent))
+sandbox = f"sandbox-{args.thread}"
+agent.put_object(Bucket=sandbox, Key="outputs/report.md", Body=b"# Report")
+status, _, body = api("GET", f"/api/threads/{args.thread}/sandbox/outputs/report.md", args.alice)
+check(status == 200 and body == b"# Report", "an S3 write to the sandbox is the sandbox's file", status, body)
+listing = agent.list_objects_v2(Bucket=sandbox, Prefix="outputs/")
+check([o["Key"] for o in listing["Contents"]] == ["outputs/report.md"], "sandbox listing", listing)
+check(error_code(lambda: agent.put_object(Bucket=f"sandbox-{args.other_thread}", Key="outputs/x.md", Body=b"x")) == "NoSuchBucket", "an agent's key cannot reach another thread's sandbox")
+check(error_code(lambda: s3.put_object(Bucket=sandbox, Key="outputs/x.md", Body=b"x")) == "AccessDenied", "the user reads the sandbox but does not write it")
+check(s3.get_object(Bucket=sandbox, Key="outputs/report.md")["Body"].read() == b"# Report", "the user reads the sandbox")
+check(error_code(lambda: agent.put_object(Bucket=sandbox, Key="skills/x.md", Body=b"x")) == "AccessDenied", "skills stay read-only")
+
+print("all boto3 checks passed")
