@@ -3,6 +3,8 @@
 //! A link names an attachment and an expiry and carries an HMAC-SHA256 of both under a key
 //! derived from the deployment's JWT secret, so every node can check links any node made.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -84,6 +86,37 @@ impl LinkSigner {
     }
 }
 
+/// Derives access key secrets: a key's secret is an HMAC of its id under a key derived from
+/// the JWT secret, so the database never holds one, and rotating the JWT secret retires
+/// every access key at once.
+pub struct KeySecrets {
+    key: Vec<u8>,
+}
+
+impl std::fmt::Debug for KeySecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeySecrets { .. }")
+    }
+}
+
+impl KeySecrets {
+    pub fn new(jwt_secret: &[u8]) -> KeySecrets {
+        let mut mac = HmacSha256::new_from_slice(jwt_secret).expect("HMAC takes any key length");
+        // The label keeps these secrets from ever equalling anything else signed with it.
+        mac.update(b"ferry s3 access key secrets v1");
+        KeySecrets {
+            key: mac.finalize().into_bytes().to_vec(),
+        }
+    }
+
+    /// The secret of `access_key_id`: 43 characters of URL-safe base64.
+    pub fn secret_of(&self, access_key_id: &str) -> String {
+        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(access_key_id.as_bytes());
+        URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +148,15 @@ mod tests {
         let old = query.split("signature=").nth(1).unwrap();
         let err = signer.verify("att1", past, old).unwrap_err();
         assert!(err.message.contains("expired"));
+    }
+
+    #[test]
+    fn secrets_depend_on_the_key_and_the_server_secret() {
+        let a = KeySecrets::new(b"one");
+        let b = KeySecrets::new(b"two");
+        assert_eq!(a.secret_of("FERRYAAAA"), a.secret_of("FERRYAAAA"));
+        assert_ne!(a.secret_of("FERRYAAAA"), a.secret_of("FERRYAAAB"));
+        assert_ne!(a.secret_of("FERRYAAAA"), b.secret_of("FERRYAAAA"));
+        assert_eq!(a.secret_of("FERRYAAAA").len(), 43);
     }
 }

@@ -23,7 +23,7 @@ pub struct Inner {
     pub auth: Auth,
     pub signer: LinkSigner,
     /// The secrets of S3 access keys.
-    pub key_secrets: crate::s3::KeySecrets,
+    pub key_secrets: crate::signing::KeySecrets,
     /// The event streams open on this node, by principal.
     pub streams: Arc<StreamSlots>,
     /// Turns true when the server begins to shut down: event streams end then.
@@ -62,7 +62,7 @@ impl AppState {
         let auth = Auth::new(&config.jwt_secret);
         let extractor = Extractor::new(config.extract.clone());
         let signer = LinkSigner::new(&config.jwt_secret);
-        let key_secrets = crate::s3::KeySecrets::new(&config.jwt_secret);
+        let key_secrets = crate::signing::KeySecrets::new(&config.jwt_secret);
         let public_url = OnceLock::new();
         if let Some(url) = &config.public_url {
             let _ = public_url.set(url.trim_end_matches('/').to_owned());
