@@ -15,6 +15,8 @@ pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod messages;
+pub mod multipart;
+pub mod objects;
 pub mod principal;
 pub mod publish;
 pub mod sandbox;

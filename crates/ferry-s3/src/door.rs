@@ -2,6 +2,7 @@
 //! use case a route of the HTTP API calls, and write S3's answer.
 
 use bytes::Bytes;
+use ferry_app::objects::{self, Destination};
 use ferry_app::{Action, App, Principal, access};
 use ferry_core::Timestamp;
 use ferry_store::spaces::WriteCondition;
@@ -28,6 +29,10 @@ impl Door {
     pub(crate) fn new(app: App, region: String) -> Door {
         Door { app, region }
     }
+
+    pub(crate) fn app(&self) -> &App {
+        &self.app
+    }
 }
 
 /// The outer service routes every request to [`crate::forward`]; it has no operations.
@@ -45,7 +50,7 @@ fn caller<T>(req: &S3Request<T>) -> S3Result<Principal> {
         .ok_or_else(|| s3_error!(AccessDenied, "a signed request is needed"))
 }
 
-fn time_of(at: Timestamp) -> s3s::dto::Timestamp {
+pub(crate) fn time_of(at: Timestamp) -> s3s::dto::Timestamp {
     let nanos = i128::from(at.millis()) * 1_000_000;
     OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
@@ -69,15 +74,15 @@ fn matches(condition: &ETagCondition, etag: &str) -> bool {
 }
 
 /// The object a key names, ready to be read.
-struct Found {
-    size: u64,
+pub(crate) struct Found {
+    pub(crate) size: u64,
     etag: String,
     modified: Timestamp,
     content_type: String,
-    reader: Reader,
+    pub(crate) reader: Reader,
 }
 
-enum Reader {
+pub(crate) enum Reader {
     Blob(String),
     Sandbox(ferry_store::sandbox::OpenedFile),
 }
@@ -123,11 +128,11 @@ impl ReadConditions<'_> {
     }
 }
 
-type Body = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, StdError>> + Send>>;
+pub(crate) type Body = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, StdError>> + Send>>;
 
 impl Door {
     /// Settles a bucket: a sandbox must belong to a thread the caller may read.
-    async fn bucket(&self, principal: &Principal, name: &str) -> S3Result<Bucket> {
+    pub(crate) async fn bucket(&self, principal: &Principal, name: &str) -> S3Result<Bucket> {
         let bucket = Bucket::parse(name)?;
         match &bucket {
             Bucket::Space(_) => {
@@ -142,7 +147,12 @@ impl Door {
         Ok(bucket)
     }
 
-    async fn find(&self, principal: &Principal, bucket: &Bucket, key: &str) -> S3Result<Found> {
+    pub(crate) async fn find(
+        &self,
+        principal: &Principal,
+        bucket: &Bucket,
+        key: &str,
+    ) -> S3Result<Found> {
         let missing = |_| s3_error!(NoSuchKey, "no object at '{key}'");
         match bucket {
             Bucket::Space(space) => {
@@ -182,7 +192,7 @@ impl Door {
         }
     }
 
-    async fn read(
+    pub(crate) async fn read(
         &self,
         reader: Reader,
         range: Option<std::ops::Range<u64>>,
@@ -195,46 +205,18 @@ impl Door {
         Ok(read.stream)
     }
 
-    /// Writes `body` at `key`, as the HTTP API's PUT does.
-    async fn write<E: std::fmt::Display>(
-        &self,
-        principal: &Principal,
-        bucket: &Bucket,
-        key: &str,
-        content_type: &str,
-        condition: &WriteCondition,
-        body: impl Stream<Item = Result<Bytes, E>>,
-    ) -> Result<String, ferry_app::Error> {
-        match bucket {
-            Bucket::Space(space) => {
-                let path = ValidKey::space(key)?;
-                let written = ferry_app::spaces::write(
-                    &self.app,
-                    principal,
-                    space,
-                    &path,
-                    content_type,
-                    condition,
-                    body,
-                )
-                .await?;
-                Ok(written.file.sha256)
-            }
-            Bucket::Sandbox { thread_id } => {
-                let path = ValidKey::sandbox(key)?;
-                let (_, entry) = ferry_app::sandbox::write(
-                    &self.app,
-                    principal,
-                    thread_id,
-                    &path,
-                    content_type,
-                    condition,
-                    body,
-                )
-                .await?;
-                Ok(entry.etag)
-            }
-        }
+    /// The file `key` of `bucket` names, for a write.
+    pub(crate) fn destination(bucket: &Bucket, key: &str) -> S3Result<Destination> {
+        Ok(match bucket {
+            Bucket::Space(space) => Destination::Space {
+                space: space.clone(),
+                path: space_key(key)?,
+            },
+            Bucket::Sandbox { thread_id } => Destination::Sandbox {
+                thread_id: thread_id.clone(),
+                path: sandbox_key(key)?,
+            },
+        })
     }
 
     async fn listing_source<'a>(
@@ -280,21 +262,6 @@ impl Door {
     }
 }
 
-/// Keys as the use cases take them; a refusal is the use case's `InvalidPath`.
-struct ValidKey;
-
-impl ValidKey {
-    fn space(key: &str) -> Result<ferry_core::ValidPath, ferry_app::Error> {
-        ferry_core::ValidPath::parse(key).map_err(Into::into)
-    }
-
-    fn sandbox(key: &str) -> Result<ferry_core::SandboxPath, ferry_app::Error> {
-        ferry_core::ValidPath::parse(key)
-            .map(ferry_core::SandboxPath::from_relative)
-            .map_err(Into::into)
-    }
-}
-
 fn max_keys(requested: Option<i32>) -> usize {
     requested.map_or(MAX_KEYS, |n| usize::try_from(n).unwrap_or(0).min(MAX_KEYS))
 }
@@ -325,7 +292,7 @@ fn common_prefixes(page: &listing::Page) -> Vec<CommonPrefix> {
 }
 
 /// The write condition of `If-None-Match` / `If-Match`, as the spaces take it.
-fn write_condition(
+pub(crate) fn write_condition(
     if_none_match: Option<&ETagCondition>,
     if_match: Option<&ETagCondition>,
 ) -> S3Result<WriteCondition> {
@@ -639,28 +606,18 @@ impl S3 for Door {
             .clone()
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| ferry_core::mime::mime_for_name(&input.key));
-        let body: Body = match input.body {
-            Some(body) => body.boxed(),
-            None => futures::stream::empty().boxed(),
-        };
-        let (verified, failure) = Verified::new(body, expected);
-        let written = self
-            .write(
+        let destination = Door::destination(&bucket, &input.key)?;
+        let etag = checked(input.body, expected, |body| {
+            objects::write(
+                &self.app,
                 &principal,
-                &bucket,
-                &input.key,
+                &destination,
                 &content_type,
                 &condition,
-                verified,
+                body,
             )
-            .await;
-        let etag = written.map_err(|e| {
-            failure
-                .lock()
-                .ok()
-                .and_then(|mut slot| slot.take())
-                .unwrap_or_else(|| to_s3(e))
-        })?;
+        })
+        .await?;
         Ok(S3Response::new(PutObjectOutput {
             e_tag: Some(etag_of(&etag)),
             checksum_crc32: answer.checksum_crc32,
@@ -691,21 +648,13 @@ impl S3 for Door {
         };
         let source = self.bucket(&principal, source_bucket).await?;
         let found = self.find(&principal, &source, source_key).await?;
-        ReadConditions {
-            if_match: input.copy_source_if_match.as_ref(),
-            if_none_match: input.copy_source_if_none_match.as_ref(),
-            if_modified_since: input.copy_source_if_modified_since.as_ref(),
-            if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
-        }
-        .check(&found)
-        .map_err(|e| {
-            // A copy's source conditions answer 412 where a read would answer 304.
-            if *e.code() == s3s::S3ErrorCode::NotModified {
-                s3_error!(PreconditionFailed, "the copy source was not modified")
-            } else {
-                e
-            }
-        })?;
+        copy_source_conditions(
+            &found,
+            input.copy_source_if_match.as_ref(),
+            input.copy_source_if_none_match.as_ref(),
+            input.copy_source_if_modified_since.as_ref(),
+            input.copy_source_if_unmodified_since.as_ref(),
+        )?;
         let destination = self.bucket(&principal, &input.bucket).await?;
         let replace = input
             .metadata_directive
@@ -715,18 +664,18 @@ impl S3 for Door {
             (Some(t), true) if !t.is_empty() => t.clone(),
             _ => found.content_type.clone(),
         };
+        let target = Door::destination(&destination, &input.key)?;
         let body = self.read(found.reader, None).await?;
-        let etag = self
-            .write(
-                &principal,
-                &destination,
-                &input.key,
-                &content_type,
-                &WriteCondition::None,
-                body,
-            )
-            .await
-            .map_err(to_s3)?;
+        let etag = objects::write(
+            &self.app,
+            &principal,
+            &target,
+            &content_type,
+            &WriteCondition::None,
+            body,
+        )
+        .await
+        .map_err(to_s3)?;
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(CopyObjectResult {
                 e_tag: Some(etag_of(&etag)),
@@ -735,6 +684,92 @@ impl S3 for Door {
             }),
             ..Default::default()
         }))
+    }
+
+    async fn create_multipart_upload(
+        &self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        let principal = caller(&req)?;
+        Ok(S3Response::new(
+            self.start_upload(&principal, req.input).await?,
+        ))
+    }
+
+    async fn upload_part(
+        &self,
+        req: S3Request<UploadPartInput>,
+    ) -> S3Result<S3Response<UploadPartOutput>> {
+        let principal = caller(&req)?;
+        let trailers = req.extensions.get::<Trailers>().cloned();
+        let input = req.input;
+        let sent = Checksum {
+            checksum_crc32: input.checksum_crc32.clone(),
+            checksum_crc32c: input.checksum_crc32c.clone(),
+            checksum_crc64nvme: input.checksum_crc64nvme.clone(),
+            checksum_sha1: input.checksum_sha1.clone(),
+            checksum_sha256: input.checksum_sha256.clone(),
+            ..Default::default()
+        };
+        let expected = Expected::of_request(
+            input.content_md5.as_deref(),
+            &sent,
+            &req.headers,
+            trailers.as_ref(),
+        )?;
+        Ok(S3Response::new(
+            self.put_part(&principal, input, expected).await?,
+        ))
+    }
+
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        let principal = caller(&req)?;
+        Ok(S3Response::new(
+            self.copy_part(&principal, req.input).await?,
+        ))
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let principal = caller(&req)?;
+        Ok(S3Response::new(
+            self.finish_upload(&principal, req.input).await?,
+        ))
+    }
+
+    async fn abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        let principal = caller(&req)?;
+        Ok(S3Response::new(
+            self.abort_upload(&principal, req.input).await?,
+        ))
+    }
+
+    async fn list_parts(
+        &self,
+        req: S3Request<ListPartsInput>,
+    ) -> S3Result<S3Response<ListPartsOutput>> {
+        let principal = caller(&req)?;
+        Ok(S3Response::new(
+            self.list_upload_parts(&principal, req.input).await?,
+        ))
+    }
+
+    async fn list_multipart_uploads(
+        &self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        let principal = caller(&req)?;
+        Ok(S3Response::new(
+            self.list_uploads(&principal, req.input).await?,
+        ))
     }
 
     async fn delete_object(
@@ -798,6 +833,59 @@ impl S3 for Door {
             ..Default::default()
         }))
     }
+}
+
+/// The `x-amz-copy-source-if-*` conditions: like a read's, but a copy answers 412 where a
+/// read would answer 304.
+pub(crate) fn copy_source_conditions(
+    found: &Found,
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+    if_modified_since: Option<&s3s::dto::Timestamp>,
+    if_unmodified_since: Option<&s3s::dto::Timestamp>,
+) -> S3Result<()> {
+    ReadConditions {
+        if_match,
+        if_none_match,
+        if_modified_since,
+        if_unmodified_since,
+    }
+    .check(found)
+    .map_err(|e| {
+        if *e.code() == s3s::S3ErrorCode::NotModified {
+            s3_error!(
+                PreconditionFailed,
+                "the copy source's conditions do not hold"
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Runs `write` over `body` checked against `expected`; a body that fails its checksum is
+/// answered with the checksum's refusal rather than the write's "broken body".
+pub(crate) async fn checked<T, W, F>(
+    body: Option<StreamingBlob>,
+    expected: Expected,
+    write: W,
+) -> S3Result<T>
+where
+    W: FnOnce(Verified<Body>) -> F,
+    F: std::future::Future<Output = Result<T, ferry_app::Error>>,
+{
+    let body: Body = match body {
+        Some(body) => body.boxed(),
+        None => futures::stream::empty().boxed(),
+    };
+    let (verified, failure) = Verified::new(body, expected);
+    write(verified).await.map_err(|e| {
+        failure
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take())
+            .unwrap_or_else(|| to_s3(e))
+    })
 }
 
 /// Deletes one object. A key with nothing there is no error (S3 answers 204 alike).

@@ -17,6 +17,7 @@ mod door;
 mod errors;
 mod forward;
 mod listing;
+mod multipart;
 
 use std::sync::Arc;
 

@@ -9,6 +9,7 @@ pub mod blobs;
 pub mod db;
 mod error;
 pub mod events;
+pub mod multipart;
 pub mod published;
 pub mod sandbox;
 pub mod say;

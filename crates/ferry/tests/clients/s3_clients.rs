@@ -12,7 +12,8 @@ async fn boto3_works_against_spaces_and_sandboxes() {
         return;
     };
     let data = tempfile::tempdir().unwrap();
-    let server = binary::start(data.path(), &[]);
+    // Room for the 64 MiB multipart upload.
+    let server = binary::start(data.path(), &[("FERRY_SPACE_MAX_BYTES", "134217728")]);
     let alice = binary::token(&["--user", "alice"]);
     let bob = binary::token(&["--user", "bob"]);
     let thread = binary::create_thread(server.addr, &alice).await;

@@ -8,11 +8,14 @@ import argparse
 import concurrent.futures
 import hashlib
 import json
+import os
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 
 import boto3
+from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -214,5 +217,47 @@ check(error_code(lambda: agent.put_object(Bucket=f"sandbox-{args.other_thread}",
 check(error_code(lambda: s3.put_object(Bucket=sandbox, Key="outputs/x.md", Body=b"x")) == "AccessDenied", "the user reads the sandbox but does not write it")
 check(s3.get_object(Bucket=sandbox, Key="outputs/report.md")["Body"].read() == b"# Report", "the user reads the sandbox")
 check(error_code(lambda: agent.put_object(Bucket=sandbox, Key="skills/x.md", Body=b"x")) == "AccessDenied", "skills stay read-only")
+
+# Multipart: a 64 MiB file in 5 MiB parts, up and down, the same bytes and the same etag
+# through the HTTP API; then the protocol's own rules.
+with tempfile.TemporaryDirectory() as work:
+    big = os.path.join(work, "big.bin")
+    block = os.urandom(1 << 20)
+    with open(big, "wb") as f:
+        for i in range(64):
+            f.write(block[i:] + block[:i])
+    digest = hashlib.sha256(open(big, "rb").read()).hexdigest()
+    small_parts = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20, max_concurrency=4)
+    s3.upload_file(big, "notes", "big/data.bin", Config=small_parts)
+    head = s3.head_object(Bucket="notes", Key="big/data.bin")
+    check(head["ContentLength"] == 64 << 20 and head["ETag"] == f'"{digest}"', "multipart object", head)
+    back = os.path.join(work, "back.bin")
+    s3.download_file("notes", "big/data.bin", back, Config=small_parts)
+    check(hashlib.sha256(open(back, "rb").read()).hexdigest() == digest, "download_file of the multipart object")
+    status, headers, _ = api("HEAD", "/api/spaces/notes/files/big/data.bin", args.alice)
+    check(headers.get("ETag", headers.get("etag")) == f'"{digest}"', "the HTTP API sees the same object", headers)
+
+upload = s3.create_multipart_upload(Bucket="notes", Key="parts.txt", ContentType="text/plain")["UploadId"]
+listed = s3.list_multipart_uploads(Bucket="notes")["Uploads"]
+check([(u["Key"], u["UploadId"]) for u in listed] == [("parts.txt", upload)], "ListMultipartUploads", listed)
+first = s3.upload_part(Bucket="notes", Key="parts.txt", UploadId=upload, PartNumber=1, Body=b"a" * (5 << 20))
+second = s3.upload_part_copy(Bucket="notes", Key="parts.txt", UploadId=upload, PartNumber=2, CopySource={"Bucket": "notes", "Key": "http.txt"}, CopySourceRange="bytes=0-2")
+parts = s3.list_parts(Bucket="notes", Key="parts.txt", UploadId=upload)["Parts"]
+check([(p["PartNumber"], p["Size"]) for p in parts] == [(1, 5 << 20), (2, 3)], "ListParts", parts)
+check(error_code(lambda: bob.list_parts(Bucket="notes", Key="parts.txt", UploadId=upload)) == "NoSuchUpload", "another user's upload")
+wrong_order = [{"PartNumber": 2, "ETag": second["CopyPartResult"]["ETag"]}, {"PartNumber": 1, "ETag": first["ETag"]}]
+check(error_code(lambda: s3.complete_multipart_upload(Bucket="notes", Key="parts.txt", UploadId=upload, MultipartUpload={"Parts": wrong_order})) == "InvalidPartOrder", "parts out of order")
+done = s3.complete_multipart_upload(Bucket="notes", Key="parts.txt", UploadId=upload, MultipartUpload={"Parts": wrong_order[::-1]})
+body = s3.get_object(Bucket="notes", Key="parts.txt")["Body"].read()
+check(body == b"a" * (5 << 20) + b"upd" and done["ETag"] == f'"{hashlib.sha256(body).hexdigest()}"', "CompleteMultipartUpload", done)
+check(s3.list_multipart_uploads(Bucket="notes").get("Uploads", []) == [], "a completed upload is gone")
+tiny = s3.create_multipart_upload(Bucket="notes", Key="tiny.txt")["UploadId"]
+t1 = s3.upload_part(Bucket="notes", Key="tiny.txt", UploadId=tiny, PartNumber=1, Body=b"small")
+t2 = s3.upload_part(Bucket="notes", Key="tiny.txt", UploadId=tiny, PartNumber=2, Body=b"parts")
+tiny_parts = {"Parts": [{"PartNumber": 1, "ETag": t1["ETag"]}, {"PartNumber": 2, "ETag": t2["ETag"]}]}
+check(error_code(lambda: s3.complete_multipart_upload(Bucket="notes", Key="tiny.txt", UploadId=tiny, MultipartUpload=tiny_parts)) == "EntityTooSmall", "a small part that is not the last")
+s3.abort_multipart_upload(Bucket="notes", Key="tiny.txt", UploadId=tiny)
+check(error_code(lambda: s3.list_parts(Bucket="notes", Key="tiny.txt", UploadId=tiny)) == "NoSuchUpload", "an aborted upload is gone")
+check(error_code(lambda: s3.head_object(Bucket="notes", Key="tiny.txt")) == "404", "an aborted upload wrote nothing")
 
 print("all boto3 checks passed")

@@ -1,0 +1,164 @@
+//! Multipart uploads (docs/s3.md, multipart): an object sent in parts, each part stored as a
+//! blob as it streams in, and the object written from them at the end by the ordinary write
+//! of its place ([`crate::objects::write`]), so its rules, limits, events and ETag are those
+//! of any other write. Only the identity that started an upload may add to it, finish it or
+//! abort it. Which parts make the object (their order, sizes and ETags) is the protocol's
+//! business and is checked by the door.
+
+use bytes::Bytes;
+use ferry_store::multipart::{Part, Upload};
+use ferry_store::spaces::WriteCondition;
+use futures::{Stream, StreamExt, TryStreamExt};
+
+use crate::App;
+use crate::access::{self, Action};
+use crate::error::{Error, Result};
+use crate::objects::{self, Destination};
+use crate::principal::Principal;
+
+/// The highest part number, as in S3.
+pub const MAX_PART_NUMBER: u32 = 10_000;
+
+/// Starts an upload of the object `key` of `bucket` (the door's names for `destination`),
+/// if the caller may write there.
+pub async fn create(
+    app: &App,
+    principal: &Principal,
+    bucket: &str,
+    key: &str,
+    destination: &Destination,
+    content_type: &str,
+) -> Result<Upload> {
+    match destination {
+        Destination::Space { .. } => {
+            principal.space_owner()?;
+        }
+        Destination::Sandbox { thread_id, .. } => {
+            access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
+        }
+    }
+    Ok(app
+        .db
+        .insert_multipart(&principal.identity_key(), bucket, key, content_type)
+        .await?)
+}
+
+/// The caller's upload `upload_id` of `key` in `bucket`.
+pub async fn find(
+    app: &App,
+    principal: &Principal,
+    upload_id: &str,
+    bucket: &str,
+    key: &str,
+) -> Result<Upload> {
+    app.db
+        .multipart(upload_id)
+        .await?
+        .filter(|u| {
+            u.made_by == principal.identity_key() && u.bucket == bucket && u.object_key == key
+        })
+        .ok_or_else(|| Error::not_found(format!("no upload '{upload_id}' of this key")))
+}
+
+/// Stores one part (replacing an earlier one of the same number), refused once it passes the
+/// size limit of the destination.
+pub async fn upload_part<S, E>(
+    app: &App,
+    upload: &Upload,
+    destination: &Destination,
+    part_number: u32,
+    body: S,
+) -> Result<Part>
+where
+    S: Stream<Item = std::result::Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    if !(1..=MAX_PART_NUMBER).contains(&part_number) {
+        return Err(Error::invalid_request(format!(
+            "part numbers run from 1 to {MAX_PART_NUMBER}"
+        )));
+    }
+    let blob = app.blobs.write(body, destination.limit(app)).await?;
+    let replaced = app
+        .db
+        .put_part(&upload.upload_id, part_number, &blob)
+        .await?;
+    if let Some(old) = replaced {
+        let _ = app.blobs.delete(&old).await;
+    }
+    Ok(Part {
+        part_number,
+        blob_key: blob.key,
+        size: blob.size,
+        sha256: blob.sha256,
+        created_at: ferry_core::Timestamp::now(),
+    })
+}
+
+/// The parts stored so far, by number.
+pub async fn parts(app: &App, upload: &Upload) -> Result<Vec<Part>> {
+    Ok(app.db.parts(&upload.upload_id).await?)
+}
+
+/// Writes the object from `chosen` parts, in that order, and ends the upload. The parts are
+/// read one after the other, never more than a chunk at a time in memory.
+pub async fn complete(
+    app: &App,
+    principal: &Principal,
+    upload: &Upload,
+    destination: &Destination,
+    chosen: Vec<Part>,
+    condition: &WriteCondition,
+) -> Result<String> {
+    let limit = destination.limit(app);
+    let total: u64 = chosen.iter().map(|p| p.size).sum();
+    if total > limit {
+        return Err(Error::too_large(limit));
+    }
+    // One part opened at a time, each read to its end before the next is opened.
+    let openings: Vec<_> = chosen
+        .into_iter()
+        .map(|part| open_part(app.blobs.clone(), part.blob_key))
+        .collect();
+    let body = futures::stream::iter(openings).buffered(1).try_flatten();
+    let etag = objects::write(
+        app,
+        principal,
+        destination,
+        &upload.content_type,
+        condition,
+        body,
+    )
+    .await?;
+    abort(app, upload).await?;
+    Ok(etag)
+}
+
+async fn open_part(
+    blobs: ferry_store::Blobs,
+    key: String,
+) -> std::io::Result<futures::stream::BoxStream<'static, std::io::Result<Bytes>>> {
+    Ok(blobs.read(&key, None).await?.stream)
+}
+
+/// Ends an upload without writing anything; its parts go.
+pub async fn abort(app: &App, upload: &Upload) -> Result<()> {
+    for key in app.db.delete_multipart(&upload.upload_id).await? {
+        let _ = app.blobs.delete(&key).await;
+    }
+    Ok(())
+}
+
+/// The caller's uploads in progress in `bucket`, after `(key, upload_id)`.
+pub async fn list(
+    app: &App,
+    principal: &Principal,
+    bucket: &str,
+    after: Option<(&str, &str)>,
+    limit: u32,
+) -> Result<Vec<Upload>> {
+    Ok(app
+        .db
+        .multiparts_of(&principal.identity_key(), bucket, after, limit)
+        .await?)
+}

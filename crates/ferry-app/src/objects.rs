@@ -1,0 +1,72 @@
+//! Where an object lives for a door that addresses files as objects (the S3 door): one of the
+//! caller's spaces, or a thread's sandbox. Writing one is the ordinary write of that place —
+//! `spaces::write` or `sandbox::write` — with its rules and limits.
+
+use bytes::Bytes;
+use ferry_core::{SandboxPath, SpaceName, ValidPath};
+use ferry_store::spaces::WriteCondition;
+use futures::Stream;
+
+use crate::App;
+use crate::error::Result;
+use crate::principal::Principal;
+
+/// A file, by place and path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    Space {
+        space: SpaceName,
+        path: ValidPath,
+    },
+    Sandbox {
+        thread_id: String,
+        path: SandboxPath,
+    },
+}
+
+impl Destination {
+    /// The largest file this place takes.
+    pub fn limit(&self, app: &App) -> u64 {
+        match self {
+            Destination::Space { .. } => app.limits.space_max_bytes,
+            Destination::Sandbox { .. } => app.limits.sandbox_max_bytes,
+        }
+    }
+}
+
+/// Writes `body` at `destination` as that place's own write does; answers the new ETag value
+/// (without quotes).
+pub async fn write<S, E>(
+    app: &App,
+    principal: &Principal,
+    destination: &Destination,
+    content_type: &str,
+    condition: &WriteCondition,
+    body: S,
+) -> Result<String>
+where
+    S: Stream<Item = std::result::Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    match destination {
+        Destination::Space { space, path } => {
+            let written =
+                crate::spaces::write(app, principal, space, path, content_type, condition, body)
+                    .await?;
+            Ok(written.file.sha256)
+        }
+        Destination::Sandbox { thread_id, path } => {
+            let (_, entry) = crate::sandbox::write(
+                app,
+                principal,
+                thread_id,
+                path,
+                content_type,
+                condition,
+                body,
+            )
+            .await?;
+            Ok(entry.etag)
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! Multipart uploads over S3 (docs/s3.md, multipart): the protocol's side of
+//! `ferry_app::multipart` — which parts make the object (ascending numbers, known parts with
+//! matching ETags, every part but the last at least 5 MiB), and S3's answers.
+
+use ferry_app::Principal;
+use ferry_app::multipart;
+use ferry_store::multipart::{Part, Upload};
+use s3s::dto::*;
+use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
+
+use crate::door::{Door, checked, time_of};
+use crate::errors::to_s3;
+
+/// The least size of every part but the last, as in S3.
+pub(crate) const MIN_PART_SIZE: u64 = 5 << 20;
+/// How many parts or uploads one listing answers at most.
+const MAX_LISTED: usize = 1000;
+
+/// An upload that is not the caller's, or not of this key, is not there.
+fn no_such_upload(e: ferry_app::Error) -> S3Error {
+    match e {
+        ferry_app::Error::NotFound(m) => S3Error::with_message(S3ErrorCode::NoSuchUpload, m),
+        other => to_s3(other),
+    }
+}
+
+impl Door {
+    pub(crate) async fn upload_of(
+        &self,
+        principal: &Principal,
+        upload_id: &str,
+        bucket: &str,
+        key: &str,
+    ) -> S3Result<Upload> {
+        multipart::find(self.app(), principal, upload_id, bucket, key)
+            .await
+            .map_err(no_such_upload)
+    }
+
+    pub(crate) async fn start_upload(
+        &self,
+        principal: &Principal,
+        input: CreateMultipartUploadInput,
+    ) -> S3Result<CreateMultipartUploadOutput> {
+        let bucket = self.bucket(principal, &input.bucket).await?;
+        let destination = Door::destination(&bucket, &input.key)?;
+        let content_type = input
+            .content_type
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| ferry_core::mime::mime_for_name(&input.key));
+        let upload = multipart::create(
+            self.app(),
+            principal,
+            &input.bucket,
+            &input.key,
+            &destination,
+            &content_type,
+        )
+        .await
+        .map_err(to_s3)?;
+        Ok(CreateMultipartUploadOutput {
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            upload_id: Some(upload.upload_id),
+            ..Default::default()
+        })
+    }
+
+    pub(crate) async fn put_part(
+        &self,
+        principal: &Principal,
+        input: UploadPartInput,
+        expected: crate::checksum::Expected,
+    ) -> S3Result<UploadPartOutput> {
+        let bucket = self.bucket(principal, &input.bucket).await?;
+        let destination = Door::destination(&bucket, &input.key)?;
+        let upload = self
+            .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
+            .await?;
+        let number = part_number(input.part_number)?;
+        let answer = expected.answer();
+        let part = checked(input.body, expected, |body| {
+            multipart::upload_part(self.app(), &upload, &destination, number, body)
+        })
+        .await?;
+        Ok(UploadPartOutput {
+            e_tag: Some(ETag::Strong(part.sha256)),
+            checksum_crc32: answer.checksum_crc32,
+            checksum_crc32c: answer.checksum_crc32c,
+            checksum_crc64nvme: answer.checksum_crc64nvme,
+            checksum_sha1: answer.checksum_sha1,
+            checksum_sha256: answer.checksum_sha256,
+            ..Default::default()
+        })
+    }
+
+    pub(crate) async fn copy_part(
+        &self,
+        principal: &Principal,
+        input: UploadPartCopyInput,
+    ) -> S3Result<UploadPartCopyOutput> {
+        let bucket = self.bucket(principal, &input.bucket).await?;
+        let destination = Door::destination(&bucket, &input.key)?;
+        let upload = self
+            .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
+            .await?;
+        let number = part_number(input.part_number)?;
+        let CopySource::Bucket {
+            bucket: source_bucket,
+            key: source_key,
+            ..
+        } = &input.copy_source
+        else {
+            return Err(s3_error!(
+                NotImplemented,
+                "only bucket/key copy sources are served"
+            ));
+        };
+        let source = self.bucket(principal, source_bucket).await?;
+        let found = self.find(principal, &source, source_key).await?;
+        crate::door::copy_source_conditions(
+            &found,
+            input.copy_source_if_match.as_ref(),
+            input.copy_source_if_none_match.as_ref(),
+            input.copy_source_if_modified_since.as_ref(),
+            input.copy_source_if_unmodified_since.as_ref(),
+        )?;
+        let span = match input.copy_source_range.as_deref() {
+            None => None,
+            Some(text) => Some(copy_range(text, found.size)?),
+        };
+        let body = self.read(found.reader, span).await?;
+        let part = multipart::upload_part(self.app(), &upload, &destination, number, body)
+            .await
+            .map_err(to_s3)?;
+        Ok(UploadPartCopyOutput {
+            copy_part_result: Some(CopyPartResult {
+                e_tag: Some(ETag::Strong(part.sha256)),
+                last_modified: Some(time_of(part.created_at)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    pub(crate) async fn finish_upload(
+        &self,
+        principal: &Principal,
+        input: CompleteMultipartUploadInput,
+    ) -> S3Result<CompleteMultipartUploadOutput> {
+        let bucket = self.bucket(principal, &input.bucket).await?;
+        let destination = Door::destination(&bucket, &input.key)?;
+        let upload = self
+            .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
+            .await?;
+        let stored = multipart::parts(self.app(), &upload).await.map_err(to_s3)?;
+        let requested = input
+            .multipart_upload
+            .and_then(|m| m.parts)
+            .unwrap_or_default();
+        let chosen = choose_parts(&stored, &requested)?;
+        let condition =
+            crate::door::write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
+        let etag = multipart::complete(
+            self.app(),
+            principal,
+            &upload,
+            &destination,
+            chosen,
+            &condition,
+        )
+        .await
+        .map_err(to_s3)?;
+        Ok(CompleteMultipartUploadOutput {
+            location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            e_tag: Some(ETag::Strong(etag)),
+            ..Default::default()
+        })
+    }
+
+    pub(crate) async fn abort_upload(
+        &self,
+        principal: &Principal,
+        input: AbortMultipartUploadInput,
+    ) -> S3Result<AbortMultipartUploadOutput> {
+        self.bucket(principal, &input.bucket).await?;
+        let upload = self
+            .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
+            .await?;
+        multipart::abort(self.app(), &upload).await.map_err(to_s3)?;
+        Ok(AbortMultipartUploadOutput::default())
+    }
+
+    pub(crate) async fn list_upload_parts(
+        &self,
+        principal: &Principal,
+        input: ListPartsInput,
+    ) -> S3Result<ListPartsOutput> {
+        self.bucket(principal, &input.bucket).await?;
+        let upload = self
+            .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
+            .await?;
+        let marker = input.part_number_marker.unwrap_or(0).max(0) as u32;
+        let max = input.max_parts.map_or(MAX_LISTED, |n| {
+            usize::try_from(n).unwrap_or(0).min(MAX_LISTED)
+        });
+        let stored = multipart::parts(self.app(), &upload).await.map_err(to_s3)?;
+        let after: Vec<&Part> = stored.iter().filter(|p| p.part_number > marker).collect();
+        let page = &after[..after.len().min(max)];
+        let truncated = after.len() > page.len();
+        Ok(ListPartsOutput {
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            upload_id: Some(input.upload_id),
+            part_number_marker: input.part_number_marker,
+            next_part_number_marker: page.last().map(|p| p.part_number as i32),
+            max_parts: Some(max as i32),
+            is_truncated: Some(truncated),
+            parts: Some(
+                page.iter()
+                    .map(|p| s3s::dto::Part {
+                        part_number: Some(p.part_number as i32),
+                        size: Some(p.size as i64),
+                        e_tag: Some(ETag::Strong(p.sha256.clone())),
+                        last_modified: Some(time_of(p.created_at)),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        })
+    }
+
+    pub(crate) async fn list_uploads(
+        &self,
+        principal: &Principal,
+        input: ListMultipartUploadsInput,
+    ) -> S3Result<ListMultipartUploadsOutput> {
+        self.bucket(principal, &input.bucket).await?;
+        let max = input.max_uploads.map_or(MAX_LISTED, |n| {
+            usize::try_from(n).unwrap_or(0).min(MAX_LISTED)
+        });
+        let after = input
+            .key_marker
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .map(|key| {
+                (
+                    key,
+                    input.upload_id_marker.as_deref().unwrap_or("\u{10FFFF}"),
+                )
+            });
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let mut uploads = Vec::new();
+        let mut cursor = after.map(|(k, u)| (k.to_owned(), u.to_owned()));
+        let mut truncated = false;
+        'pages: loop {
+            let batch = multipart::list(
+                self.app(),
+                principal,
+                &input.bucket,
+                cursor.as_ref().map(|(k, u)| (k.as_str(), u.as_str())),
+                MAX_LISTED as u32,
+            )
+            .await
+            .map_err(to_s3)?;
+            if batch.is_empty() {
+                break;
+            }
+            for upload in batch {
+                cursor = Some((upload.object_key.clone(), upload.upload_id.clone()));
+                if !upload.object_key.starts_with(&prefix) {
+                    continue;
+                }
+                if uploads.len() == max {
+                    truncated = true;
+                    break 'pages;
+                }
+                uploads.push(upload);
+            }
+        }
+        let last = uploads.last().cloned();
+        Ok(ListMultipartUploadsOutput {
+            bucket: Some(input.bucket),
+            prefix: input.prefix,
+            key_marker: input.key_marker,
+            upload_id_marker: input.upload_id_marker,
+            max_uploads: Some(max as i32),
+            is_truncated: Some(truncated),
+            next_key_marker: last.as_ref().map(|u| u.object_key.clone()),
+            next_upload_id_marker: last.as_ref().map(|u| u.upload_id.clone()),
+            uploads: Some(
+                uploads
+                    .into_iter()
+                    .map(|u| MultipartUpload {
+                        key: Some(u.object_key),
+                        upload_id: Some(u.upload_id),
+                        initiated: Some(time_of(u.created_at)),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        })
+    }
+}
+
+fn part_number(number: i32) -> S3Result<u32> {
+    u32::try_from(number)
+        .ok()
+        .filter(|n| (1..=multipart::MAX_PART_NUMBER).contains(n))
+        .ok_or_else(|| {
+            s3_error!(
+                InvalidArgument,
+                "part numbers run from 1 to {}",
+                multipart::MAX_PART_NUMBER
+            )
+        })
+}
+
+/// `bytes=first-last` of a copy source, within an object of `size` bytes.
+fn copy_range(text: &str, size: u64) -> S3Result<std::ops::Range<u64>> {
+    let bad = || {
+        s3_error!(
+            InvalidArgument,
+            "x-amz-copy-source-range must be bytes=first-last"
+        )
+    };
+    let (first, last) = text
+        .strip_prefix("bytes=")
+        .and_then(|r| r.split_once('-'))
+        .ok_or_else(bad)?;
+    let first: u64 = first.trim().parse().map_err(|_| bad())?;
+    let last: u64 = last.trim().parse().map_err(|_| bad())?;
+    if first > last || last >= size {
+        return Err(s3_error!(
+            InvalidRange,
+            "the copy range lies outside the source object"
+        ));
+    }
+    Ok(first..last + 1)
+}
+
+/// The stored parts `requested` names, in order: numbers must ascend, each must have been
+/// uploaded (with the ETag given, when one is), and all but the last must be 5 MiB or more.
+fn choose_parts(stored: &[Part], requested: &[CompletedPart]) -> S3Result<Vec<Part>> {
+    if requested.is_empty() {
+        return Err(s3_error!(
+            MalformedXML,
+            "CompleteMultipartUpload names no parts"
+        ));
+    }
+    let mut chosen: Vec<Part> = Vec::with_capacity(requested.len());
+    for wanted in requested {
+        let number = wanted
+            .part_number
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| s3_error!(InvalidPart, "a part without a part number"))?;
+        if chosen.last().is_some_and(|p| p.part_number >= number) {
+            return Err(s3_error!(
+                InvalidPartOrder,
+                "the parts must be listed in ascending order of part number"
+            ));
+        }
+        let part = stored
+            .iter()
+            .find(|p| p.part_number == number)
+            .ok_or_else(|| s3_error!(InvalidPart, "part {number} was not uploaded"))?;
+        if let Some(tag) = &wanted.e_tag
+            && tag.value().trim_matches('"') != part.sha256
+        {
+            return Err(s3_error!(
+                InvalidPart,
+                "part {number}'s ETag is not the one it was uploaded with"
+            ));
+        }
+        chosen.push(part.clone());
+    }
+    if let Some(small) = chosen[..chosen.len() - 1]
+        .iter()
+        .find(|p| p.size < MIN_PART_SIZE)
+    {
+        return Err(s3_error!(
+            EntityTooSmall,
+            "part {} is {} bytes; every part but the last must be at least 5 MiB",
+            small.part_number,
+            small.size
+        ));
+    }
+    Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(number: u32, size: u64) -> Part {
+        Part {
+            part_number: number,
+            blob_key: format!("b{number}"),
+            size,
+            sha256: format!("s{number}"),
+            created_at: ferry_core::Timestamp(0),
+        }
+    }
+
+    fn wanted(number: i32, etag: Option<&str>) -> CompletedPart {
+        CompletedPart {
+            part_number: Some(number),
+            e_tag: etag.map(|t| ETag::Strong(t.to_owned())),
+            ..Default::default()
+        }
+    }
+
+    fn code(result: S3Result<Vec<Part>>) -> S3ErrorCode {
+        result.unwrap_err().code().clone()
+    }
+
+    #[test]
+    fn parts_are_chosen_as_s3_chooses_them() {
+        let stored = [part(1, MIN_PART_SIZE), part(2, MIN_PART_SIZE), part(3, 10)];
+        let all = [
+            wanted(1, Some("s1")),
+            wanted(2, None),
+            wanted(3, Some("\"s3\"")),
+        ];
+        let chosen = choose_parts(&stored, &all).unwrap();
+        assert_eq!(
+            chosen.iter().map(|p| p.part_number).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert_eq!(
+            choose_parts(&stored, &[wanted(1, None), wanted(3, None)])
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(
+            code(choose_parts(&stored, &[wanted(2, None), wanted(1, None)])),
+            S3ErrorCode::InvalidPartOrder
+        );
+        assert_eq!(
+            code(choose_parts(&stored, &[wanted(4, None)])),
+            S3ErrorCode::InvalidPart
+        );
+        assert_eq!(
+            code(choose_parts(&stored, &[wanted(1, Some("x"))])),
+            S3ErrorCode::InvalidPart
+        );
+        assert_eq!(
+            code(choose_parts(&stored, &[wanted(3, None), wanted(4, None)])),
+            S3ErrorCode::InvalidPart
+        );
+        let small = [part(1, 10), part(2, 10)];
+        assert_eq!(
+            code(choose_parts(&small, &[wanted(1, None), wanted(2, None)])),
+            S3ErrorCode::EntityTooSmall
+        );
+        assert_eq!(code(choose_parts(&stored, &[])), S3ErrorCode::MalformedXML);
+    }
+
+    #[test]
+    fn copy_ranges_are_inclusive_and_inside_the_source() {
+        assert_eq!(copy_range("bytes=0-9", 10).unwrap(), 0..10);
+        assert!(copy_range("bytes=5-10", 10).is_err());
+        assert!(copy_range("0-1", 10).is_err());
+    }
+}
