@@ -55,7 +55,7 @@ pub async fn find(
         .multipart(upload_id)
         .await?
         .filter(|u| {
-            u.made_by == principal.identity_key() && u.bucket == bucket && u.object_key == key
+            u.made_by == principal.identity_key() && u.bucket == bucket && u.object_path == key
         })
         .ok_or_else(|| Error::not_found(format!("no upload '{upload_id}' of this key")))
 }

@@ -270,8 +270,8 @@ impl Door {
                 break;
             }
             for upload in batch {
-                cursor = Some((upload.object_key.clone(), upload.upload_id.clone()));
-                if !upload.object_key.starts_with(&prefix) {
+                cursor = Some((upload.object_path.clone(), upload.upload_id.clone()));
+                if !upload.object_path.starts_with(&prefix) {
                     continue;
                 }
                 if uploads.len() == max {
@@ -289,13 +289,13 @@ impl Door {
             upload_id_marker: input.upload_id_marker,
             max_uploads: Some(max as i32),
             is_truncated: Some(truncated),
-            next_key_marker: last.as_ref().map(|u| u.object_key.clone()),
+            next_key_marker: last.as_ref().map(|u| u.object_path.clone()),
             next_upload_id_marker: last.as_ref().map(|u| u.upload_id.clone()),
             uploads: Some(
                 uploads
                     .into_iter()
                     .map(|u| MultipartUpload {
-                        key: Some(u.object_key),
+                        key: Some(u.object_path),
                         upload_id: Some(u.upload_id),
                         initiated: Some(time_of(u.created_at)),
                         ..Default::default()

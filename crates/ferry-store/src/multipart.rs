@@ -13,7 +13,7 @@ pub struct Upload {
     pub upload_id: String,
     pub made_by: String,
     pub bucket: String,
-    pub object_key: String,
+    pub object_path: String,
     pub content_type: String,
     pub created_at: Timestamp,
 }
@@ -27,7 +27,7 @@ pub struct Part {
     pub created_at: Timestamp,
 }
 
-const UPLOAD_COLUMNS: &str = "upload_id, made_by, bucket, object_key, content_type, created_at";
+const UPLOAD_COLUMNS: &str = "upload_id, made_by, bucket, object_path, content_type, created_at";
 const PART_COLUMNS: &str = "part_number, blob_key, size, sha256, created_at";
 
 fn upload_from_row(row: &AnyRow) -> Result<Upload, sqlx::Error> {
@@ -35,7 +35,7 @@ fn upload_from_row(row: &AnyRow) -> Result<Upload, sqlx::Error> {
         upload_id: row.try_get("upload_id")?,
         made_by: row.try_get("made_by")?,
         bucket: row.try_get("bucket")?,
-        object_key: row.try_get("object_key")?,
+        object_path: row.try_get("object_path")?,
         content_type: row.try_get("content_type")?,
         created_at: Timestamp(row.try_get("created_at")?),
     })
@@ -57,14 +57,14 @@ impl Db {
         &self,
         made_by: &str,
         bucket: &str,
-        object_key: &str,
+        object_path: &str,
         content_type: &str,
     ) -> Result<Upload, Error> {
         let upload = Upload {
             upload_id: uuid::Uuid::now_v7().simple().to_string(),
             made_by: made_by.to_owned(),
             bucket: bucket.to_owned(),
-            object_key: object_key.to_owned(),
+            object_path: object_path.to_owned(),
             content_type: content_type.to_owned(),
             created_at: Timestamp(now_millis()),
         };
@@ -74,7 +74,7 @@ impl Db {
             .bind(&upload.upload_id)
             .bind(&upload.made_by)
             .bind(&upload.bucket)
-            .bind(&upload.object_key)
+            .bind(&upload.object_path)
             .bind(&upload.content_type)
             .bind(upload.created_at.millis())
             .execute(self.pool())
@@ -103,8 +103,8 @@ impl Db {
         let (key, id) = after.unwrap_or(("", ""));
         let sql = format!(
             "SELECT {UPLOAD_COLUMNS} FROM s3_uploads WHERE made_by = $1 AND bucket = $2 \
-             AND (object_key > $3 OR (object_key = $3 AND upload_id > $4)) \
-             ORDER BY object_key, upload_id LIMIT $5"
+             AND (object_path > $3 OR (object_path = $3 AND upload_id > $4)) \
+             ORDER BY object_path, upload_id LIMIT $5"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(made_by)

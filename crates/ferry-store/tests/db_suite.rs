@@ -347,6 +347,7 @@ on_every_engine! {
         for known in [
             "attachments.blob_key",
             "published_revisions.blob_key",
+            "s3_parts.blob_key",
             "space_files.blob_key",
             "uploads.blob_key",
         ] {

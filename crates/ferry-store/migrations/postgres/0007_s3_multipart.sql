@@ -6,11 +6,11 @@ CREATE TABLE s3_uploads (
     -- The identity that started the upload; it alone adds parts, completes or aborts it.
     made_by      TEXT   NOT NULL,
     bucket       TEXT   NOT NULL,
-    object_key   TEXT   NOT NULL,
+    object_path   TEXT   NOT NULL,
     content_type TEXT   NOT NULL,
     created_at   BIGINT NOT NULL
 );
-CREATE INDEX s3_uploads_by_bucket ON s3_uploads (made_by, bucket, object_key, upload_id);
+CREATE INDEX s3_uploads_by_bucket ON s3_uploads (made_by, bucket, object_path, upload_id);
 
 CREATE TABLE s3_parts (
     upload_id   TEXT   NOT NULL,
