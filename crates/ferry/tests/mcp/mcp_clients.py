@@ -6,7 +6,7 @@ The server must be running at --url and accept --token (a user token). For each 
 stdio (`ferry mcp --url … --token …` started by the SDK's stdio client) and streamable HTTP
 (`/mcp` with the bearer header) — this script makes its own thread and agent token, then checks
 what an MCP client that has never seen ferry would see: the handshake and instructions, the
-seven tools and their exact schemas and annotations, and every tool working against the HTTP
+eight tools and their exact schemas and annotations, and every tool working against the HTTP
 API with the API's own rules and errors, unchanged.
 
 Exits non-zero on the first failed check, printing what differed. Used by
@@ -233,7 +233,7 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     for phrase in INSTRUCTION_PHRASES:
         check(phrase in instructions, f"instructions mention {phrase!r}", instructions)
 
-    # Discovery: exactly the seven tools, with the documented schemas and honest annotations.
+    # Discovery: exactly the eight tools, with the documented schemas and honest annotations.
     listed = (await session.list_tools()).tools
     check([t.name for t in listed] == TOOLS, "the tools, in order", [t.name for t in listed])
     for tool in listed:
@@ -470,7 +470,7 @@ async def unreachable_server(ferry_exe: str) -> None:
         result = await session.call_tool("list_space_files", {"spaceName": "s"})
         check(result.isError is True, "an unreachable server is a tool error", result)
         check(text_of(result).startswith("could not reach the ferry server"), "it says why", result)
-        check(len((await session.list_tools()).tools) == 7, "the session goes on")
+        check(len((await session.list_tools()).tools) == len(TOOLS), "the session goes on")
     print("unreachable server over stdio: ok")
 
 
