@@ -223,20 +223,26 @@ impl Db {
             Some(turn) => Some(turn.clone().lock_owned().await),
             None => None,
         };
-        let mut conn = self.pool.acquire().await?;
+        let conn = self.pool.acquire().await?;
+        // The connection is inside the transaction from here on, so that a request cancelled
+        // while `BEGIN` runs (its statement may still execute after the future is gone) hands
+        // the connection to the rollback of `Drop`, never back to the pool holding the lock.
+        let mut tx = WriteTx {
+            conn: Some(conn),
+            turn,
+        };
         let begin = match self.engine {
             Engine::Sqlite => "BEGIN IMMEDIATE",
             Engine::Postgres => "BEGIN",
         };
-        if let Err(e) = conn.execute(begin).await {
+        if let Err(e) = tx.execute(begin).await {
             // A BEGIN that failed may still have left something behind: start afresh.
-            conn.close_on_drop();
+            if let Some(mut conn) = tx.conn.take() {
+                conn.close_on_drop();
+            }
             return Err(e.into());
         }
-        Ok(WriteTx {
-            conn: Some(conn),
-            turn,
-        })
+        Ok(tx)
     }
 
     /// Whether the database answers.
@@ -265,13 +271,16 @@ pub struct WriteTx {
 impl WriteTx {
     /// Commits. When the commit fails the transaction is rolled back (or the connection closed,
     /// if even that fails), so a failed write never leaves a connection inside a transaction.
+    ///
+    /// The connection stays in `self` while `COMMIT` runs: a commit cancelled half-way is
+    /// finished or rolled back by `Drop`, and only then is the connection given back.
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
-        let mut conn = self
+        let committed = self.execute("COMMIT").await.map(|_| ());
+        let conn = self
             .conn
             .take()
             .expect("a transaction has its connection until it ends");
         let turn = self.turn.take();
-        let committed = conn.execute("COMMIT").await.map(|_| ());
         if committed.is_err() {
             roll_back(conn).await;
         }
