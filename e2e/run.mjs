@@ -620,6 +620,18 @@ step('spaces: the person\'s spaces are listed; open one by name, browse its tree
   assert.equal(download.suggestedFilename(), 'logo.png');
   await page.reload();
   await tree.waitFor();
+  // S3 access: the endpoint, a new key whose secret is shown once, and revoking it.
+  assert.equal(await page.getByRole('textbox', { name: 'Endpoint URL' }).inputValue(), `${S.ferry.base}/s3`);
+  await page.getByRole('button', { name: 'Create an access key' }).click();
+  const keyId = await page.getByRole('textbox', { name: 'Access key ID' }).inputValue();
+  assert.match(keyId, /^FERRY[A-Z2-7]{15}$/);
+  assert.ok((await page.getByRole('textbox', { name: 'Secret access key' }).inputValue()).length >= 40);
+  const keys = page.getByRole('list', { name: 'Your S3 access keys' });
+  await keys.getByText(keyId).waitFor();
+  await shot(page, '17b-s3-keys');
+  page.once('dialog', (d) => d.accept());
+  await keys.getByRole('button', { name: `Revoke ${keyId}` }).click();
+  await keys.getByText(keyId).waitFor({ state: 'detached' });
   await page.getByRole('link', { name: 'Threads' }).click();
   await page.waitForURL(`${S.ferry.base}/`);
 });

@@ -7,8 +7,11 @@ import { icon, fileIcon } from './icons.js';
 import { formatSize, formatDateTime } from './format.js';
 import { route, getJson, getBlob, ApiError } from './api.js';
 import { saveBlob } from './download.js';
+import { S3KeysPanel } from './s3-keys.js';
 
 const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
+// Over S3, `sandbox-{thread id}` names a thread's sandbox: no space takes such a name.
+const RESERVED = /^sandbox-/;
 
 /** A path of a space file as a URL path: each segment encoded, the slashes kept. */
 function filePath(space, path) {
@@ -65,17 +68,18 @@ export class SpacesView {
       h('label', { for: 'space-name', class: 'field-label', text: 'Space name' }),
       h('div', { class: 'field-row' }, this.input,
         h('button', { type: 'submit', class: 'btn btn-primary', text: 'Open' })),
-      h('p', { id: 'space-name-help', class: 'field-help', text: '1–64 letters, digits, dots, dashes or underscores, not starting with a dot. A space exists once something is saved in it.' }),
+      h('p', { id: 'space-name-help', class: 'field-help', text: '1–64 letters, digits, dots, dashes or underscores, not starting with a dot or "sandbox-". A space exists once something is saved in it.' }),
       this.formError),
       this.recent,
-      h('div', { class: 'space-layout' }, this.content, this.viewer));
+      h('div', { class: 'space-layout' }, this.content, this.viewer),
+      new S3KeysPanel().el);
     this.renderRecent();
     if (space) this.load(space);
   }
 
   openByName(name) {
-    if (!NAME_RULE.test(name) || name.startsWith('.')) {
-      this.formError.textContent = 'That is not a space name: use 1–64 letters, digits, dots, dashes or underscores, not starting with a dot.';
+    if (!NAME_RULE.test(name) || name.startsWith('.') || RESERVED.test(name)) {
+      this.formError.textContent = 'That is not a space name: use 1–64 letters, digits, dots, dashes or underscores, not starting with a dot or "sandbox-".';
       this.formError.hidden = false;
       this.input.focus();
       return;

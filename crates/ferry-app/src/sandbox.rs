@@ -75,3 +75,16 @@ where
         .await
         .map_err(in_sandbox)
 }
+
+/// Removes a sandbox file (the thread's agent, or service_role); `/sandbox/skills/` is
+/// refused by the sandbox itself.
+pub async fn delete(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    path: &SandboxPath,
+) -> Result<()> {
+    let thread = access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
+    let sandbox = app.sandboxes.open(&thread.id).await?;
+    sandbox.delete(path.relative()).await.map_err(in_sandbox)
+}

@@ -9,7 +9,7 @@ use ferry_store::spaces::WriteCondition;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use s3s::dto::*;
-use s3s::{S3, S3Error, S3Request, S3Response, S3Result, StdError, s3_error};
+use s3s::{S3, S3Request, S3Response, S3Result, StdError, s3_error};
 use sync_wrapper::SyncStream;
 use time::OffsetDateTime;
 
@@ -88,11 +88,11 @@ pub(crate) enum Reader {
 }
 
 /// The conditions of a read.
-struct ReadConditions<'a> {
-    if_match: Option<&'a ETagCondition>,
-    if_none_match: Option<&'a ETagCondition>,
-    if_modified_since: Option<&'a s3s::dto::Timestamp>,
-    if_unmodified_since: Option<&'a s3s::dto::Timestamp>,
+pub(crate) struct ReadConditions<'a> {
+    pub(crate) if_match: Option<&'a ETagCondition>,
+    pub(crate) if_none_match: Option<&'a ETagCondition>,
+    pub(crate) if_modified_since: Option<&'a s3s::dto::Timestamp>,
+    pub(crate) if_unmodified_since: Option<&'a s3s::dto::Timestamp>,
 }
 
 impl ReadConditions<'_> {
@@ -203,6 +203,35 @@ impl Door {
         }
         .map_err(|e| to_s3(ferry_app::Error::io(e)))?;
         Ok(read.stream)
+    }
+
+    /// The object a copy reads, if its `x-amz-copy-source-if-*` conditions hold: like a
+    /// read's, except that a copy answers 412 where a read would answer 304.
+    pub(crate) async fn copy_source(
+        &self,
+        principal: &Principal,
+        source: &CopySource,
+        conditions: ReadConditions<'_>,
+    ) -> S3Result<Found> {
+        let CopySource::Bucket { bucket, key, .. } = source else {
+            return Err(s3_error!(
+                NotImplemented,
+                "only bucket/key copy sources are served"
+            ));
+        };
+        let bucket = self.bucket(principal, bucket).await?;
+        let found = self.find(principal, &bucket, key).await?;
+        conditions.check(&found).map_err(|e| {
+            if *e.code() == s3s::S3ErrorCode::NotModified {
+                s3_error!(
+                    PreconditionFailed,
+                    "the copy source's conditions do not hold"
+                )
+            } else {
+                e
+            }
+        })?;
+        Ok(found)
     }
 
     /// The file `key` of `bucket` names, for a write.
@@ -496,6 +525,65 @@ impl S3 for Door {
         }))
     }
 
+    /// Buckets are never versioned: each object is its one version, `null`, as S3 lists the
+    /// objects of a bucket that never had versioning on (tools list versions to empty one).
+    async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        let principal = caller(&req)?;
+        let input = req.input;
+        let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
+        let after = match input.key_marker.as_deref() {
+            None | Some("") => After::Start,
+            Some(marker) if delimiter.as_deref().is_some_and(|d| marker.ends_with(d)) => {
+                After::Below(marker.to_owned())
+            }
+            Some(marker) => After::Key(marker.to_owned()),
+        };
+        let max = max_keys(input.max_keys);
+        let request = listing::Request {
+            prefix: input.prefix.clone().unwrap_or_default(),
+            delimiter: delimiter.clone(),
+            after,
+            max_keys: max,
+        };
+        let page = self.list(&principal, &input.bucket, request).await?;
+        let next_key_marker = match &page.next {
+            Some(After::Key(key)) => Some(key.clone()),
+            Some(After::Below(prefix)) => Some(prefix.clone()),
+            _ => None,
+        };
+        let versions = page
+            .objects
+            .iter()
+            .map(|o| ObjectVersion {
+                key: Some(o.key.clone()),
+                version_id: Some("null".into()),
+                is_latest: Some(true),
+                size: Some(o.size as i64),
+                e_tag: Some(etag_of(&o.etag)),
+                last_modified: Some(time_of(o.modified)),
+                ..Default::default()
+            })
+            .collect();
+        Ok(S3Response::new(ListObjectVersionsOutput {
+            versions: Some(versions),
+            common_prefixes: Some(common_prefixes(&page)),
+            is_truncated: Some(page.next.is_some()),
+            next_version_id_marker: next_key_marker.as_ref().map(|_| "null".to_owned()),
+            next_key_marker,
+            key_marker: input.key_marker,
+            version_id_marker: input.version_id_marker,
+            name: Some(input.bucket),
+            prefix: input.prefix,
+            delimiter: input.delimiter,
+            max_keys: Some(max as i32),
+            encoding_type: input.encoding_type,
+            ..Default::default()
+        }))
+    }
+
     async fn head_object(
         &self,
         req: S3Request<HeadObjectInput>,
@@ -635,26 +723,18 @@ impl S3 for Door {
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let principal = caller(&req)?;
         let input = req.input;
-        let CopySource::Bucket {
-            bucket: source_bucket,
-            key: source_key,
-            ..
-        } = &input.copy_source
-        else {
-            return Err(s3_error!(
-                NotImplemented,
-                "only bucket/key copy sources are served"
-            ));
-        };
-        let source = self.bucket(&principal, source_bucket).await?;
-        let found = self.find(&principal, &source, source_key).await?;
-        copy_source_conditions(
-            &found,
-            input.copy_source_if_match.as_ref(),
-            input.copy_source_if_none_match.as_ref(),
-            input.copy_source_if_modified_since.as_ref(),
-            input.copy_source_if_unmodified_since.as_ref(),
-        )?;
+        let found = self
+            .copy_source(
+                &principal,
+                &input.copy_source,
+                ReadConditions {
+                    if_match: input.copy_source_if_match.as_ref(),
+                    if_none_match: input.copy_source_if_none_match.as_ref(),
+                    if_modified_since: input.copy_source_if_modified_since.as_ref(),
+                    if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
+                },
+            )
+            .await?;
         let destination = self.bucket(&principal, &input.bucket).await?;
         let replace = input
             .metadata_directive
@@ -835,34 +915,6 @@ impl S3 for Door {
     }
 }
 
-/// The `x-amz-copy-source-if-*` conditions: like a read's, but a copy answers 412 where a
-/// read would answer 304.
-pub(crate) fn copy_source_conditions(
-    found: &Found,
-    if_match: Option<&ETagCondition>,
-    if_none_match: Option<&ETagCondition>,
-    if_modified_since: Option<&s3s::dto::Timestamp>,
-    if_unmodified_since: Option<&s3s::dto::Timestamp>,
-) -> S3Result<()> {
-    ReadConditions {
-        if_match,
-        if_none_match,
-        if_modified_since,
-        if_unmodified_since,
-    }
-    .check(found)
-    .map_err(|e| {
-        if *e.code() == s3s::S3ErrorCode::NotModified {
-            s3_error!(
-                PreconditionFailed,
-                "the copy source's conditions do not hold"
-            )
-        } else {
-            e
-        }
-    })
-}
-
 /// Runs `write` over `body` checked against `expected`; a body that fails its checksum is
 /// answered with the checksum's refusal rather than the write's "broken body".
 pub(crate) async fn checked<T, W, F>(
@@ -908,9 +960,18 @@ async fn delete(
                 Err(e) => Err(to_s3(e)),
             }
         }
-        Bucket::Sandbox { .. } => Err(S3Error::with_message(
-            s3s::S3ErrorCode::NotImplemented,
-            "deleting from a sandbox bucket is not served yet; the agent removes files in its sandbox",
-        )),
+        Bucket::Sandbox { thread_id } => {
+            if if_match.is_some() {
+                return Err(s3_error!(
+                    NotImplemented,
+                    "If-Match on a delete is served for spaces only"
+                ));
+            }
+            let path = sandbox_key(key)?;
+            match ferry_app::sandbox::delete(app, principal, thread_id, &path).await {
+                Ok(()) | Err(ferry_app::Error::NotFound(_)) => Ok(()),
+                Err(e) => Err(to_s3(e)),
+            }
+        }
     }
 }

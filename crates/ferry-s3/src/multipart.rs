@@ -8,8 +8,9 @@ use ferry_store::multipart::{Part, Upload};
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
-use crate::door::{Door, checked, time_of};
+use crate::door::{Door, ReadConditions, checked, time_of};
 use crate::errors::to_s3;
+use ferry_app::objects::Destination;
 
 /// The least size of every part but the last, as in S3.
 pub(crate) const MIN_PART_SIZE: u64 = 5 << 20;
@@ -35,6 +36,23 @@ impl Door {
         multipart::find(self.app(), principal, upload_id, bucket, key)
             .await
             .map_err(no_such_upload)
+    }
+
+    /// The destination, the upload and the part number a part request names.
+    async fn staged(
+        &self,
+        principal: &Principal,
+        bucket_name: &str,
+        key: &str,
+        upload_id: &str,
+        number: i32,
+    ) -> S3Result<(Destination, Upload, u32)> {
+        let bucket = self.bucket(principal, bucket_name).await?;
+        let destination = Door::destination(&bucket, key)?;
+        let upload = self
+            .upload_of(principal, upload_id, bucket_name, key)
+            .await?;
+        Ok((destination, upload, part_number(number)?))
     }
 
     pub(crate) async fn start_upload(
@@ -72,12 +90,15 @@ impl Door {
         input: UploadPartInput,
         expected: crate::checksum::Expected,
     ) -> S3Result<UploadPartOutput> {
-        let bucket = self.bucket(principal, &input.bucket).await?;
-        let destination = Door::destination(&bucket, &input.key)?;
-        let upload = self
-            .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
+        let (destination, upload, number) = self
+            .staged(
+                principal,
+                &input.bucket,
+                &input.key,
+                &input.upload_id,
+                input.part_number,
+            )
             .await?;
-        let number = part_number(input.part_number)?;
         let answer = expected.answer();
         let part = checked(input.body, expected, |body| {
             multipart::upload_part(self.app(), &upload, &destination, number, body)
@@ -99,32 +120,27 @@ impl Door {
         principal: &Principal,
         input: UploadPartCopyInput,
     ) -> S3Result<UploadPartCopyOutput> {
-        let bucket = self.bucket(principal, &input.bucket).await?;
-        let destination = Door::destination(&bucket, &input.key)?;
-        let upload = self
-            .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
+        let (destination, upload, number) = self
+            .staged(
+                principal,
+                &input.bucket,
+                &input.key,
+                &input.upload_id,
+                input.part_number,
+            )
             .await?;
-        let number = part_number(input.part_number)?;
-        let CopySource::Bucket {
-            bucket: source_bucket,
-            key: source_key,
-            ..
-        } = &input.copy_source
-        else {
-            return Err(s3_error!(
-                NotImplemented,
-                "only bucket/key copy sources are served"
-            ));
-        };
-        let source = self.bucket(principal, source_bucket).await?;
-        let found = self.find(principal, &source, source_key).await?;
-        crate::door::copy_source_conditions(
-            &found,
-            input.copy_source_if_match.as_ref(),
-            input.copy_source_if_none_match.as_ref(),
-            input.copy_source_if_modified_since.as_ref(),
-            input.copy_source_if_unmodified_since.as_ref(),
-        )?;
+        let found = self
+            .copy_source(
+                principal,
+                &input.copy_source,
+                ReadConditions {
+                    if_match: input.copy_source_if_match.as_ref(),
+                    if_none_match: input.copy_source_if_none_match.as_ref(),
+                    if_modified_since: input.copy_source_if_modified_since.as_ref(),
+                    if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
+                },
+            )
+            .await?;
         let span = match input.copy_source_range.as_deref() {
             None => None,
             Some(text) => Some(copy_range(text, found.size)?),

@@ -521,6 +521,18 @@ impl Sandbox {
         }
     }
 
+    /// Removes the file at `path` (never a folder; a symlink is removed, not followed).
+    /// `skills/` is read-only. Folders stay, as on any file system.
+    pub async fn delete(&self, path: &ValidPath) -> Result<(), Error> {
+        if path.segments().next() == Some("skills") {
+            return Err(Error::ReadOnly);
+        }
+        match self {
+            Sandbox::Local(local) => local.delete(path).await,
+            Sandbox::Stored(stored) => stored.delete(path).await,
+        }
+    }
+
     /// Puts a blob's bytes into `folder` under `name`, or `name (1).ext`, `name (2).ext`… when
     /// taken. Never overwrites. Returns the path used, relative to `/sandbox/`.
     pub async fn copy_in_unique(
@@ -555,6 +567,17 @@ pub struct StoredSandbox {
 }
 
 impl StoredSandbox {
+    async fn delete(&self, path: &ValidPath) -> Result<(), Error> {
+        let space = SpaceName::sandbox();
+        self.db
+            .space_delete(&self.thread_id, &space, path, None)
+            .await?;
+        // The standard folders stay, as they do in a sandbox on disk.
+        self.db
+            .space_mkdirs(&self.thread_id, &space, &SANDBOX_LAYOUT)
+            .await
+    }
+
     async fn open(&self, path: &ValidPath) -> Result<OpenedFile, Error> {
         let file = self
             .db
@@ -713,6 +736,26 @@ impl LocalSandbox {
     async fn open(&self, path: &ValidPath) -> Result<OpenedFile, Error> {
         let path = path.as_str().to_owned();
         self.blocking(move |dir| open_checked(dir, &path)).await
+    }
+
+    /// Unlinks a file under the commit lock, so a delete and a write of the same path are
+    /// ordered; the parent folder is reached without following symlinks.
+    async fn delete(&self, path: &ValidPath) -> Result<(), Error> {
+        let target = path.as_str().to_owned();
+        let wait = self.op_timeout;
+        self.blocking(move |dir| {
+            let _lock = lock_commits(dir, wait)?;
+            let (parent, name) = match target.rsplit_once('/') {
+                Some((parent, name)) => (folder(dir, parent)?, name.to_owned()),
+                None => (dir.try_clone().map_err(jailed)?, target.clone()),
+            };
+            let meta = parent.symlink_metadata(&name).map_err(jailed)?;
+            if meta.is_dir() {
+                return Err(Error::IsDir);
+            }
+            parent.remove_file(&name).map_err(jailed)
+        })
+        .await
     }
 
     /// Symlinks are not followed or listed.

@@ -147,6 +147,11 @@ pub struct ServeArgs {
     /// Seconds one webhook POST may take [default: 10]
     #[arg(long, env = "FERRY_WEBHOOK_TIMEOUT_SECS")]
     pub webhook_timeout_secs: Option<u64>,
+
+    /// The region the S3 door at /s3 names (GetBucketLocation); signatures for any region are
+    /// accepted [default: us-east-1]
+    #[arg(long, env = "FERRY_S3_REGION")]
+    pub s3_region: Option<String>,
 }
 
 impl ServeArgs {
@@ -185,6 +190,7 @@ impl ServeArgs {
             preview_wait_secs: self.preview_wait_secs.or(other.preview_wait_secs),
             webhook_allow_private: self.webhook_allow_private.or(other.webhook_allow_private),
             webhook_timeout_secs: self.webhook_timeout_secs.or(other.webhook_timeout_secs),
+            s3_region: self.s3_region.or(other.s3_region),
         }
     }
 }
@@ -278,6 +284,9 @@ impl ServeArgs {
         }
         if let Some(t) = settings.webhook_timeout_secs {
             config.webhooks.timeout = secs(t.max(1));
+        }
+        if let Some(region) = settings.s3_region.filter(|r| !r.trim().is_empty()) {
+            config.s3_region = region.trim().to_owned();
         }
         Ok(Resolved {
             config,
@@ -478,6 +487,7 @@ mod tests {
             preview_wait_secs: Some(2),
             webhook_allow_private: Some(true),
             webhook_timeout_secs: Some(11),
+            s3_region: Some("eu-central-1".into()),
             ..Default::default()
         }
         .resolve()
@@ -498,6 +508,7 @@ mod tests {
         assert_eq!(c.limits.preview_wait, secs(2));
         assert!(c.webhooks.allow_private);
         assert_eq!(c.webhooks.timeout, secs(11));
+        assert_eq!(c.s3_region, "eu-central-1");
     }
 
     #[test]

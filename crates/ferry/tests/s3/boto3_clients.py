@@ -217,6 +217,13 @@ check(error_code(lambda: agent.put_object(Bucket=f"sandbox-{args.other_thread}",
 check(error_code(lambda: s3.put_object(Bucket=sandbox, Key="outputs/x.md", Body=b"x")) == "AccessDenied", "the user reads the sandbox but does not write it")
 check(s3.get_object(Bucket=sandbox, Key="outputs/report.md")["Body"].read() == b"# Report", "the user reads the sandbox")
 check(error_code(lambda: agent.put_object(Bucket=sandbox, Key="skills/x.md", Body=b"x")) == "AccessDenied", "skills stay read-only")
+check(error_code(lambda: s3.delete_object(Bucket=sandbox, Key="outputs/report.md")) == "AccessDenied", "the user does not delete sandbox files")
+agent.put_object(Bucket=sandbox, Key="outputs/scratch.txt", Body=b"scratch")
+agent.delete_object(Bucket=sandbox, Key="outputs/scratch.txt")
+check(error_code(lambda: agent.head_object(Bucket=sandbox, Key="outputs/scratch.txt")) == "404", "the agent deletes its sandbox file")
+status, _, _ = api("GET", f"/api/threads/{args.thread}/sandbox/outputs/scratch.txt", args.alice)
+check(status == 404, "gone through the HTTP API too", status)
+agent.delete_object(Bucket=sandbox, Key="outputs/never-there.txt")
 
 # Multipart: a 64 MiB file in 5 MiB parts, up and down, the same bytes and the same etag
 # through the HTTP API; then the protocol's own rules.

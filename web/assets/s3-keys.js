@@ -1,0 +1,107 @@
+// S3 access: the endpoint to paste into an S3 tool, and the person's access keys
+// (GET/POST/DELETE /api/s3/keys). A new key's secret is shown once, in a field to copy; the list
+// never has secrets. Revoking asks first: tools using the key stop working at once.
+import { h, replace, announce } from './dom.js';
+import { icon } from './icons.js';
+import { formatDateTime } from './format.js';
+import { route, getJson, sendJson, request } from './api.js';
+
+/** A read-only field with a Copy button. */
+function copyField(id, label, value) {
+  const field = h('input', { id, class: 'input mono', readonly: true, value });
+  const copy = h('button', {
+    type: 'button', class: 'btn', 'aria-label': `Copy ${label}`,
+    onclick: async () => {
+      field.select();
+      try {
+        await navigator.clipboard.writeText(value);
+        copy.querySelector('.label').textContent = 'Copied';
+      } catch {
+        copy.querySelector('.label').textContent = 'Press Ctrl+C';
+      }
+    },
+  }, h('span', { class: 'label', text: 'Copy' }));
+  return [h('label', { for: id, class: 'field-label', text: label }), h('div', { class: 'field-row' }, field, copy)];
+}
+
+export class S3KeysPanel {
+  constructor() {
+    this.endpoint = `${window.location.origin}/s3`;
+    this.list = h('ul', { class: 's3-keys', 'aria-label': 'Your S3 access keys' });
+    this.created = h('div', { class: 's3-created', 'aria-live': 'polite' });
+    this.error = h('p', { class: 'form-error', role: 'alert' });
+    this.error.hidden = true;
+    this.createButton = h('button', {
+      type: 'button', class: 'btn btn-primary', onclick: () => this.create(),
+    }, icon('plus'), h('span', { class: 'label', text: 'Create an access key' }));
+    this.el = h('section', { class: 's3-access', 'aria-labelledby': 's3-title' },
+      h('h2', { id: 's3-title', class: 'section-title', text: 'S3 access' }),
+      h('p', { class: 'page-sub', text: 'Point boto3, the AWS CLI, rclone or any S3 tool at this endpoint (path-style, region us-east-1): your spaces are its buckets. A key acts as you.' }),
+      ...copyField('s3-endpoint', 'Endpoint URL', this.endpoint),
+      this.createButton, this.error, this.created, this.list);
+    this.refresh();
+  }
+
+  async refresh() {
+    let keys;
+    try {
+      ({ keys } = await getJson(route('s3', 'keys')));
+    } catch (e) {
+      replace(this.list, h('li', { class: 'panel-error', text: `The keys could not be listed: ${e.message}` }));
+      return;
+    }
+    if (!keys.length) {
+      replace(this.list, h('li', { class: 'empty', text: 'No access keys yet.' }));
+      return;
+    }
+    replace(this.list, keys.map((key) => h('li', { class: 's3-key', dataset: { key: key.accessKeyId } },
+      h('span', { class: 'mono', text: key.accessKeyId }),
+      h('span', { class: 'tree-meta', text: `created ${formatDateTime(key.createdAt)}` }),
+      h('button', {
+        type: 'button', class: 'btn btn-small', 'aria-label': `Revoke ${key.accessKeyId}`,
+        onclick: () => this.revoke(key.accessKeyId),
+      }, h('span', { class: 'label', text: 'Revoke' })))));
+  }
+
+  async create() {
+    this.createButton.disabled = true;
+    this.error.hidden = true;
+    try {
+      const key = await sendJson('POST', route('s3', 'keys'), {});
+      replace(this.created,
+        h('p', { class: 'field-help', text: 'Copy the secret now: it is shown only this once.' }),
+        ...copyField('s3-key-id', 'Access key ID', key.accessKeyId),
+        ...copyField('s3-secret', 'Secret access key', key.secretAccessKey),
+        h('pre', { class: 'snippet' }, [
+          'import boto3',
+          'from botocore.config import Config',
+          `s3 = boto3.client("s3", endpoint_url="${this.endpoint}",`,
+          `    aws_access_key_id="${key.accessKeyId}", aws_secret_access_key="<the secret above>",`,
+          '    region_name="us-east-1",',
+          '    config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))',
+        ].join('\n')));
+      this.created.querySelector('#s3-secret').select();
+      announce('Access key created; copy its secret now');
+      await this.refresh();
+    } catch (e) {
+      this.error.textContent = `No key was created: ${e.message}`;
+      this.error.hidden = false;
+    } finally {
+      this.createButton.disabled = false;
+    }
+  }
+
+  async revoke(accessKeyId) {
+    if (!window.confirm(`Revoke ${accessKeyId}? Tools using it stop working at once.`)) return;
+    this.error.hidden = true;
+    try {
+      await request(route('s3', 'keys', accessKeyId), { method: 'DELETE' });
+      announce(`${accessKeyId} revoked`);
+      if (this.created.textContent.includes(accessKeyId)) replace(this.created);
+      await this.refresh();
+    } catch (e) {
+      this.error.textContent = `${accessKeyId} was not revoked: ${e.message}`;
+      this.error.hidden = false;
+    }
+  }
+}
