@@ -295,11 +295,44 @@ fn max_keys(requested: Option<i32>) -> usize {
     requested.map_or(MAX_KEYS, |n| usize::try_from(n).unwrap_or(0).min(MAX_KEYS))
 }
 
-fn objects(page: &listing::Page) -> Vec<Object> {
+/// How a listing writes keys: as they are, or (`encoding-type=url`, which SDKs ask for by
+/// default) percent-encoded, `/` kept, so that any key survives XML and the SDK's decoding.
+#[derive(Debug, Clone, Copy)]
+struct Keys {
+    url: bool,
+}
+
+impl Keys {
+    fn of(encoding: Option<&EncodingType>) -> Keys {
+        Keys {
+            url: encoding.is_some_and(|e| e.as_str().eq_ignore_ascii_case("url")),
+        }
+    }
+
+    fn write(self, key: &str) -> String {
+        const KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'_')
+            .remove(b'.')
+            .remove(b'~')
+            .remove(b'/');
+        if self.url {
+            percent_encoding::utf8_percent_encode(key, KEPT).to_string()
+        } else {
+            key.to_owned()
+        }
+    }
+
+    fn write_opt(self, key: Option<String>) -> Option<String> {
+        key.map(|k| self.write(&k))
+    }
+}
+
+fn objects(page: &listing::Page, keys: Keys) -> Vec<Object> {
     page.objects
         .iter()
         .map(|o| Object {
-            key: Some(o.key.clone()),
+            key: Some(keys.write(&o.key)),
             size: Some(o.size as i64),
             e_tag: Some(etag_of(&o.etag)),
             last_modified: Some(time_of(o.modified)),
@@ -311,30 +344,23 @@ fn objects(page: &listing::Page) -> Vec<Object> {
         .collect()
 }
 
-fn common_prefixes(page: &listing::Page) -> Vec<CommonPrefix> {
+fn common_prefixes(page: &listing::Page, keys: Keys) -> Vec<CommonPrefix> {
     page.prefixes
         .iter()
         .map(|p| CommonPrefix {
-            prefix: Some(p.clone()),
+            prefix: Some(keys.write(p)),
         })
         .collect()
 }
 
-/// The write condition of `If-None-Match` / `If-Match`, as the spaces take it.
+/// The write condition of `If-None-Match` / `If-Match`, as the spaces take it. An
+/// `If-None-Match` naming an ETag (rather than `*`) is settled by the caller against the
+/// current object, and leaves no condition here.
 pub(crate) fn write_condition(
     if_none_match: Option<&ETagCondition>,
     if_match: Option<&ETagCondition>,
 ) -> S3Result<WriteCondition> {
-    let create_only = match if_none_match {
-        None => false,
-        Some(ETagCondition::Any) => true,
-        Some(ETagCondition::ETag(_)) => {
-            return Err(s3_error!(
-                NotImplemented,
-                "If-None-Match on a write only takes '*' (create only if the key is free)"
-            ));
-        }
-    };
+    let create_only = matches!(if_none_match, Some(ETagCondition::Any));
     let tags = if_match.map(|condition| match condition {
         ETagCondition::Any => vec!["*".to_owned()],
         ETagCondition::ETag(tag) => vec![tag.as_strong().unwrap_or_default().to_owned()],
@@ -345,6 +371,46 @@ pub(crate) fn write_condition(
         (false, Some(tags)) => WriteCondition::IfMatch(tags),
         (true, Some(tags)) => WriteCondition::IfMatchAndCreateOnly(tags),
     })
+}
+
+impl Door {
+    /// S3's answers to a conditional write that the write condition alone does not give:
+    /// `If-Match` on a key with nothing there is `NoSuchKey`, and `If-None-Match` naming the
+    /// current ETag is `PreconditionFailed`. (Checked just before the write; the `*` and
+    /// `If-Match` conditions themselves are decided atomically with it.)
+    pub(crate) async fn check_write_preconditions(
+        &self,
+        principal: &Principal,
+        bucket: &Bucket,
+        key: &str,
+        if_none_match: Option<&ETagCondition>,
+        if_match: Option<&ETagCondition>,
+    ) -> S3Result<()> {
+        let named_tag = matches!(if_none_match, Some(ETagCondition::ETag(_)));
+        if if_match.is_none() && !named_tag {
+            return Ok(());
+        }
+        let current = match self.find(principal, bucket, key).await {
+            Ok(found) => Some(found.etag),
+            Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => None,
+            Err(e) => return Err(e),
+        };
+        match (&current, if_match, if_none_match) {
+            (None, Some(_), _) => Err(s3_error!(
+                NoSuchKey,
+                "If-Match names an object, and there is none at '{key}'"
+            )),
+            (Some(etag), _, Some(condition @ ETagCondition::ETag(_)))
+                if matches(condition, etag) =>
+            {
+                Err(s3_error!(
+                    PreconditionFailed,
+                    "the object's ETag matches If-None-Match"
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -462,8 +528,9 @@ impl S3 for Door {
             max_keys: max,
         };
         let page = self.list(&principal, &input.bucket, request).await?;
-        let contents = objects(&page);
-        let prefixes = common_prefixes(&page);
+        let keys = Keys::of(input.encoding_type.as_ref());
+        let contents = objects(&page, keys);
+        let prefixes = common_prefixes(&page, keys);
         Ok(S3Response::new(ListObjectsV2Output {
             key_count: Some((contents.len() + prefixes.len()) as i32),
             contents: Some(contents),
@@ -471,10 +538,10 @@ impl S3 for Door {
             is_truncated: Some(page.next.is_some()),
             next_continuation_token: page.next.as_ref().and_then(After::token),
             continuation_token: input.continuation_token,
-            start_after: input.start_after,
+            start_after: keys.write_opt(input.start_after),
             name: Some(input.bucket),
-            prefix: input.prefix,
-            delimiter: input.delimiter,
+            prefix: keys.write_opt(input.prefix),
+            delimiter: keys.write_opt(input.delimiter),
             max_keys: Some(max as i32),
             encoding_type: input.encoding_type,
             ..Default::default()
@@ -505,20 +572,21 @@ impl S3 for Door {
             max_keys: max,
         };
         let page = self.list(&principal, &input.bucket, request).await?;
+        let keys = Keys::of(input.encoding_type.as_ref());
         let next_marker = match (&page.next, &delimiter) {
             (Some(After::Key(key)), Some(_)) => Some(key.clone()),
             (Some(After::Below(prefix)), Some(_)) => Some(prefix.clone()),
             _ => None,
         };
         Ok(S3Response::new(ListObjectsOutput {
-            contents: Some(objects(&page)),
-            common_prefixes: Some(common_prefixes(&page)),
+            contents: Some(objects(&page, keys)),
+            common_prefixes: Some(common_prefixes(&page, keys)),
             is_truncated: Some(page.next.is_some()),
-            next_marker,
-            marker: input.marker,
+            next_marker: keys.write_opt(next_marker),
+            marker: keys.write_opt(input.marker),
             name: Some(input.bucket),
-            prefix: input.prefix,
-            delimiter: input.delimiter,
+            prefix: keys.write_opt(input.prefix),
+            delimiter: keys.write_opt(input.delimiter),
             max_keys: Some(max as i32),
             encoding_type: input.encoding_type,
             ..Default::default()
@@ -549,6 +617,7 @@ impl S3 for Door {
             max_keys: max,
         };
         let page = self.list(&principal, &input.bucket, request).await?;
+        let keys = Keys::of(input.encoding_type.as_ref());
         let next_key_marker = match &page.next {
             Some(After::Key(key)) => Some(key.clone()),
             Some(After::Below(prefix)) => Some(prefix.clone()),
@@ -558,7 +627,7 @@ impl S3 for Door {
             .objects
             .iter()
             .map(|o| ObjectVersion {
-                key: Some(o.key.clone()),
+                key: Some(keys.write(&o.key)),
                 version_id: Some("null".into()),
                 is_latest: Some(true),
                 size: Some(o.size as i64),
@@ -569,15 +638,15 @@ impl S3 for Door {
             .collect();
         Ok(S3Response::new(ListObjectVersionsOutput {
             versions: Some(versions),
-            common_prefixes: Some(common_prefixes(&page)),
+            common_prefixes: Some(common_prefixes(&page, keys)),
             is_truncated: Some(page.next.is_some()),
             next_version_id_marker: next_key_marker.as_ref().map(|_| "null".to_owned()),
-            next_key_marker,
-            key_marker: input.key_marker,
+            next_key_marker: keys.write_opt(next_key_marker),
+            key_marker: keys.write_opt(input.key_marker),
             version_id_marker: input.version_id_marker,
             name: Some(input.bucket),
-            prefix: input.prefix,
-            delimiter: input.delimiter,
+            prefix: keys.write_opt(input.prefix),
+            delimiter: keys.write_opt(input.delimiter),
             max_keys: Some(max as i32),
             encoding_type: input.encoding_type,
             ..Default::default()
@@ -673,6 +742,14 @@ impl S3 for Door {
         if is_folder_marker(&input.key, input.content_length) {
             return Ok(S3Response::new(PutObjectOutput::default()));
         }
+        self.check_write_preconditions(
+            &principal,
+            &bucket,
+            &input.key,
+            input.if_none_match.as_ref(),
+            input.if_match.as_ref(),
+        )
+        .await?;
         let condition = write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
         let sent = Checksum {
             checksum_crc32: input.checksum_crc32.clone(),

@@ -125,10 +125,9 @@ impl Source<'_> {
                         path: key.clone(),
                         kind: "file".into(),
                     }),
-                    // The least path after every `x/…` is `x0` ('0' follows '/'); after it as a
-                    // folder means from the file `x0` on.
+                    // After it "as a folder" means from the file of that very path on.
                     After::Below(prefix) => Some(ListCursor {
-                        path: format!("{}0", prefix.strip_suffix('/').unwrap_or(prefix)),
+                        path: beyond(prefix),
                         kind: "dir".into(),
                     }),
                 };
@@ -161,6 +160,21 @@ impl Source<'_> {
             }
         }
     }
+}
+
+/// The least string greater than every string that starts with `prefix` (`x/` → `x0`,
+/// `ba` → `bb`): its last character raised by one, or dropped when it is the last there is.
+fn beyond(prefix: &str) -> String {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return chars.into_iter().collect();
+        }
+    }
+    // A prefix of nothing but the last character: past every key a path may hold.
+    char::MAX.to_string().repeat(prefix.chars().count() + 1)
 }
 
 /// The deepest folder every key under `prefix` lies in, or `None` for the whole bucket;
@@ -291,6 +305,15 @@ mod tests {
         );
         assert_eq!(walk(&s, "a/b", None, 10).await, ["a/b/3"]);
         assert!(walk(&s, "../", None, 10).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn any_delimiter_rolls_up() {
+        let s = source(&["bar", "baz", "cab", "foo"]);
+        assert_eq!(walk(&s, "", Some("a"), 1000).await, ["ba", "ca", "foo"]);
+        assert_eq!(walk(&s, "", Some("a"), 1).await, ["ba", "ca", "foo"]);
+        assert_eq!(beyond("x/"), "x0");
+        assert_eq!(beyond("ba"), "bb");
     }
 
     #[test]

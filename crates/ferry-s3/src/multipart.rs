@@ -175,6 +175,14 @@ impl Door {
             .and_then(|m| m.parts)
             .unwrap_or_default();
         let chosen = choose_parts(&stored, &requested)?;
+        self.check_write_preconditions(
+            principal,
+            &bucket,
+            &input.key,
+            input.if_none_match.as_ref(),
+            input.if_match.as_ref(),
+        )
+        .await?;
         let condition =
             crate::door::write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
         let etag = multipart::complete(

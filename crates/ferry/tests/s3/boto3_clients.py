@@ -131,6 +131,12 @@ bad_md5 = error_code(lambda: s3.put_object(Bucket="notes", Key="sum.bin", Body=b
 check(bad_md5 == "BadDigest", "a wrong Content-MD5", bad_md5)
 check(s3.get_object(Bucket="notes", Key="sum.bin")["Body"].read() == b"abc", "a refused body left the object alone")
 
+# Keys with characters XML or URL decoding would change are listed as they are.
+s3.put_object(Bucket="odd", Key="a+b c/ü%20.txt", Body=b"x")
+listed = [o["Key"] for o in s3.list_objects_v2(Bucket="odd")["Contents"]]
+check(listed == ["a+b c/ü%20.txt"], "an odd key lists unchanged", listed)
+check([p["Prefix"] for p in s3.list_objects(Bucket="odd", Delimiter="/")["CommonPrefixes"]] == ["a+b c/"], "and its prefix", listed)
+
 # Keys that break the path rules.
 check(error_code(lambda: s3.put_object(Bucket="notes", Key="a/../b.md", Body=b"x")) == "InvalidArgument", "a key with ..")
 check(error_code(lambda: s3.put_object(Bucket="notes", Key="a//b.md", Body=b"x")) == "InvalidArgument", "a key with //")
@@ -170,7 +176,7 @@ check([o["Key"] for o in after["Contents"]] == ["d1/f2491.txt", "d1/f2496.txt"],
 
 # Buckets: the caller's spaces; another user's names are their own (empty) spaces.
 names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
-check(names == ["many", "notes", "race"], "ListBuckets", names)
+check(names == ["many", "notes", "odd", "race"], "ListBuckets", names)
 bob = client(new_key(args.bob))
 check(bob.list_objects_v2(Bucket="notes").get("KeyCount") == 0, "bob's 'notes' is his own, empty")
 check(error_code(lambda: bob.get_object(Bucket="notes", Key="ideas/tea.md")) == "NoSuchKey", "bob cannot read alice's notes")
