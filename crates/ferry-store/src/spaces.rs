@@ -342,7 +342,8 @@ impl Db {
     /// size and last change, sorted by name. Reserved spaces (a leading `.`) are not listed.
     pub async fn spaces_of(&self, owner: &str) -> Result<Vec<SpaceSummary>, Error> {
         let rows = sqlx::query(
-            "SELECT space, COUNT(*) AS files, SUM(size) AS bytes, MAX(updated_at) AS updated_at \
+            "SELECT space, COUNT(*) AS files, CAST(SUM(size) AS BIGINT) AS bytes, \
+             MAX(updated_at) AS updated_at \
              FROM space_files WHERE owner = $1 AND space NOT LIKE '.%' \
              GROUP BY space ORDER BY space",
         )

@@ -87,6 +87,15 @@ async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)
 }
 
 on_every_engine! {
+    // The owner's spaces with their counts and sizes (Postgres sums BIGINT into NUMERIC, which
+    // the query casts back).
+    spaces_are_summed => |db: Db| async move {
+        put(&db, "a.md", 3, WriteCondition::None).await.unwrap();
+        put(&db, "b/c.md", 4, WriteCondition::None).await.unwrap();
+        let spaces = db.spaces_of("u").await.unwrap();
+        assert_eq!(spaces.len(), 1);
+        assert_eq!((spaces[0].name.as_str(), spaces[0].files, spaces[0].bytes), ("s", 2, 7));
+    };
     // A request cancelled at any point of a write transaction — while BEGIN runs, between
     // statements, while COMMIT runs — leaves no connection holding the write lock: the next
     // writer gets on at once, never after the busy timeout.
