@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
 use crate::checksum::{Expected, Verified};
-use crate::errors::{bucket_error, to_s3};
+use crate::errors::{Condition, bucket_error, precondition_failed, to_s3};
 use crate::forward::{Caller, Trailers};
 use crate::listing::{self, After, Listed, MAX_KEYS, Source};
 
@@ -95,36 +95,63 @@ pub(crate) struct ReadConditions<'a> {
     pub(crate) if_unmodified_since: Option<&'a s3s::dto::Timestamp>,
 }
 
+/// Why a read's conditions stop it: a condition that failed (412), or one saying the client's
+/// copy is current (304).
+enum Unmet {
+    Failed(Condition),
+    NotModified(Condition),
+}
+
 impl ReadConditions<'_> {
     /// S3's order: `If-Match` (else `If-Unmodified-Since`) may answer 412, then
     /// `If-None-Match` (else `If-Modified-Since`) may answer 304.
-    fn check(&self, found: &Found) -> S3Result<()> {
+    fn unmet(&self, found: &Found) -> Option<Unmet> {
         let modified = found.modified.millis().div_euclid(1000);
         if let Some(condition) = self.if_match {
             if !matches(condition, &found.etag) {
-                return Err(s3_error!(
-                    PreconditionFailed,
-                    "the ETag does not match If-Match"
-                ));
+                return Some(Unmet::Failed(Condition::IfMatch));
             }
         } else if let Some(since) = self.if_unmodified_since
             && modified > seconds_of(since)
         {
-            return Err(s3_error!(
-                PreconditionFailed,
-                "modified since If-Unmodified-Since"
-            ));
+            return Some(Unmet::Failed(Condition::IfUnmodifiedSince));
         }
         if let Some(condition) = self.if_none_match {
             if matches(condition, &found.etag) {
-                return Err(s3_error!(NotModified));
+                return Some(Unmet::NotModified(Condition::IfNoneMatch));
             }
         } else if let Some(since) = self.if_modified_since
             && modified <= seconds_of(since)
         {
-            return Err(s3_error!(NotModified));
+            return Some(Unmet::NotModified(Condition::IfModifiedSince));
         }
-        Ok(())
+        None
+    }
+
+    /// The conditions of a read (`GetObject`, `HeadObject`): 412 or 304 when unmet.
+    fn check(&self, found: &Found) -> S3Result<()> {
+        match self.unmet(found) {
+            None => Ok(()),
+            Some(Unmet::Failed(condition)) => Err(precondition_failed(
+                condition,
+                &format!("{} does not hold for the object", condition.header()),
+            )),
+            Some(Unmet::NotModified(_)) => Err(s3_error!(NotModified)),
+        }
+    }
+
+    /// The conditions of a copy's source: any unmet one is a 412 naming the copy header.
+    pub(crate) fn check_copy_source(&self, found: &Found) -> S3Result<()> {
+        match self.unmet(found) {
+            None => Ok(()),
+            Some(Unmet::Failed(condition) | Unmet::NotModified(condition)) => {
+                let condition = condition.of_copy_source();
+                Err(precondition_failed(
+                    condition,
+                    &format!("{} does not hold for the copy source", condition.header()),
+                ))
+            }
+        }
     }
 }
 
@@ -221,16 +248,7 @@ impl Door {
         };
         let bucket = self.bucket(principal, bucket).await?;
         let found = self.find(principal, &bucket, key).await?;
-        conditions.check(&found).map_err(|e| {
-            if *e.code() == s3s::S3ErrorCode::NotModified {
-                s3_error!(
-                    PreconditionFailed,
-                    "the copy source's conditions do not hold"
-                )
-            } else {
-                e
-            }
-        })?;
+        conditions.check_copy_source(&found)?;
         Ok(found)
     }
 
@@ -403,9 +421,9 @@ impl Door {
             (Some(etag), _, Some(condition @ ETagCondition::ETag(_)))
                 if matches(condition, etag) =>
             {
-                Err(s3_error!(
-                    PreconditionFailed,
-                    "the object's ETag matches If-None-Match"
+                Err(precondition_failed(
+                    Condition::IfNoneMatch,
+                    "the object's ETag matches If-None-Match",
                 ))
             }
             _ => Ok(()),

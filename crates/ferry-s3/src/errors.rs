@@ -1,7 +1,9 @@
 //! How the use cases' refusals read in S3 (docs/s3.md, errors): S3's own codes, with the
 //! statuses S3 gives them, and the message the use case wrote.
 
+use bytes::Bytes;
 use ferry_app::Error;
+use http::{HeaderMap, HeaderValue};
 use s3s::{S3Error, S3ErrorCode};
 
 /// A use case's refusal, for an operation on an object.
@@ -15,7 +17,8 @@ pub(crate) fn to_s3(e: Error) -> S3Error {
         }
         Error::InvalidRequest(_) => S3ErrorCode::InvalidRequest,
         // A create-only write that found the key taken: S3 answers 412 for If-None-Match: *.
-        Error::AlreadyExists(_) | Error::PreconditionFailed(_) => S3ErrorCode::PreconditionFailed,
+        Error::AlreadyExists(_) => return precondition_failed(Condition::IfNoneMatch, &message),
+        Error::PreconditionFailed(_) => return precondition_failed(Condition::IfMatch, &message),
         Error::TooLarge(_) => S3ErrorCode::EntityTooLarge,
         Error::Busy(_) => S3ErrorCode::SlowDown,
         Error::DiskFull => S3ErrorCode::ServiceUnavailable,
@@ -32,5 +35,119 @@ pub(crate) fn bucket_error(e: Error) -> S3Error {
             "no such bucket, or not one the caller may see",
         ),
         other => to_s3(other),
+    }
+}
+
+/// The request header whose condition did not hold, named in a `PreconditionFailed` error's
+/// `<Condition>` element as S3 does. Clients act on it: s3fs, for one, raises
+/// `FileExistsError` only when the condition is `If-None-Match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Condition {
+    IfMatch,
+    IfNoneMatch,
+    IfUnmodifiedSince,
+    IfModifiedSince,
+    CopySourceIfMatch,
+    CopySourceIfNoneMatch,
+    CopySourceIfModifiedSince,
+    CopySourceIfUnmodifiedSince,
+}
+
+impl Condition {
+    pub(crate) fn header(self) -> &'static str {
+        match self {
+            Condition::IfMatch => "If-Match",
+            Condition::IfNoneMatch => "If-None-Match",
+            Condition::IfUnmodifiedSince => "If-Unmodified-Since",
+            Condition::IfModifiedSince => "If-Modified-Since",
+            Condition::CopySourceIfMatch => "x-amz-copy-source-If-Match",
+            Condition::CopySourceIfNoneMatch => "x-amz-copy-source-If-None-Match",
+            Condition::CopySourceIfModifiedSince => "x-amz-copy-source-If-Modified-Since",
+            Condition::CopySourceIfUnmodifiedSince => "x-amz-copy-source-If-Unmodified-Since",
+        }
+    }
+
+    /// The same condition, as the copy source's header of a copy.
+    pub(crate) fn of_copy_source(self) -> Condition {
+        match self {
+            Condition::IfMatch => Condition::CopySourceIfMatch,
+            Condition::IfUnmodifiedSince => Condition::CopySourceIfUnmodifiedSince,
+            Condition::IfNoneMatch => Condition::CopySourceIfNoneMatch,
+            Condition::IfModifiedSince => Condition::CopySourceIfModifiedSince,
+            other => other,
+        }
+    }
+}
+
+/// The header that carries a [`Condition`] from the inner service to [`with_condition`]: s3s
+/// writes no element of its own into an error's XML, so the outer service adds it and drops
+/// the header. It never reaches a client.
+pub(crate) const CONDITION_HEADER: &str = "x-ferry-s3-condition";
+
+/// S3's message for any precondition that failed (clients look for "pre-conditions" in it),
+/// followed by what ferry found.
+const PRECONDITION_MESSAGE: &str = "At least one of the pre-conditions you specified did not hold";
+
+/// A `412 PreconditionFailed` naming `condition`, with `detail` after S3's own message.
+pub(crate) fn precondition_failed(condition: Condition, detail: &str) -> S3Error {
+    let mut error = S3Error::with_message(
+        S3ErrorCode::PreconditionFailed,
+        format!("{PRECONDITION_MESSAGE}: {detail}"),
+    );
+    let mut headers = HeaderMap::new();
+    // The error's own headers replace the ones s3s set while writing its XML body.
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/xml"),
+    );
+    headers.insert(
+        CONDITION_HEADER,
+        HeaderValue::from_static(condition.header()),
+    );
+    error.set_headers(headers);
+    error
+}
+
+/// An error body with `<Condition>{condition}</Condition>` added as the last element of
+/// `<Error>`; any other body unchanged.
+pub(crate) fn with_condition(body: &[u8], condition: &str) -> Bytes {
+    const END: &[u8] = b"</Error>";
+    let Some(at) = body.windows(END.len()).rposition(|w| w == END) else {
+        return Bytes::copy_from_slice(body);
+    };
+    let mut out = Vec::with_capacity(body.len() + condition.len() + 24);
+    out.extend_from_slice(&body[..at]);
+    out.extend_from_slice(b"<Condition>");
+    out.extend_from_slice(condition.as_bytes());
+    out.extend_from_slice(b"</Condition>");
+    out.extend_from_slice(&body[at..]);
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_condition_is_the_last_element_of_the_error() {
+        let body = b"<?xml version=\"1.0\"?><Error><Code>PreconditionFailed</Code></Error>";
+        assert_eq!(
+            &with_condition(body, "If-None-Match")[..],
+            b"<?xml version=\"1.0\"?><Error><Code>PreconditionFailed</Code>\
+              <Condition>If-None-Match</Condition></Error>"
+        );
+        assert_eq!(&with_condition(b"not xml", "If-Match")[..], b"not xml");
+    }
+
+    #[test]
+    fn a_failed_precondition_carries_s3_message_and_names_its_header() {
+        let error = precondition_failed(Condition::IfNoneMatch, "'a.md' already exists");
+        assert_eq!(*error.code(), S3ErrorCode::PreconditionFailed);
+        assert!(error.message().unwrap().starts_with(PRECONDITION_MESSAGE));
+        assert_eq!(error.headers().unwrap()[CONDITION_HEADER], "If-None-Match");
+        assert_eq!(
+            Condition::IfMatch.of_copy_source().header(),
+            "x-amz-copy-source-If-Match"
+        );
     }
 }

@@ -14,6 +14,7 @@ use s3s::{Body, S3Request, S3Response, S3Result, s3_error};
 
 use crate::PREFIX;
 use crate::auth::Identities;
+use crate::errors::{CONDITION_HEADER, with_condition};
 
 /// The principal the request was verified as, for the inner service.
 #[derive(Debug, Clone)]
@@ -159,7 +160,13 @@ impl S3Route for Forward {
             .call(inner)
             .await
             .map_err(|e| s3_error!(InternalError, "the S3 door failed: {e:?}"))?;
-        let (parts, body) = response.into_parts();
+        let (mut parts, mut body) = response.into_parts();
+        if let Some(condition) = parts.headers.remove(CONDITION_HEADER)
+            && let Some(xml) = body.take_bytes()
+        {
+            body = Body::from(with_condition(&xml, condition.to_str().unwrap_or_default()));
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+        }
         let mut answer = S3Response::new(body);
         answer.status = Some(parts.status);
         answer.headers = parts.headers;

@@ -4,12 +4,10 @@ Run by crates/ferry/tests/clients/s3_clients.rs against a real `ferry serve`. Ev
 prints nothing on success and exits non-zero with what it saw on failure.
 """
 
-import argparse
 import concurrent.futures
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -19,38 +17,18 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--url", required=True)
-parser.add_argument("--alice", required=True, help="a user token")
-parser.add_argument("--bob", required=True, help="another user's token")
-parser.add_argument("--agent", required=True, help="an agent token of --thread")
-parser.add_argument("--thread", required=True, help="a thread of alice")
-parser.add_argument("--other-thread", required=True, help="another thread of alice")
-args = parser.parse_args()
+import ferry_s3
+from ferry_s3 import check
 
-
-def check(ok, what, *seen):
-    if not ok:
-        print(f"FAILED: {what}", *seen, file=sys.stderr)
-        sys.exit(1)
+args = ferry_s3.arguments("ferry's S3 door driven by boto3")
 
 
 def api(method, path, token, body=None, headers=None):
-    request = urllib.request.Request(args.url + path, method=method, data=body, headers=headers or {})
-    request.add_header("authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read()
+    return ferry_s3.api(args.url, method, path, token, body, headers)
 
 
 def new_key(token):
-    status, _, body = api("POST", "/api/s3/keys", token)
-    check(status == 201, "POST /api/s3/keys", status, body)
-    key = json.loads(body)
-    check(key["accessKeyId"].startswith("FERRY") and len(key["secretAccessKey"]) >= 40, "key shape", key)
-    return key
+    return ferry_s3.new_key(args.url, token)
 
 
 def client(key=None, session_token=None):
@@ -92,11 +70,11 @@ check(put["ETag"] == f'"{sha}"', "PutObject ETag is the HTTP API's", put["ETag"]
 got = s3.get_object(Bucket="notes", Key="ideas/tea.md")
 check(got["Body"].read() == note and got["ContentType"] == "text/markdown; charset=utf-8", "GetObject", got)
 status, headers, body = api("GET", "/api/spaces/notes/files/ideas/tea.md", args.alice)
-check(status == 200 and body == note and headers.get("ETag", headers.get("etag")) == put["ETag"], "HTTP read of an S3 write", status, headers)
+check(status == 200 and body == note and ferry_s3.etag_of(headers) == put["ETag"], "HTTP read of an S3 write", status, headers)
 status, headers, _ = api("PUT", "/api/spaces/notes/files/http.txt", args.alice, b"from http", {"content-type": "text/plain"})
 check(status == 201, "HTTP write", status)
 head = s3.head_object(Bucket="notes", Key="http.txt")
-check(head["ETag"] == headers.get("ETag", headers.get("etag")) and head["ContentLength"] == 9, "S3 head of an HTTP write", head, headers)
+check(head["ETag"] == ferry_s3.etag_of(headers) and head["ContentLength"] == 9, "S3 head of an HTTP write", head, headers)
 
 # Ranges and conditional reads.
 check(s3.get_object(Bucket="notes", Key="http.txt", Range="bytes=5-")["Body"].read() == b"http", "range")
@@ -248,7 +226,7 @@ with tempfile.TemporaryDirectory() as work:
     s3.download_file("notes", "big/data.bin", back, Config=small_parts)
     check(hashlib.sha256(open(back, "rb").read()).hexdigest() == digest, "download_file of the multipart object")
     status, headers, _ = api("HEAD", "/api/spaces/notes/files/big/data.bin", args.alice)
-    check(headers.get("ETag", headers.get("etag")) == f'"{digest}"', "the HTTP API sees the same object", headers)
+    check(ferry_s3.etag_of(headers) == f'"{digest}"', "the HTTP API sees the same object", headers)
 
 upload = s3.create_multipart_upload(Bucket="notes", Key="parts.txt", ContentType="text/plain")["UploadId"]
 listed = s3.list_multipart_uploads(Bucket="notes")["Uploads"]

@@ -1,0 +1,53 @@
+"""What every S3 client script here shares: the arguments the Rust harness
+(crates/ferry/tests/clients/s3_clients.rs) passes, a check that stops the script with what it
+saw, ferry's HTTP API, and minting S3 access keys through it.
+"""
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+
+
+def arguments(description):
+    """The harness's arguments: the server, two users' tokens, an agent's, and two threads."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--alice", required=True, help="a user token")
+    parser.add_argument("--bob", required=True, help="another user's token")
+    parser.add_argument("--agent", required=True, help="an agent token of --thread")
+    parser.add_argument("--thread", required=True, help="a thread of alice")
+    parser.add_argument("--other-thread", required=True, help="another thread of alice")
+    return parser.parse_args()
+
+
+def check(ok, what, *seen):
+    """Stops the script, saying what failed and what was seen, unless `ok`."""
+    if not ok:
+        print(f"FAILED: {what}", *seen, file=sys.stderr)
+        sys.exit(1)
+
+
+def api(url, method, path, token, body=None, headers=None):
+    """One HTTP API request: (status, headers, body), errors included."""
+    request = urllib.request.Request(url + path, method=method, data=body, headers=headers or {})
+    request.add_header("authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def new_key(url, token):
+    """A fresh S3 access key of the token's principal: {accessKeyId, secretAccessKey, …}."""
+    status, _, body = api(url, "POST", "/api/s3/keys", token)
+    check(status == 201, "POST /api/s3/keys", status, body)
+    key = json.loads(body)
+    check(key["accessKeyId"].startswith("FERRY") and len(key["secretAccessKey"]) >= 40, "key shape", key)
+    return key
+
+
+def etag_of(headers):
+    return headers.get("ETag", headers.get("etag"))
