@@ -136,7 +136,19 @@ impl ReadConditions<'_> {
                 condition,
                 &format!("{} does not hold for the object", condition.header()),
             )),
-            Some(Unmet::NotModified(_)) => Err(s3_error!(NotModified)),
+            Some(Unmet::NotModified(_)) => {
+                // A 304 still says which version the client's copy is, as S3's does.
+                let mut error = s3_error!(NotModified);
+                let mut headers = http::HeaderMap::new();
+                if let Ok(etag) = http::HeaderValue::try_from(format!("\"{}\"", found.etag)) {
+                    headers.insert(http::header::ETAG, etag);
+                }
+                if let Ok(modified) = http::HeaderValue::try_from(found.modified.http_date()) {
+                    headers.insert(http::header::LAST_MODIFIED, modified);
+                }
+                error.set_headers(headers);
+                Err(error)
+            }
         }
     }
 
@@ -533,15 +545,17 @@ impl S3 for Door {
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         let principal = caller(&req)?;
         let input = req.input;
+        let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
+        // An empty continuation token starts at the beginning, as S3 does (and is echoed).
         let after = match (&input.continuation_token, &input.start_after) {
-            (Some(token), _) => After::from_token(token)?,
+            (Some(token), _) if !token.is_empty() => After::from_token(token)?,
             (None, Some(key)) if !key.is_empty() => After::Key(key.clone()),
             _ => After::Start,
         };
         let max = max_keys(input.max_keys);
         let request = listing::Request {
             prefix: input.prefix.clone().unwrap_or_default(),
-            delimiter: input.delimiter.clone(),
+            delimiter: delimiter.clone(),
             after,
             max_keys: max,
         };
@@ -559,7 +573,7 @@ impl S3 for Door {
             start_after: keys.write_opt(input.start_after),
             name: Some(input.bucket),
             prefix: keys.write_opt(input.prefix),
-            delimiter: keys.write_opt(input.delimiter),
+            delimiter: keys.write_opt(delimiter),
             max_keys: Some(max as i32),
             encoding_type: input.encoding_type,
             ..Default::default()
@@ -601,10 +615,12 @@ impl S3 for Door {
             common_prefixes: Some(common_prefixes(&page, keys)),
             is_truncated: Some(page.next.is_some()),
             next_marker: keys.write_opt(next_marker),
-            marker: keys.write_opt(input.marker),
+            // Version 1 always says its marker, and (unlike version 2) never encodes its
+            // prefix: SDKs decode only the marker, the delimiter and the keys.
+            marker: Some(keys.write(input.marker.as_deref().unwrap_or_default())),
             name: Some(input.bucket),
-            prefix: keys.write_opt(input.prefix),
-            delimiter: keys.write_opt(input.delimiter),
+            prefix: input.prefix,
+            delimiter: keys.write_opt(delimiter),
             max_keys: Some(max as i32),
             encoding_type: input.encoding_type,
             ..Default::default()
