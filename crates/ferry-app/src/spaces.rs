@@ -1,10 +1,12 @@
-//! Per-user spaces (docs/reference/spaces.md): list, read and create-or-overwrite files.
+//! Per-user spaces (docs/reference/spaces.md): make, list and remove spaces; list, read,
+//! create-or-overwrite and delete files.
 //!
 //! A space belongs to the user a principal speaks for ([`Principal::space_owner`]); nobody
 //! reaches another user's spaces, so there is no "not yours" answer here, only "not found".
 
 use bytes::Bytes;
 use ferry_core::{SpaceName, ValidPath};
+pub use ferry_store::space_names::Removal;
 use ferry_store::spaces::{ListPage, ListQuery, SpaceFile, SpaceSummary, WriteCondition};
 use futures::Stream;
 
@@ -12,10 +14,28 @@ use crate::App;
 use crate::error::{Error, Result};
 use crate::principal::Principal;
 
-/// The caller's spaces: those holding at least one file, sorted by name.
+/// The caller's spaces, empty ones included, sorted by name.
 pub async fn list_spaces(app: &App, principal: &Principal) -> Result<Vec<SpaceSummary>> {
     let owner = principal.space_owner()?;
     Ok(app.db.spaces_of(owner).await?)
+}
+
+/// Whether the caller has a space of this name (a file written into a space makes it).
+pub async fn exists(app: &App, principal: &Principal, space: &SpaceName) -> Result<bool> {
+    let owner = principal.space_owner()?;
+    Ok(app.db.space_exists(owner, space).await?)
+}
+
+/// Makes an empty space; answers whether it is new (an existing one is left as it is).
+pub async fn create(app: &App, principal: &Principal, space: &SpaceName) -> Result<bool> {
+    let owner = principal.space_owner()?;
+    Ok(app.db.space_create(owner, space).await?)
+}
+
+/// Removes a space if it holds no file (its empty folders go with it); says what it did.
+pub async fn remove(app: &App, principal: &Principal, space: &SpaceName) -> Result<Removal> {
+    let owner = principal.space_owner()?;
+    Ok(app.db.space_remove(owner, space).await?)
 }
 
 /// One page of a space's listing; a missing space or folder lists nothing.

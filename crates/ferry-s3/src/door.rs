@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use ferry_app::objects::{self, Destination};
+use ferry_app::spaces::Removal;
 use ferry_app::{Action, App, Principal, access};
 use ferry_core::Timestamp;
 use ferry_store::spaces::WriteCondition;
@@ -15,7 +16,7 @@ use time::OffsetDateTime;
 
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
 use crate::checksum::{Expected, Verified};
-use crate::errors::{Condition, bucket_error, precondition_failed, to_s3};
+use crate::errors::{Condition, bucket_error, no_such_bucket, precondition_failed, to_s3};
 use crate::forward::{Caller, Trailers};
 use crate::listing::{self, After, Listed, MAX_KEYS, Source};
 
@@ -170,12 +171,18 @@ impl ReadConditions<'_> {
 pub(crate) type Body = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, StdError>> + Send>>;
 
 impl Door {
-    /// Settles a bucket: a sandbox must belong to a thread the caller may read.
+    /// Settles a bucket: a space must exist (made by `CreateBucket` or a first file), a
+    /// sandbox must belong to a thread the caller may read.
     pub(crate) async fn bucket(&self, principal: &Principal, name: &str) -> S3Result<Bucket> {
         let bucket = Bucket::parse(name)?;
         match &bucket {
-            Bucket::Space(_) => {
-                principal.space_owner().map_err(to_s3)?;
+            Bucket::Space(space) => {
+                if !ferry_app::spaces::exists(&self.app, principal, space)
+                    .await
+                    .map_err(to_s3)?
+                {
+                    return Err(no_such_bucket(name));
+                }
             }
             Bucket::Sandbox { thread_id } => {
                 access::thread(&self.app, principal, thread_id, Action::Read)
@@ -453,16 +460,33 @@ impl S3 for Door {
         let spaces = ferry_app::spaces::list_spaces(&self.app, &principal)
             .await
             .map_err(to_s3)?;
-        let buckets = spaces
+        // Pages by name: the token is the last name of the page before.
+        let after = req.input.continuation_token.as_deref().unwrap_or_default();
+        let max = req
+            .input
+            .max_buckets
+            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(0));
+        let prefix = req.input.prefix.as_deref().unwrap_or_default();
+        let mut rest = spaces
             .into_iter()
+            .filter(|s| s.name.as_str() > after && s.name.starts_with(prefix));
+        let buckets: Vec<_> = rest
+            .by_ref()
+            .take(max)
             .map(|s| s3s::dto::Bucket {
                 name: Some(s.name),
                 creation_date: Some(time_of(s.updated_at)),
                 bucket_region: Some(self.region.clone()),
             })
             .collect();
+        let continuation_token = match rest.next() {
+            Some(_) => buckets.last().and_then(|b| b.name.clone()),
+            None => None,
+        };
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
+            continuation_token,
+            prefix: req.input.prefix,
             ..Default::default()
         }))
     }
@@ -498,15 +522,31 @@ impl S3 for Door {
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let principal = caller(&req)?;
-        match self.bucket(&principal, &req.input.bucket).await? {
-            // A space exists through its files: there is nothing to make.
-            Bucket::Space(_) => Ok(S3Response::new(CreateBucketOutput {
-                location: Some(format!("/{}", req.input.bucket)),
-            })),
-            Bucket::Sandbox { .. } => Err(s3_error!(
-                BucketAlreadyOwnedByYou,
-                "a thread's sandbox exists as long as its thread"
-            )),
+        let name = &req.input.bucket;
+        match Bucket::parse(name)? {
+            Bucket::Space(space) => {
+                let made = ferry_app::spaces::create(&self.app, &principal, &space)
+                    .await
+                    .map_err(to_s3)?;
+                // us-east-1 answers a repeated create by the owner with success; every other
+                // region with BucketAlreadyOwnedByYou. Both leave the bucket as it was.
+                if !made && self.region != "us-east-1" {
+                    return Err(s3_error!(
+                        BucketAlreadyOwnedByYou,
+                        "you already have a space '{name}'"
+                    ));
+                }
+                Ok(S3Response::new(CreateBucketOutput {
+                    location: Some(format!("/{name}")),
+                }))
+            }
+            Bucket::Sandbox { .. } => {
+                self.bucket(&principal, name).await?;
+                Err(s3_error!(
+                    BucketAlreadyOwnedByYou,
+                    "a thread's sandbox exists as long as its thread"
+                ))
+            }
         }
     }
 
@@ -515,23 +555,21 @@ impl S3 for Door {
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
         let principal = caller(&req)?;
-        let bucket = self.bucket(&principal, &req.input.bucket).await?;
-        let source = self.listing_source(&principal, &bucket).await?;
-        let probe = listing::Request {
-            prefix: String::new(),
-            delimiter: None,
-            after: After::Start,
-            max_keys: 1,
-        };
-        let page = listing::page(&source, &probe).await?;
-        if !page.objects.is_empty() || page.next.is_some() {
-            return Err(s3_error!(
-                BucketNotEmpty,
-                "the bucket holds objects; delete them first"
-            ));
-        }
-        match bucket {
-            Bucket::Space(_) => Ok(S3Response::new(DeleteBucketOutput {})),
+        let name = &req.input.bucket;
+        match self.bucket(&principal, name).await? {
+            Bucket::Space(space) => {
+                match ferry_app::spaces::remove(&self.app, &principal, &space)
+                    .await
+                    .map_err(to_s3)?
+                {
+                    Removal::Removed => Ok(S3Response::new(DeleteBucketOutput {})),
+                    Removal::NotEmpty => Err(s3_error!(
+                        BucketNotEmpty,
+                        "the bucket holds objects; delete them first"
+                    )),
+                    Removal::Missing => Err(no_such_bucket(name)),
+                }
+            }
             Bucket::Sandbox { .. } => Err(s3_error!(
                 AccessDenied,
                 "a thread's sandbox goes only with its thread"

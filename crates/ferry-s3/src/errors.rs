@@ -38,6 +38,14 @@ pub(crate) fn bucket_error(e: Error) -> S3Error {
     }
 }
 
+/// A space bucket the caller does not have (never made, or removed).
+pub(crate) fn no_such_bucket(name: &str) -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::NoSuchBucket,
+        format!("no bucket '{name}': make it with CreateBucket, or write a file into the space"),
+    )
+}
+
 /// The request header whose condition did not hold, named in a `PreconditionFailed` error's
 /// `<Condition>` element as S3 does. Clients act on it: s3fs, for one, raises
 /// `FileExistsError` only when the condition is `If-None-Match`.

@@ -13,6 +13,7 @@ pub mod multipart;
 pub mod published;
 pub mod sandbox;
 pub mod say;
+pub mod space_names;
 pub mod spaces;
 pub mod sweep;
 pub mod threads;

@@ -146,6 +146,7 @@ impl Db {
     ) -> Result<WriteOutcome, Error> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
+        crate::space_names::record(&mut tx, owner, space).await?;
         record_dirs(&mut tx, owner, space, path.ancestors()).await?;
         let parent = path.parent().unwrap_or("");
         let insert = "INSERT INTO space_files \
@@ -338,14 +339,17 @@ impl Db {
         Ok(ListPage { entries, next })
     }
 
-    /// The spaces of an owner (those holding at least one file), with their file count, total
-    /// size and last change, sorted by name. Reserved spaces (a leading `.`) are not listed.
+    /// The spaces of an owner (see [`crate::space_names`]: empty ones too), with their file
+    /// count, total size and last change, sorted by name. Reserved spaces (a leading `.`) are not listed.
     pub async fn spaces_of(&self, owner: &str) -> Result<Vec<SpaceSummary>, Error> {
+        // Every space, the empty ones too; an empty one was last changed when it was made.
         let rows = sqlx::query(
-            "SELECT space, COUNT(*) AS files, CAST(SUM(size) AS BIGINT) AS bytes, \
-             MAX(updated_at) AS updated_at \
-             FROM space_files WHERE owner = $1 AND space NOT LIKE '.%' \
-             GROUP BY space ORDER BY space",
+            "SELECT s.name AS space, COUNT(f.path) AS files, \
+             CAST(COALESCE(SUM(f.size), 0) AS BIGINT) AS bytes, \
+             COALESCE(MAX(f.updated_at), s.created_at) AS updated_at \
+             FROM spaces s LEFT JOIN space_files f ON f.owner = s.owner AND f.space = s.name \
+             WHERE s.owner = $1 AND s.name NOT LIKE '.%' \
+             GROUP BY s.name, s.created_at ORDER BY s.name",
         )
         .bind(owner)
         .fetch_all(self.pool())
@@ -438,6 +442,7 @@ impl Db {
         dirs: &[&str],
     ) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
+        crate::space_names::record(&mut tx, owner, space).await?;
         for dir in dirs {
             let dir =
                 ValidPath::parse(dir).map_err(|e| Error::Config(format!("folder '{dir}': {e}")))?;

@@ -96,6 +96,29 @@ on_every_engine! {
         assert_eq!(spaces.len(), 1);
         assert_eq!((spaces[0].name.as_str(), spaces[0].files, spaces[0].bytes), ("s", 2, 7));
     };
+    // A space exists from its first file or from being made empty, until removed empty;
+    // deleting its last file leaves it, listed with nothing in it.
+    spaces_are_made_listed_and_removed_empty => |db: Db| async move {
+        use ferry_store::space_names::Removal;
+        let s = SpaceName::parse("s").unwrap();
+        let empty = SpaceName::parse("empty").unwrap();
+        assert!(!db.space_exists("u", &s).await.unwrap());
+        put(&db, "d/a.md", 3, WriteCondition::None).await.unwrap();
+        assert!(db.space_exists("u", &s).await.unwrap());
+        assert!(!db.space_exists("someone-else", &s).await.unwrap());
+        assert!(db.space_create("u", &empty).await.unwrap());
+        assert!(!db.space_create("u", &empty).await.unwrap());
+        let listed: Vec<_> = db.spaces_of("u").await.unwrap().into_iter().map(|s| (s.name, s.files, s.bytes)).collect();
+        assert_eq!(listed, [("empty".to_owned(), 0, 0), ("s".to_owned(), 1, 3)]);
+        assert_eq!(db.space_remove("u", &s).await.unwrap(), Removal::NotEmpty);
+        db.space_delete("u", &s, &path("d/a.md"), None).await.unwrap();
+        assert!(db.space_exists("u", &s).await.unwrap(), "an emptied space stays");
+        db.space_mkdirs("u", &s, &["kept/folder"]).await.unwrap();
+        assert_eq!(db.space_remove("u", &s).await.unwrap(), Removal::Removed);
+        assert!(list(&db, None, false).await.is_empty(), "its empty folders went with it");
+        assert_eq!(db.space_remove("u", &s).await.unwrap(), Removal::Missing);
+        assert_eq!(db.spaces_of("u").await.unwrap().len(), 1);
+    };
     // A request cancelled at any point of a write transaction — while BEGIN runs, between
     // statements, while COMMIT runs — leaves no connection holding the write lock: the next
     // writer gets on at once, never after the busy timeout.

@@ -27,7 +27,7 @@ enum Command {
     /// Run the server (SQLite and a local directory unless told otherwise).
     #[command(
         after_help = "Logs go to standard error. FERRY_LOG takes a tracing filter \
-                      [default: info,rmcp=warn], e.g. FERRY_LOG=debug or FERRY_LOG=ferry_server=debug."
+                      [default: info,rmcp=warn,s3s=off], e.g. FERRY_LOG=debug or FERRY_LOG=ferry_server=debug."
     )]
     Serve(Box<ServeArgs>),
     /// Print a signed bearer token for a user, an agent or an orchestrator.
@@ -92,8 +92,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// What `ferry serve` logs without FERRY_LOG: ferry's own news at info; the MCP SDK's
-/// per-request lines (each `/mcp` session's capabilities, three lines a request) only at debug.
-const DEFAULT_SERVE_LOG: &str = "info,rmcp=warn";
+/// per-request lines (each `/mcp` session's capabilities, three lines a request) only at debug;
+/// nothing of the S3 protocol layer, which logs every refused request (a wrong signature, an
+/// unknown key: the client's mistakes, answered in S3's XML) as an error, two lines each.
+const DEFAULT_SERVE_LOG: &str = "info,rmcp=warn,s3s=off";
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing_subscriber::fmt()

@@ -610,6 +610,22 @@ async fn the_callers_spaces_are_listed() {
     assert_eq!(spaces[1]["files"], 2);
     assert_eq!(spaces[1]["size"], 8);
     assert!(spaces[1]["updatedAt"].as_str().unwrap().ends_with('Z'));
+    // A space stays when its last file goes: listed, empty.
+    app.send(
+        "DELETE",
+        "/api/spaces/drafts/files/x.md",
+        Some(alice.as_str()),
+        &[],
+        Body::empty(),
+    )
+    .await
+    .expect(204, None);
+    let spaces = app.get("/api/spaces", &alice).await.json()["spaces"].clone();
+    assert_eq!(spaces.as_array().unwrap().len(), 2);
+    assert_eq!(
+        (&spaces[0]["name"], &spaces[0]["files"], &spaces[0]["size"]),
+        (&"drafts".into(), &0.into(), &0.into())
+    );
     app.send("GET", "/api/spaces", None, &[], Body::empty())
         .await
         .expect(401, Some("UNAUTHENTICATED"));

@@ -57,7 +57,8 @@ with tempfile.TemporaryDirectory() as work:
             f.write(f"file {i}\n".encode() * (i + 1))
     expected = tree(source)
 
-    # cp --recursive up and down: the same 200 files, byte for byte.
+    # mb makes the space (a bucket); cp --recursive up and down: the same 200 files.
+    aws("s3", "mb", "s3://cli")
     aws("s3", "cp", "--recursive", source, "s3://cli/tree/")
     listed = aws("s3", "ls", "--recursive", "s3://cli/tree/").splitlines()
     check(len(listed) == 200, "ls --recursive lists 200 files", len(listed), listed[:3])
@@ -110,6 +111,8 @@ with tempfile.TemporaryDirectory() as work:
     check(aws("s3", "ls", "--recursive", "s3://cli/").strip() == "", "rm --recursive leaves nothing")
     status, _, body = ferry_s3.api(args.url, "GET", "/api/spaces/cli/files", args.alice)
     check(json.loads(body)["files"] == [], "the space is empty over HTTP", body)
+    aws("s3", "rb", "s3://cli")
+    check("cli" not in aws("s3", "ls").split(), "rb removes the empty space")
     shutil.rmtree(down)
 
 print("all AWS CLI checks passed")

@@ -56,6 +56,22 @@ def error_code(call):
 alice_key = new_key(args.alice)
 s3 = client(alice_key)
 
+# Buckets are spaces: a name never made is NoSuchBucket; CreateBucket makes an empty space.
+check(error_code(lambda: s3.put_object(Bucket="notes", Key="a.md", Body=b"x")) == "NoSuchBucket", "a space never made")
+check(error_code(lambda: s3.head_bucket(Bucket="notes")) == "404", "HeadBucket of a space never made")
+for name in ["notes", "race", "odd", "many", "gone"]:
+    s3.create_bucket(Bucket=name)
+s3.create_bucket(Bucket="notes")  # us-east-1: a repeated create by its owner succeeds
+s3.head_bucket(Bucket="gone")
+status, _, body = api("GET", "/api/spaces", args.alice)
+check([sp["name"] for sp in json.loads(body)["spaces"]] == ["gone", "many", "notes", "odd", "race"], "empty spaces are listed over HTTP", body)
+s3.put_object(Bucket="gone", Key="f.txt", Body=b"x")
+check(error_code(lambda: s3.delete_bucket(Bucket="gone")) == "BucketNotEmpty", "DeleteBucket of a space with files")
+s3.delete_object(Bucket="gone", Key="f.txt")
+s3.delete_bucket(Bucket="gone")
+check(error_code(lambda: s3.head_bucket(Bucket="gone")) == "404", "a deleted bucket is gone")
+check(error_code(lambda: s3.delete_bucket(Bucket="gone")) == "NoSuchBucket", "and deleting it again is NoSuchBucket")
+
 # Keys: listed without their secret.
 status, _, body = api("GET", "/api/s3/keys", args.alice)
 listed = json.loads(body)["keys"]
@@ -155,7 +171,11 @@ check([o["Key"] for o in after["Contents"]] == ["d1/f2491.txt", "d1/f2496.txt"],
 # Buckets: the caller's spaces; another user's names are their own (empty) spaces.
 names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 check(names == ["many", "notes", "odd", "race"], "ListBuckets", names)
+pages = [[b["Name"] for b in page["Buckets"]] for page in s3.get_paginator("list_buckets").paginate(PaginationConfig={"PageSize": 3})]
+check(pages == [["many", "notes", "odd"], ["race"]], "ListBuckets in pages", pages)
 bob = client(new_key(args.bob))
+check(error_code(lambda: bob.list_objects_v2(Bucket="notes")) == "NoSuchBucket", "bob has no 'notes' of his own")
+bob.create_bucket(Bucket="notes")
 check(bob.list_objects_v2(Bucket="notes").get("KeyCount") == 0, "bob's 'notes' is his own, empty")
 check(error_code(lambda: bob.get_object(Bucket="notes", Key="ideas/tea.md")) == "NoSuchKey", "bob cannot read alice's notes")
 check(error_code(lambda: bob.list_objects_v2(Bucket=f"sandbox-{args.thread}")) == "NoSuchBucket", "another user's sandbox is NoSuchBucket")

@@ -101,6 +101,7 @@ def exercise(where, store, http_root):
 
 
 alice = client(args.alice)
+alice.create_bucket(Bucket="agent-files")  # the space the agent keeps its files in
 exercise("space", S3Backend("agent-files", client=alice), "/spaces/agent-files/files")
 exercise("space with a prefix", S3Backend("agent-files", prefix="runs/1", client=alice), "/spaces/agent-files/files/runs/1")
 bare = S3Backend("agent-files", client=alice)

@@ -82,6 +82,9 @@ local_tree = {
 big = b"".join(hashlib.sha256(bytes([i])).digest() * (1 << 15) for i in range(12))  # 12 MiB, no repeating MiB
 
 fs = filesystem(args.alice)
+check_raises(FileNotFoundError, "a space never made is no bucket", lambda: fs.ls("lake"))
+fs.mkdir("lake")  # CreateBucket: an empty space
+check(fs.ls("lake") == [], "a new space is empty", fs.ls("lake"))
 
 # File objects: text and binary, one-shot and multipart; info, cat and ranged reads.
 note = "# Tea shop\n\nOpen at 7 — ünïcödé\n"
