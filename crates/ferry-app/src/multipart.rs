@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 use ferry_store::multipart::{Part, Upload};
-use ferry_store::spaces::WriteCondition;
+use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::{Stream, StreamExt, TryStreamExt};
 
 use crate::App;
@@ -27,7 +27,7 @@ pub async fn create(
     bucket: &str,
     key: &str,
     destination: &Destination,
-    content_type: &str,
+    meta: FileMeta<'_>,
 ) -> Result<Upload> {
     match destination {
         Destination::Space { .. } => {
@@ -39,7 +39,7 @@ pub async fn create(
     }
     Ok(app
         .db
-        .insert_multipart(&principal.identity_key(), bucket, key, content_type)
+        .insert_multipart(&principal.identity_key(), bucket, key, meta)
         .await?)
 }
 
@@ -121,15 +121,7 @@ pub async fn complete(
         .map(|part| open_part(app.blobs.clone(), part.blob_key))
         .collect();
     let body = futures::stream::iter(openings).buffered(1).try_flatten();
-    let etag = objects::write(
-        app,
-        principal,
-        destination,
-        &upload.content_type,
-        condition,
-        body,
-    )
-    .await?;
+    let etag = objects::write(app, principal, destination, upload.meta(), condition, body).await?;
     abort(app, upload).await?;
     Ok(etag)
 }

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use ferry_core::{SandboxPath, SpaceName, ValidPath};
-use ferry_store::spaces::WriteCondition;
+use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::Stream;
 
 use crate::App;
@@ -35,12 +35,13 @@ impl Destination {
 }
 
 /// Writes `body` at `destination` as that place's own write does; answers the new ETag value
-/// (without quotes).
+/// (without quotes). A sandbox keeps its files as plain files: only the content type of `meta`
+/// applies there, its attributes are not kept.
 pub async fn write<S, E>(
     app: &App,
     principal: &Principal,
     destination: &Destination,
-    content_type: &str,
+    meta: FileMeta<'_>,
     condition: &WriteCondition,
     body: S,
 ) -> Result<String>
@@ -51,8 +52,7 @@ where
     match destination {
         Destination::Space { space, path } => {
             let written =
-                crate::spaces::write(app, principal, space, path, content_type, condition, body)
-                    .await?;
+                crate::spaces::write(app, principal, space, path, meta, condition, body).await?;
             Ok(written.file.sha256)
         }
         Destination::Sandbox { thread_id, path } => {
@@ -61,7 +61,7 @@ where
                 principal,
                 thread_id,
                 path,
-                content_type,
+                meta.content_type,
                 condition,
                 body,
             )

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use ferry_core::{SpaceName, ValidPath};
 pub use ferry_store::space_names::Removal;
-use ferry_store::spaces::{ListPage, ListQuery, SpaceFile, SpaceSummary, WriteCondition};
+use ferry_store::spaces::{FileMeta, ListPage, ListQuery, SpaceFile, SpaceSummary, WriteCondition};
 use futures::Stream;
 
 use crate::App;
@@ -79,7 +79,7 @@ pub async fn write<S, E>(
     principal: &Principal,
     space: &SpaceName,
     path: &ValidPath,
-    content_type: &str,
+    meta: FileMeta<'_>,
     condition: &WriteCondition,
     body: S,
 ) -> Result<Written>
@@ -98,7 +98,7 @@ where
     let blob = app.blobs.write(body, app.limits.space_max_bytes).await?;
     match app
         .db
-        .space_put(owner, space, path, &blob, content_type, condition)
+        .space_put(owner, space, path, &blob, meta, condition)
         .await
     {
         Ok(outcome) => Ok(Written {

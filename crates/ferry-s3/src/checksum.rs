@@ -16,6 +16,7 @@ use s3s::checksum::ChecksumHasher;
 use s3s::dto::Checksum;
 use s3s::{S3Error, S3Result, StdError, s3_error};
 
+use crate::attributes::StoredChecksum;
 use crate::forward::Trailers;
 
 /// The algorithms of `x-amz-checksum-*`, by header name.
@@ -88,6 +89,18 @@ impl Expected {
             .or(self.trailer.as_ref().map(|(a, _)| *a))
     }
 
+    /// The checksum to keep with the object once the body verified: one sent as a header.
+    /// (One sent as a trailer is verified as the body ends, after the write was prepared,
+    /// and is not kept.)
+    pub(crate) fn to_keep(&self) -> Option<StoredChecksum> {
+        self.header
+            .as_ref()
+            .map(|(algorithm, value)| StoredChecksum {
+                algorithm: (*algorithm).to_owned(),
+                value: value.clone(),
+            })
+    }
+
     /// The checksum to answer with once the body verified (the one the client sent).
     pub(crate) fn answer(&self) -> Checksum {
         let mut checksum = Checksum::default();
@@ -120,7 +133,7 @@ fn value_of(checksum: &Checksum, algorithm: &str) -> Option<String> {
     }
 }
 
-fn set(checksum: &mut Checksum, algorithm: &str, value: String) {
+pub(crate) fn set(checksum: &mut Checksum, algorithm: &str, value: String) {
     match algorithm {
         "crc32" => checksum.checksum_crc32 = Some(value),
         "crc32c" => checksum.checksum_crc32c = Some(value),

@@ -6,7 +6,7 @@ use ferry_app::objects::{self, Destination};
 use ferry_app::spaces::Removal;
 use ferry_app::{Action, App, Principal, access};
 use ferry_core::Timestamp;
-use ferry_store::spaces::WriteCondition;
+use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use s3s::dto::*;
@@ -14,6 +14,7 @@ use s3s::{S3, S3Request, S3Response, S3Result, StdError, s3_error};
 use sync_wrapper::SyncStream;
 use time::OffsetDateTime;
 
+use crate::attributes::{Attributes, sent};
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
 use crate::checksum::{Expected, Verified};
 use crate::errors::{Condition, bucket_error, no_such_bucket, precondition_failed, to_s3};
@@ -80,12 +81,23 @@ pub(crate) struct Found {
     etag: String,
     modified: Timestamp,
     content_type: String,
+    attributes: Attributes,
     pub(crate) reader: Reader,
 }
 
 pub(crate) enum Reader {
     Blob(String),
     Sandbox(ferry_store::sandbox::OpenedFile),
+}
+
+impl Found {
+    /// The object's checksum, when the request asks for it (`x-amz-checksum-mode: ENABLED`).
+    fn checksum_if(&self, mode: Option<&ChecksumMode>) -> Checksum {
+        match mode {
+            Some(mode) if mode.as_str() == ChecksumMode::ENABLED => self.attributes.checksum(),
+            _ => Checksum::default(),
+        }
+    }
 }
 
 /// The conditions of a read.
@@ -214,6 +226,7 @@ impl Door {
                     etag: file.sha256,
                     modified: file.updated_at,
                     content_type: file.content_type,
+                    attributes: Attributes::from_json(file.attributes.as_deref()),
                     reader: Reader::Blob(file.blob_key),
                 })
             }
@@ -232,6 +245,7 @@ impl Door {
                     etag: opened.etag.clone(),
                     modified: opened.modified,
                     content_type: ferry_core::mime::mime_for_name(path.file_name()),
+                    attributes: Attributes::default(),
                     reader: Reader::Sandbox(opened),
                 })
             }
@@ -755,6 +769,8 @@ impl S3 for Door {
             }
             None => (found.size, None),
         };
+        let checksum = found.checksum_if(input.checksum_mode.as_ref());
+        let kept = found.attributes;
         Ok(S3Response::new(HeadObjectOutput {
             content_length: Some(length as i64),
             content_range,
@@ -762,6 +778,17 @@ impl S3 for Door {
             e_tag: Some(etag_of(&found.etag)),
             last_modified: Some(time_of(found.modified)),
             accept_ranges: Some("bytes".into()),
+            metadata: kept.metadata(),
+            expires: kept.expires(),
+            cache_control: kept.cache_control,
+            content_disposition: kept.content_disposition,
+            content_encoding: kept.content_encoding,
+            content_language: kept.content_language,
+            checksum_crc32: checksum.checksum_crc32,
+            checksum_crc32c: checksum.checksum_crc32c,
+            checksum_crc64nvme: checksum.checksum_crc64nvme,
+            checksum_sha1: checksum.checksum_sha1,
+            checksum_sha256: checksum.checksum_sha256,
             ..Default::default()
         }))
     }
@@ -789,6 +816,12 @@ impl S3 for Door {
         let content_range = span
             .as_ref()
             .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, found.size));
+        // A checksum covers the whole object: a range is answered without it.
+        let checksum = match span {
+            Some(_) => Checksum::default(),
+            None => found.checksum_if(input.checksum_mode.as_ref()),
+        };
+        let kept = found.attributes;
         let body = self.read(found.reader, span).await?;
         Ok(S3Response::new(GetObjectOutput {
             body: Some(StreamingBlob::wrap(SyncStream::new(body))),
@@ -798,6 +831,17 @@ impl S3 for Door {
             e_tag: Some(etag_of(&found.etag)),
             last_modified: Some(time_of(found.modified)),
             accept_ranges: Some("bytes".into()),
+            metadata: kept.metadata(),
+            expires: kept.expires(),
+            cache_control: kept.cache_control,
+            content_disposition: kept.content_disposition,
+            content_encoding: kept.content_encoding,
+            content_language: kept.content_language,
+            checksum_crc32: checksum.checksum_crc32,
+            checksum_crc32c: checksum.checksum_crc32c,
+            checksum_crc64nvme: checksum.checksum_crc64nvme,
+            checksum_sha1: checksum.checksum_sha1,
+            checksum_sha256: checksum.checksum_sha256,
             ..Default::default()
         }))
     }
@@ -838,6 +882,9 @@ impl S3 for Door {
             trailers.as_ref(),
         )?;
         let answer = expected.answer();
+        let attributes = Attributes::of(sent!(input))
+            .with_checksum(expected.to_keep())
+            .to_json();
         let content_type = input
             .content_type
             .clone()
@@ -849,7 +896,10 @@ impl S3 for Door {
                 &self.app,
                 &principal,
                 &destination,
-                &content_type,
+                FileMeta {
+                    content_type: &content_type,
+                    attributes: attributes.as_deref(),
+                },
                 &condition,
                 body,
             )
@@ -893,13 +943,24 @@ impl S3 for Door {
             (Some(t), true) if !t.is_empty() => t.clone(),
             _ => found.content_type.clone(),
         };
+        // COPY (the default) keeps the source's metadata and checksum; REPLACE takes the
+        // request's headers instead.
+        let attributes = if replace {
+            Attributes::of(sent!(input))
+        } else {
+            found.attributes.clone()
+        }
+        .to_json();
         let target = Door::destination(&destination, &input.key)?;
         let body = self.read(found.reader, None).await?;
         let etag = objects::write(
             &self.app,
             &principal,
             &target,
-            &content_type,
+            FileMeta {
+                content_type: &content_type,
+                attributes: attributes.as_deref(),
+            },
             &WriteCondition::None,
             body,
         )

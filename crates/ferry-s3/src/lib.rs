@@ -10,6 +10,7 @@
 //! and hands every verified request to [`forward`], which strips `/s3` and passes it, with the
 //! verified principal attached, to the inner one, which routes the operation to [`door`].
 
+mod attributes;
 mod auth;
 mod bucket;
 mod checksum;

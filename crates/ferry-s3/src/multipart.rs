@@ -5,9 +5,11 @@
 use ferry_app::Principal;
 use ferry_app::multipart;
 use ferry_store::multipart::{Part, Upload};
+use ferry_store::spaces::FileMeta;
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
+use crate::attributes::{Attributes, sent};
 use crate::door::{Door, ReadConditions, checked, time_of};
 use crate::errors::to_s3;
 use ferry_app::objects::Destination;
@@ -62,6 +64,7 @@ impl Door {
     ) -> S3Result<CreateMultipartUploadOutput> {
         let bucket = self.bucket(principal, &input.bucket).await?;
         let destination = Door::destination(&bucket, &input.key)?;
+        let attributes = Attributes::of(sent!(input)).to_json();
         let content_type = input
             .content_type
             .filter(|t| !t.is_empty())
@@ -72,7 +75,10 @@ impl Door {
             &input.bucket,
             &input.key,
             &destination,
-            &content_type,
+            FileMeta {
+                content_type: &content_type,
+                attributes: attributes.as_deref(),
+            },
         )
         .await
         .map_err(to_s3)?;

@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use crate::Error;
 use crate::blobs::StoredBlob;
 use crate::db::{Db, now_millis};
+use crate::spaces::FileMeta;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upload {
@@ -15,6 +16,8 @@ pub struct Upload {
     pub bucket: String,
     pub object_path: String,
     pub content_type: String,
+    /// What the object will be written with, as [`crate::spaces::FileMeta::attributes`].
+    pub attributes: Option<String>,
     pub created_at: Timestamp,
 }
 
@@ -27,8 +30,19 @@ pub struct Part {
     pub created_at: Timestamp,
 }
 
-const UPLOAD_COLUMNS: &str = "upload_id, made_by, bucket, object_path, content_type, created_at";
+const UPLOAD_COLUMNS: &str =
+    "upload_id, made_by, bucket, object_path, content_type, attributes, created_at";
 const PART_COLUMNS: &str = "part_number, blob_key, size, sha256, created_at";
+
+impl Upload {
+    /// What the finished object is written with.
+    pub fn meta(&self) -> FileMeta<'_> {
+        FileMeta {
+            content_type: &self.content_type,
+            attributes: self.attributes.as_deref(),
+        }
+    }
+}
 
 fn upload_from_row(row: &AnyRow) -> Result<Upload, sqlx::Error> {
     Ok(Upload {
@@ -37,6 +51,7 @@ fn upload_from_row(row: &AnyRow) -> Result<Upload, sqlx::Error> {
         bucket: row.try_get("bucket")?,
         object_path: row.try_get("object_path")?,
         content_type: row.try_get("content_type")?,
+        attributes: row.try_get("attributes")?,
         created_at: Timestamp(row.try_get("created_at")?),
     })
 }
@@ -58,24 +73,27 @@ impl Db {
         made_by: &str,
         bucket: &str,
         object_path: &str,
-        content_type: &str,
+        meta: FileMeta<'_>,
     ) -> Result<Upload, Error> {
         let upload = Upload {
             upload_id: uuid::Uuid::now_v7().simple().to_string(),
             made_by: made_by.to_owned(),
             bucket: bucket.to_owned(),
             object_path: object_path.to_owned(),
-            content_type: content_type.to_owned(),
+            content_type: meta.content_type.to_owned(),
+            attributes: meta.attributes.map(str::to_owned),
             created_at: Timestamp(now_millis()),
         };
-        let sql =
-            format!("INSERT INTO s3_uploads ({UPLOAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)");
+        let sql = format!(
+            "INSERT INTO s3_uploads ({UPLOAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+        );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&upload.upload_id)
             .bind(&upload.made_by)
             .bind(&upload.bucket)
             .bind(&upload.object_path)
             .bind(&upload.content_type)
+            .bind(&upload.attributes)
             .bind(upload.created_at.millis())
             .execute(self.pool())
             .await?;

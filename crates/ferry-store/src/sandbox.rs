@@ -36,7 +36,7 @@ use tokio::sync::Semaphore;
 use crate::Error;
 use crate::blobs::{BlobRead, Blobs, StoredBlob};
 use crate::db::Db;
-use crate::spaces::{ListQuery, SpaceEntry, WriteCondition};
+use crate::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
 
 /// Where API writes are assembled before their atomic rename into place; not listed. Its
 /// handle also carries the sandbox's commit lock (`flock`), so that checking a write's
@@ -198,7 +198,7 @@ impl Sandboxes {
                             &space,
                             &path,
                             &blob,
-                            &content_type,
+                            FileMeta::typed(&content_type),
                             &WriteCondition::None,
                         )
                         .await?;
@@ -659,7 +659,7 @@ impl StoredSandbox {
                 &SpaceName::sandbox(),
                 path,
                 &blob,
-                content_type,
+                FileMeta::typed(content_type),
                 condition,
             )
             .await;
@@ -699,7 +699,7 @@ impl StoredSandbox {
                     &SpaceName::sandbox(),
                     &path,
                     blob,
-                    content_type,
+                    FileMeta::typed(content_type),
                     &WriteCondition::CreateOnly,
                 )
                 .await

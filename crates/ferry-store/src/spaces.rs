@@ -22,6 +22,28 @@ pub struct SpaceFile {
     pub content_type: String,
     pub sha256: String,
     pub updated_at: Timestamp,
+    /// See [`FileMeta::attributes`].
+    pub attributes: Option<String>,
+}
+
+/// What a write records about a file besides its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMeta<'a> {
+    pub content_type: &'a str,
+    /// What the S3 door keeps of an object beyond its type (user metadata, content headers,
+    /// the checksum it was written with), as JSON only that door reads. Every write replaces
+    /// it: a write through another door leaves none.
+    pub attributes: Option<&'a str>,
+}
+
+impl<'a> FileMeta<'a> {
+    /// A file described by its content type alone.
+    pub fn typed(content_type: &'a str) -> FileMeta<'a> {
+        FileMeta {
+            content_type,
+            attributes: None,
+        }
+    }
 }
 
 /// A space as its owner's list of spaces shows it.
@@ -101,7 +123,7 @@ pub struct WriteOutcome {
     pub file: SpaceFile,
 }
 
-const FILE_COLUMNS: &str = "path, blob_key, size, content_type, sha256, updated_at";
+const FILE_COLUMNS: &str = "path, blob_key, size, content_type, sha256, updated_at, attributes";
 
 fn file_from_row(row: &AnyRow) -> Result<SpaceFile, sqlx::Error> {
     Ok(SpaceFile {
@@ -111,6 +133,7 @@ fn file_from_row(row: &AnyRow) -> Result<SpaceFile, sqlx::Error> {
         content_type: row.try_get("content_type")?,
         sha256: row.try_get("sha256")?,
         updated_at: Timestamp(row.try_get("updated_at")?),
+        attributes: row.try_get("attributes")?,
     })
 }
 
@@ -141,7 +164,7 @@ impl Db {
         space: &SpaceName,
         path: &ValidPath,
         blob: &StoredBlob,
-        content_type: &str,
+        meta: FileMeta<'_>,
         condition: &WriteCondition,
     ) -> Result<WriteOutcome, Error> {
         let now = now_millis();
@@ -150,10 +173,10 @@ impl Db {
         record_dirs(&mut tx, owner, space, path.ancestors()).await?;
         let parent = path.parent().unwrap_or("");
         let insert = "INSERT INTO space_files \
-             (owner, space, path, parent, blob_key, size, content_type, sha256, version, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9)";
+             (owner, space, path, parent, blob_key, size, content_type, sha256, version, updated_at, \
+             attributes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10)";
         let update_set = "blob_key = $5, size = $6, content_type = $7, sha256 = $8, \
-             version = space_files.version + 1, updated_at = $9";
+             version = space_files.version + 1, updated_at = $9, attributes = $10";
         let version: Option<i64> = match condition {
             WriteCondition::None => {
                 let sql = format!(
@@ -168,7 +191,7 @@ impl Db {
                         path,
                         parent,
                         blob,
-                        content_type,
+                        meta,
                         now,
                     )
                     .fetch_one(&mut *tx)
@@ -186,7 +209,7 @@ impl Db {
                     path,
                     parent,
                     blob,
-                    content_type,
+                    meta,
                     now,
                 )
                 .fetch_optional(&mut *tx)
@@ -199,7 +222,7 @@ impl Db {
             WriteCondition::IfMatch(tags) | WriteCondition::IfMatchAndCreateOnly(tags) => {
                 let mut updated = None;
                 for tag in tags {
-                    let matches = if tag == "*" { "" } else { " AND sha256 = $10" };
+                    let matches = if tag == "*" { "" } else { " AND sha256 = $11" };
                     let sql = format!(
                         "UPDATE space_files SET {} WHERE owner = $1 AND space = $2 AND path = $3 \
                          AND parent = $4{matches} RETURNING version",
@@ -212,7 +235,7 @@ impl Db {
                         path,
                         parent,
                         blob,
-                        content_type,
+                        meta,
                         now,
                     );
                     if tag != "*" {
@@ -244,9 +267,10 @@ impl Db {
                 path: path.as_str().to_owned(),
                 blob_key: blob.key.clone(),
                 size: blob.size,
-                content_type: content_type.to_owned(),
+                content_type: meta.content_type.to_owned(),
                 sha256: blob.sha256.clone(),
                 updated_at: Timestamp(now),
+                attributes: meta.attributes.map(str::to_owned),
             },
         })
     }
@@ -298,7 +322,7 @@ impl Db {
                    WHERE owner = $1 AND space = $2 AND parent = $5 AND {} \
                    UNION ALL \
                    SELECT 'dir' AS kind, path, '' AS blob_key, 0 AS size, '' AS content_type, \
-                          '' AS sha256, 0 AS updated_at FROM space_dirs \
+                          '' AS sha256, 0 AS updated_at, NULL AS attributes FROM space_dirs \
                    WHERE owner = $1 AND space = $2 AND parent = $5 AND {} \
                  ) entries ORDER BY path, kind LIMIT $6",
                 after.replace("KIND", "'file'"),
@@ -485,7 +509,7 @@ fn bind_write<'q, O>(
     path: &'q ValidPath,
     parent: &'q str,
     blob: &'q StoredBlob,
-    content_type: &'q str,
+    meta: FileMeta<'q>,
     now: i64,
 ) -> sqlx::query::QueryScalar<'q, sqlx::Any, O, sqlx::any::AnyArguments> {
     query
@@ -495,7 +519,8 @@ fn bind_write<'q, O>(
         .bind(parent)
         .bind(blob.key.as_str())
         .bind(blob.size as i64)
-        .bind(content_type)
+        .bind(meta.content_type)
         .bind(blob.sha256.as_str())
         .bind(now)
+        .bind(meta.attributes)
 }

@@ -5,7 +5,7 @@ use ferry_store::Db;
 use ferry_store::Error;
 use ferry_store::StoredBlob;
 use ferry_store::published::NewRevision;
-use ferry_store::spaces::{ListQuery, SpaceEntry, WriteCondition};
+use ferry_store::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
 use ferry_store::uploads::{Upload, new_upload_id};
 use std::sync::Arc;
 
@@ -56,9 +56,16 @@ fn path(p: &str) -> ValidPath {
 
 async fn put(db: &Db, p: &str, n: u32, condition: WriteCondition) -> Result<bool, Error> {
     let space = SpaceName::parse("s").unwrap();
-    db.space_put("u", &space, &path(p), &blob(n), "text/plain", &condition)
-        .await
-        .map(|o| o.created)
+    db.space_put(
+        "u",
+        &space,
+        &path(p),
+        &blob(n),
+        FileMeta::typed("text/plain"),
+        &condition,
+    )
+    .await
+    .map(|o| o.created)
 }
 
 async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)> {
@@ -128,12 +135,12 @@ on_every_engine! {
             let cut = std::time::Duration::from_micros(u64::from(round % 40) * 25);
             let _ = tokio::time::timeout(
                 cut,
-                db.space_put("u", &space, &path(&format!("c/{round}.md")), &blob(round), "text/plain", &WriteCondition::None),
+                db.space_put("u", &space, &path(&format!("c/{round}.md")), &blob(round), FileMeta::typed("text/plain"), &WriteCondition::None),
             )
             .await;
             let next = tokio::time::timeout(
                 std::time::Duration::from_secs(5),
-                db.space_put("u", &space, &path("after.md"), &blob(round), "text/plain", &WriteCondition::None),
+                db.space_put("u", &space, &path("after.md"), &blob(round), FileMeta::typed("text/plain"), &WriteCondition::None),
             )
             .await;
             assert!(matches!(next, Ok(Ok(_))), "round {round}: the next write waited or failed: {next:?}");

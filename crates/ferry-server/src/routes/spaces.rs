@@ -9,7 +9,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ferry_app::spaces;
 use ferry_core::{SpaceName, ValidPath};
-use ferry_store::spaces::{ListCursor, ListQuery};
+use ferry_store::spaces::{FileMeta, ListCursor, ListQuery};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -293,7 +293,7 @@ pub async fn put_file(
         &principal,
         &space,
         &path,
-        &content_type,
+        FileMeta::typed(&content_type),
         &condition,
         body.into_data_stream(),
     )

@@ -4,6 +4,7 @@ Run by crates/ferry/tests/clients/s3_clients.rs against a real `ferry serve`. Ev
 prints nothing on success and exits non-zero with what it saw on failure.
 """
 
+import base64
 import concurrent.futures
 import hashlib
 import json
@@ -124,6 +125,26 @@ s3.put_object(Bucket="notes", Key="sum.bin", Body=b"abc", ContentMD5="kAFQmDzST7
 bad_md5 = error_code(lambda: s3.put_object(Bucket="notes", Key="sum.bin", Body=b"abd", ContentMD5="kAFQmDzST7DWlj99KOF/cg=="))
 check(bad_md5 == "BadDigest", "a wrong Content-MD5", bad_md5)
 check(s3.get_object(Bucket="notes", Key="sum.bin")["Body"].read() == b"abc", "a refused body left the object alone")
+
+# Metadata and content headers are kept with a space object; a SHA-256 sent as a header is
+# answered with ChecksumMode; COPY keeps them, REPLACE sets new ones; an HTTP write drops them.
+sha = base64.b64encode(hashlib.sha256(b"meta").digest()).decode()
+s3.put_object(
+    Bucket="notes", Key="meta.txt", Body=b"meta", Metadata={"Mtime": "1700000000", "owner": "alice"},
+    CacheControl="max-age=60", ContentDisposition='attachment; filename="m.txt"', ChecksumSHA256=sha,
+)
+head = s3.head_object(Bucket="notes", Key="meta.txt", ChecksumMode="ENABLED")
+check(head["Metadata"] == {"mtime": "1700000000", "owner": "alice"} and head["CacheControl"] == "max-age=60", "metadata kept", head)
+check(head["ContentDisposition"] == 'attachment; filename="m.txt"' and head.get("ChecksumSHA256") == sha, "headers and checksum kept", head)
+check("ChecksumSHA256" not in s3.head_object(Bucket="notes", Key="meta.txt"), "the checksum only when asked for")
+s3.copy_object(Bucket="notes", Key="meta-copy.txt", CopySource={"Bucket": "notes", "Key": "meta.txt"})
+check(s3.head_object(Bucket="notes", Key="meta-copy.txt")["Metadata"] == head["Metadata"], "COPY keeps metadata")
+s3.copy_object(Bucket="notes", Key="meta-copy.txt", CopySource={"Bucket": "notes", "Key": "meta.txt"}, Metadata={"new": "1"}, MetadataDirective="REPLACE")
+replaced = s3.head_object(Bucket="notes", Key="meta-copy.txt")
+check(replaced["Metadata"] == {"new": "1"} and "CacheControl" not in replaced, "REPLACE sets new metadata", replaced)
+api("PUT", "/api/spaces/notes/files/meta-copy.txt", args.alice, b"http", {"content-type": "text/plain"})
+check(s3.head_object(Bucket="notes", Key="meta-copy.txt")["Metadata"] == {}, "an HTTP write replaces the file without metadata")
+s3.delete_objects(Bucket="notes", Delete={"Objects": [{"Key": "meta.txt"}, {"Key": "meta-copy.txt"}]})
 
 # Keys with characters XML or URL decoding would change are listed as they are.
 s3.put_object(Bucket="odd", Key="a+b c/ü%20.txt", Body=b"x")
