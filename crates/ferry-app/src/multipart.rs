@@ -100,13 +100,15 @@ pub async fn parts(app: &App, upload: &Upload) -> Result<Vec<Part>> {
     Ok(app.db.parts(&upload.upload_id).await?)
 }
 
-/// Writes the object from `chosen` parts, in that order, and ends the upload. The parts are
+/// Writes the object from `chosen` parts, in that order, described by `meta` (the door's
+/// account of the upload), and ends the upload. The parts are
 /// read one after the other, never more than a chunk at a time in memory.
 pub async fn complete(
     app: &App,
     principal: &Principal,
     upload: &Upload,
     destination: &Destination,
+    meta: FileMeta<'_>,
     chosen: Vec<Part>,
     condition: &WriteCondition,
 ) -> Result<String> {
@@ -121,7 +123,7 @@ pub async fn complete(
         .map(|part| open_part(app.blobs.clone(), part.blob_key))
         .collect();
     let body = futures::stream::iter(openings).buffered(1).try_flatten();
-    let etag = objects::write(app, principal, destination, upload.meta(), condition, body).await?;
+    let etag = objects::write(app, principal, destination, meta, condition, body).await?;
     abort(app, upload).await?;
     Ok(etag)
 }

@@ -19,6 +19,25 @@ pub(crate) struct StoredChecksum {
     pub(crate) value: String,
 }
 
+/// The multipart upload an object was completed from: its id (a repeated
+/// `CompleteMultipartUpload` of it answers as the first did) and its parts' sizes, in order
+/// (`partNumber` reads one of them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Assembled {
+    pub(crate) upload_id: String,
+    pub(crate) part_sizes: Vec<u64>,
+}
+
+impl Assembled {
+    /// The byte range of part `number` (from 1), if there is such a part.
+    pub(crate) fn part(&self, number: usize) -> Option<std::ops::Range<u64>> {
+        let index = number.checked_sub(1)?;
+        let size = *self.part_sizes.get(index)?;
+        let start: u64 = self.part_sizes[..index].iter().sum();
+        Some(start..start + size)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Attributes {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -36,6 +55,8 @@ pub(crate) struct Attributes {
     pub(crate) expires: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) checksum: Option<StoredChecksum>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) assembled: Option<Assembled>,
 }
 
 /// The headers a write sends about its object, borrowed from whichever input carries them
@@ -93,6 +114,7 @@ impl Attributes {
                 .expires
                 .map(|at| OffsetDateTime::from(at.clone()).unix_timestamp()),
             checksum: None,
+            assembled: None,
         }
     }
 
@@ -169,6 +191,18 @@ mod tests {
         assert_eq!(read, kept);
         assert_eq!(read.checksum().checksum_sha256.as_deref(), Some("abc="));
         assert_eq!(read.metadata().unwrap()["mtime"], "1700000000");
+    }
+
+    #[test]
+    fn a_part_is_found_by_its_number() {
+        let assembled = Assembled {
+            upload_id: "u".into(),
+            part_sizes: vec![5, 3, 1],
+        };
+        assert_eq!(assembled.part(1), Some(0..5));
+        assert_eq!(assembled.part(3), Some(8..9));
+        assert_eq!(assembled.part(0), None);
+        assert_eq!(assembled.part(4), None);
     }
 
     #[test]

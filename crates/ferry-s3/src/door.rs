@@ -14,7 +14,7 @@ use s3s::{S3, S3Request, S3Response, S3Result, StdError, s3_error};
 use sync_wrapper::SyncStream;
 use time::OffsetDateTime;
 
-use crate::attributes::{Attributes, sent};
+use crate::attributes::{Assembled, Attributes, sent};
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
 use crate::checksum::{Expected, Verified};
 use crate::errors::{Condition, bucket_error, no_such_bucket, precondition_failed, to_s3};
@@ -91,6 +91,43 @@ pub(crate) enum Reader {
 }
 
 impl Found {
+    pub(crate) fn etag(&self) -> &str {
+        &self.etag
+    }
+
+    /// The multipart upload the object was completed from, if it was.
+    pub(crate) fn assembled(&self) -> Option<&Assembled> {
+        self.attributes.assembled.as_ref()
+    }
+
+    /// The bytes a read asks for — a `Range`, or the `partNumber` of a multipart object (an
+    /// object written whole is its own part 1) — and the parts count to answer with.
+    fn span(
+        &self,
+        range: Option<&s3s::dto::Range>,
+        part_number: Option<i32>,
+    ) -> S3Result<(Option<std::ops::Range<u64>>, Option<i32>)> {
+        let Some(number) = part_number else {
+            return Ok((range.map(|r| r.check(self.size)).transpose()?, None));
+        };
+        if range.is_some() {
+            return Err(s3_error!(
+                InvalidRequest,
+                "a read names a Range or a partNumber, not both"
+            ));
+        }
+        let invalid = || s3_error!(InvalidPart, "the object has no part {number}");
+        let number = usize::try_from(number).map_err(|_| invalid())?;
+        match self.assembled() {
+            Some(assembled) => {
+                let span = assembled.part(number).ok_or_else(invalid)?;
+                Ok((Some(span), Some(assembled.part_sizes.len() as i32)))
+            }
+            None if number == 1 => Ok((None, None)),
+            None => Err(invalid()),
+        }
+    }
+
     /// The object's checksum, when the request asks for it (`x-amz-checksum-mode: ENABLED`).
     fn checksum_if(&self, mode: Option<&ChecksumMode>) -> Checksum {
         match mode {
@@ -754,21 +791,11 @@ impl S3 for Door {
             if_unmodified_since: input.if_unmodified_since.as_ref(),
         }
         .check(&found)?;
-        let (length, content_range) = match &input.range {
-            Some(range) => {
-                let span = range.check(found.size)?;
-                (
-                    span.end - span.start,
-                    Some(format!(
-                        "bytes {}-{}/{}",
-                        span.start,
-                        span.end - 1,
-                        found.size
-                    )),
-                )
-            }
-            None => (found.size, None),
-        };
+        let (span, parts_count) = found.span(input.range.as_ref(), input.part_number)?;
+        let length = span.as_ref().map_or(found.size, |s| s.end - s.start);
+        let content_range = span
+            .as_ref()
+            .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, found.size));
         let checksum = found.checksum_if(input.checksum_mode.as_ref());
         let kept = found.attributes;
         Ok(S3Response::new(HeadObjectOutput {
@@ -778,6 +805,7 @@ impl S3 for Door {
             e_tag: Some(etag_of(&found.etag)),
             last_modified: Some(time_of(found.modified)),
             accept_ranges: Some("bytes".into()),
+            parts_count,
             metadata: kept.metadata(),
             expires: kept.expires(),
             cache_control: kept.cache_control,
@@ -789,6 +817,67 @@ impl S3 for Door {
             checksum_crc64nvme: checksum.checksum_crc64nvme,
             checksum_sha1: checksum.checksum_sha1,
             checksum_sha256: checksum.checksum_sha256,
+            ..Default::default()
+        }))
+    }
+
+    /// The attributes asked for, each only when asked: the ETag (without quotes, as S3 gives
+    /// it here), size, storage class, kept checksum, and a multipart object's parts.
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        let principal = caller(&req)?;
+        let input = &req.input;
+        let bucket = self.bucket(&principal, &input.bucket).await?;
+        let found = self.find(&principal, &bucket, &input.key).await?;
+        // One header, `x-amz-object-attributes: ETag,ObjectSize,…`, may arrive as one item.
+        let wants = |name: &str| {
+            input
+                .object_attributes
+                .iter()
+                .flat_map(|a| a.as_str().split(','))
+                .any(|a| a.trim() == name)
+        };
+        let checksum = found.attributes.checksum();
+        let object_parts = found
+            .assembled()
+            .filter(|_| wants(ObjectAttributes::OBJECT_PARTS))
+            .map(|assembled| {
+                let marker = input.part_number_marker.unwrap_or(0).max(0) as usize;
+                let max = input.max_parts.map_or(1000, |n| n.clamp(0, 1000) as usize);
+                let listed: Vec<ObjectPart> = assembled
+                    .part_sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, size)| (i + 1, *size))
+                    .filter(|(number, _)| *number > marker)
+                    .take(max)
+                    .map(|(number, size)| ObjectPart {
+                        part_number: Some(number as i32),
+                        size: Some(size as i64),
+                        ..Default::default()
+                    })
+                    .collect();
+                let last = listed.last().and_then(|p| p.part_number).unwrap_or(0);
+                GetObjectAttributesParts {
+                    is_truncated: Some((last as usize) < assembled.part_sizes.len()),
+                    max_parts: Some(max as i32),
+                    next_part_number_marker: Some(last),
+                    part_number_marker: Some(marker as i32),
+                    parts: Some(listed),
+                    total_parts_count: Some(assembled.part_sizes.len() as i32),
+                }
+            });
+        Ok(S3Response::new(GetObjectAttributesOutput {
+            e_tag: wants(ObjectAttributes::ETAG).then(|| ETag::Strong(found.etag.clone())),
+            object_size: wants(ObjectAttributes::OBJECT_SIZE).then_some(found.size as i64),
+            storage_class: wants(ObjectAttributes::STORAGE_CLASS)
+                .then(|| StorageClass::from_static(StorageClass::STANDARD)),
+            checksum: (wants(ObjectAttributes::CHECKSUM) && checksum != Checksum::default())
+                .then_some(checksum),
+            object_parts,
+            last_modified: Some(time_of(found.modified)),
             ..Default::default()
         }))
     }
@@ -808,10 +897,7 @@ impl S3 for Door {
             if_unmodified_since: input.if_unmodified_since.as_ref(),
         }
         .check(&found)?;
-        let span = match &input.range {
-            Some(range) => Some(range.check(found.size)?),
-            None => None,
-        };
+        let (span, parts_count) = found.span(input.range.as_ref(), input.part_number)?;
         let length = span.as_ref().map_or(found.size, |s| s.end - s.start);
         let content_range = span
             .as_ref()
@@ -831,6 +917,7 @@ impl S3 for Door {
             e_tag: Some(etag_of(&found.etag)),
             last_modified: Some(time_of(found.modified)),
             accept_ranges: Some("bytes".into()),
+            parts_count,
             metadata: kept.metadata(),
             expires: kept.expires(),
             cache_control: kept.cache_control,
@@ -922,6 +1009,21 @@ impl S3 for Door {
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let principal = caller(&req)?;
         let input = req.input;
+        let replace = input
+            .metadata_directive
+            .as_ref()
+            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        if let CopySource::Bucket { bucket, key, .. } = &input.copy_source
+            && **bucket == *input.bucket
+            && **key == *input.key
+            && !replace
+        {
+            return Err(s3_error!(
+                InvalidRequest,
+                "This copy request is illegal because it is trying to copy an object to itself \
+                 without changing the object's metadata (use x-amz-metadata-directive: REPLACE)"
+            ));
+        }
         let found = self
             .copy_source(
                 &principal,
@@ -935,10 +1037,6 @@ impl S3 for Door {
             )
             .await?;
         let destination = self.bucket(&principal, &input.bucket).await?;
-        let replace = input
-            .metadata_directive
-            .as_ref()
-            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         let content_type = match (&input.content_type, replace) {
             (Some(t), true) if !t.is_empty() => t.clone(),
             _ => found.content_type.clone(),

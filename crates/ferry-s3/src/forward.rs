@@ -77,6 +77,25 @@ fn session_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
     })
 }
 
+/// The longest life of a presigned URL, as S3 allows: a week.
+const MAX_PRESIGNED_SECONDS: u64 = 7 * 24 * 3600;
+
+/// A presigned URL may live at most a week (the signature layer checks that it has not
+/// expired, not how long it was made to last).
+fn check_lifetime(uri: &Uri) -> S3Result<()> {
+    let expires = uri.query().unwrap_or("").split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name == "X-Amz-Expires").then_some(value)
+    });
+    match expires.map(str::parse::<u64>) {
+        Some(Ok(seconds)) if seconds > MAX_PRESIGNED_SECONDS => Err(s3_error!(
+            AccessDenied,
+            "X-Amz-Expires must be at most a week ({MAX_PRESIGNED_SECONDS} seconds)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The request's path below `/s3` (at least `/`), and its query without signature parameters.
 fn inner_uri(uri: &Uri) -> S3Result<Uri> {
     let path = uri.path().strip_prefix(PREFIX).unwrap_or(uri.path());
@@ -113,6 +132,7 @@ impl S3Route for Forward {
                  or a bearer token as X-Amz-Security-Token with the access key 'ferry'"
             ));
         };
+        check_lifetime(&req.uri)?;
         let token = session_token(&req.headers, &req.uri);
         let principal = crate::auth::principal(
             &self.app,
@@ -191,6 +211,18 @@ mod tests {
         assert_eq!(inner_uri(&root).unwrap().to_string(), "/");
         let list: Uri = "/s3/?x-id=ListBuckets".parse().unwrap();
         assert_eq!(inner_uri(&list).unwrap().to_string(), "/?x-id=ListBuckets");
+    }
+
+    #[test]
+    fn a_presigned_url_lives_at_most_a_week() {
+        let week: Uri = "/s3/b/k?X-Amz-Expires=604800&X-Amz-Date=1".parse().unwrap();
+        assert!(check_lifetime(&week).is_ok());
+        let longer: Uri = "/s3/b/k?X-Amz-Expires=604801".parse().unwrap();
+        assert_eq!(
+            *check_lifetime(&longer).unwrap_err().code(),
+            s3s::S3ErrorCode::AccessDenied
+        );
+        assert!(check_lifetime(&"/s3/b/k".parse().unwrap()).is_ok());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use ferry_store::spaces::FileMeta;
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
-use crate::attributes::{Attributes, sent};
+use crate::attributes::{Assembled, Attributes, sent};
 use crate::door::{Door, ReadConditions, checked, time_of};
 use crate::errors::to_s3;
 use ferry_app::objects::Destination;
@@ -172,9 +172,20 @@ impl Door {
     ) -> S3Result<CompleteMultipartUploadOutput> {
         let bucket = self.bucket(principal, &input.bucket).await?;
         let destination = Door::destination(&bucket, &input.key)?;
-        let upload = self
+        let upload = match self
             .upload_of(principal, &input.upload_id, &input.bucket, &input.key)
-            .await?;
+            .await
+        {
+            Ok(upload) => upload,
+            // Completing an upload again answers as the first completion did, while the
+            // object it made is still there.
+            Err(e) => {
+                return self
+                    .completed_before(principal, &bucket, input)
+                    .await
+                    .ok_or(e);
+            }
+        };
         let stored = multipart::parts(self.app(), &upload).await.map_err(to_s3)?;
         let requested = input
             .multipart_upload
@@ -191,11 +202,22 @@ impl Door {
         .await?;
         let condition =
             crate::door::write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
+        let mut attributes = Attributes::from_json(upload.attributes.as_deref());
+        attributes.assembled = Some(Assembled {
+            upload_id: upload.upload_id.clone(),
+            part_sizes: chosen.iter().map(|p| p.size).collect(),
+        });
+        let attributes = attributes.to_json();
+        let meta = FileMeta {
+            content_type: &upload.content_type,
+            attributes: attributes.as_deref(),
+        };
         let etag = multipart::complete(
             self.app(),
             principal,
             &upload,
             &destination,
+            meta,
             chosen,
             &condition,
         )
@@ -206,6 +228,27 @@ impl Door {
             bucket: Some(input.bucket),
             key: Some(input.key),
             e_tag: Some(ETag::Strong(etag)),
+            ..Default::default()
+        })
+    }
+
+    /// The answer to a completion of an upload that is gone, if the object at its key was
+    /// made by it.
+    async fn completed_before(
+        &self,
+        principal: &Principal,
+        bucket: &crate::bucket::Bucket,
+        input: CompleteMultipartUploadInput,
+    ) -> Option<CompleteMultipartUploadOutput> {
+        let found = self.find(principal, bucket, &input.key).await.ok()?;
+        let made_by_it = found
+            .assembled()
+            .is_some_and(|a| a.upload_id == input.upload_id);
+        made_by_it.then(|| CompleteMultipartUploadOutput {
+            location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            e_tag: Some(ETag::Strong(found.etag().to_owned())),
             ..Default::default()
         })
     }

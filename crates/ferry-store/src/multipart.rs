@@ -34,16 +34,6 @@ const UPLOAD_COLUMNS: &str =
     "upload_id, made_by, bucket, object_path, content_type, attributes, created_at";
 const PART_COLUMNS: &str = "part_number, blob_key, size, sha256, created_at";
 
-impl Upload {
-    /// What the finished object is written with.
-    pub fn meta(&self) -> FileMeta<'_> {
-        FileMeta {
-            content_type: &self.content_type,
-            attributes: self.attributes.as_deref(),
-        }
-    }
-}
-
 fn upload_from_row(row: &AnyRow) -> Result<Upload, sqlx::Error> {
     Ok(Upload {
         upload_id: row.try_get("upload_id")?,

@@ -156,8 +156,9 @@ check([p["Prefix"] for p in s3.list_objects(Bucket="odd", Delimiter="/")["Common
 check(error_code(lambda: s3.put_object(Bucket="notes", Key="a/../b.md", Body=b"x")) == "InvalidArgument", "a key with ..")
 check(error_code(lambda: s3.put_object(Bucket="notes", Key="a//b.md", Body=b"x")) == "InvalidArgument", "a key with //")
 
-# Copy and batch delete.
+# Copy and batch delete; a copy onto itself must change something.
 s3.copy_object(Bucket="notes", Key="copies/tea.md", CopySource={"Bucket": "notes", "Key": "ideas/tea.md"})
+check(error_code(lambda: s3.copy_object(Bucket="notes", Key="ideas/tea.md", CopySource={"Bucket": "notes", "Key": "ideas/tea.md"})) == "InvalidRequest", "a copy onto itself")
 check(s3.get_object(Bucket="notes", Key="copies/tea.md")["Body"].read() == note, "CopyObject")
 deleted = s3.delete_objects(Bucket="notes", Delete={"Objects": [{"Key": "copies/tea.md"}, {"Key": "never-there"}]})
 check(sorted(d["Key"] for d in deleted["Deleted"]) == ["copies/tea.md", "never-there"], "DeleteObjects", deleted)
@@ -209,6 +210,12 @@ url = s3.generate_presigned_url("put_object", Params={"Bucket": "notes", "Key": 
 with urllib.request.urlopen(urllib.request.Request(url, data=b"presigned", method="PUT")) as response:
     check(response.status == 200, "presigned PUT", response.status)
 check(s3.get_object(Bucket="notes", Key="presigned.txt")["Body"].read() == b"presigned", "presigned PUT stored")
+url = s3.generate_presigned_url("get_object", Params={"Bucket": "notes", "Key": "ideas/tea.md"}, ExpiresIn=7 * 24 * 3600 + 1)
+try:
+    urllib.request.urlopen(url)
+    check(False, "a presigned URL made to last over a week is refused")
+except urllib.error.HTTPError as e:
+    check(e.code == 403 and b"AccessDenied" in e.read(), "a presigned URL made to last over a week is refused", e.code)
 
 # A wrong secret; a revoked key; no signature at all.
 wrong = client({"accessKeyId": alice_key["accessKeyId"], "secretAccessKey": "x" * 43})
@@ -283,6 +290,14 @@ done = s3.complete_multipart_upload(Bucket="notes", Key="parts.txt", UploadId=up
 body = s3.get_object(Bucket="notes", Key="parts.txt")["Body"].read()
 check(body == b"a" * (5 << 20) + b"upd" and done["ETag"] == f'"{hashlib.sha256(body).hexdigest()}"', "CompleteMultipartUpload", done)
 check(s3.list_multipart_uploads(Bucket="notes").get("Uploads", []) == [], "a completed upload is gone")
+again = s3.complete_multipart_upload(Bucket="notes", Key="parts.txt", UploadId=upload, MultipartUpload={"Parts": wrong_order[::-1]})
+check(again["ETag"] == done["ETag"], "completing it again answers as the first time", again)
+second_part = s3.get_object(Bucket="notes", Key="parts.txt", PartNumber=2)
+check(second_part["Body"].read() == b"upd" and second_part["PartsCount"] == 2, "partNumber reads one part", second_part)
+check(error_code(lambda: s3.head_object(Bucket="notes", Key="parts.txt", PartNumber=3)) == "400", "a part it does not have")
+attributes = s3.get_object_attributes(Bucket="notes", Key="parts.txt", ObjectAttributes=["ObjectSize", "ObjectParts", "StorageClass"])
+check(attributes["ObjectSize"] == (5 << 20) + 3 and attributes["ObjectParts"]["TotalPartsCount"] == 2, "GetObjectAttributes", attributes)
+check([p["Size"] for p in attributes["ObjectParts"]["Parts"]] == [5 << 20, 3], "and its parts", attributes)
 tiny = s3.create_multipart_upload(Bucket="notes", Key="tiny.txt")["UploadId"]
 t1 = s3.upload_part(Bucket="notes", Key="tiny.txt", UploadId=tiny, PartNumber=1, Body=b"small")
 t2 = s3.upload_part(Bucket="notes", Key="tiny.txt", UploadId=tiny, PartNumber=2, Body=b"parts")
