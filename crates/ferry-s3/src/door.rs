@@ -1185,6 +1185,12 @@ impl S3 for Door {
         let principal = caller(&req)?;
         let input = req.input;
         let bucket = self.bucket(&principal, &input.bucket).await?;
+        if input.delete.objects.len() > MAX_KEYS {
+            return Err(s3_error!(
+                MalformedXML,
+                "DeleteObjects takes at most {MAX_KEYS} keys"
+            ));
+        }
         let quiet = input.delete.quiet.unwrap_or(false);
         let mut deleted = Vec::new();
         let mut errors = Vec::new();

@@ -87,7 +87,7 @@ impl Condition {
     }
 }
 
-/// The header that carries a [`Condition`] from the inner service to [`with_condition`]: s3s
+/// The header that carries a [`Condition`] from the inner service to [`with_element`]: s3s
 /// writes no element of its own into an error's XML, so the outer service adds it and drops
 /// the header. It never reaches a client.
 pub(crate) const CONDITION_HEADER: &str = "x-ferry-s3-condition";
@@ -116,18 +116,17 @@ pub(crate) fn precondition_failed(condition: Condition, detail: &str) -> S3Error
     error
 }
 
-/// An error body with `<Condition>{condition}</Condition>` added as the last element of
-/// `<Error>`; any other body unchanged.
-pub(crate) fn with_condition(body: &[u8], condition: &str) -> Bytes {
+/// An error body with `<{name}>{value}</{name}>` added as the last element of `<Error>` (the
+/// value is a header's, so plain text without markup); any other body unchanged.
+pub(crate) fn with_element(body: &[u8], name: &str, value: &str) -> Bytes {
     const END: &[u8] = b"</Error>";
     let Some(at) = body.windows(END.len()).rposition(|w| w == END) else {
         return Bytes::copy_from_slice(body);
     };
-    let mut out = Vec::with_capacity(body.len() + condition.len() + 24);
+    let element = format!("<{name}>{value}</{name}>");
+    let mut out = Vec::with_capacity(body.len() + element.len());
     out.extend_from_slice(&body[..at]);
-    out.extend_from_slice(b"<Condition>");
-    out.extend_from_slice(condition.as_bytes());
-    out.extend_from_slice(b"</Condition>");
+    out.extend_from_slice(element.as_bytes());
     out.extend_from_slice(&body[at..]);
     Bytes::from(out)
 }
@@ -140,11 +139,14 @@ mod tests {
     fn the_condition_is_the_last_element_of_the_error() {
         let body = b"<?xml version=\"1.0\"?><Error><Code>PreconditionFailed</Code></Error>";
         assert_eq!(
-            &with_condition(body, "If-None-Match")[..],
+            &with_element(body, "Condition", "If-None-Match")[..],
             b"<?xml version=\"1.0\"?><Error><Code>PreconditionFailed</Code>\
               <Condition>If-None-Match</Condition></Error>"
         );
-        assert_eq!(&with_condition(b"not xml", "If-Match")[..], b"not xml");
+        assert_eq!(
+            &with_element(b"not xml", "Condition", "If-Match")[..],
+            b"not xml"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use s3s::{Body, S3Request, S3Response, S3Result, s3_error};
 
 use crate::PREFIX;
 use crate::auth::Identities;
-use crate::errors::{CONDITION_HEADER, with_condition};
+use crate::errors::{CONDITION_HEADER, with_element};
 
 /// The principal the request was verified as, for the inner service.
 #[derive(Debug, Clone)]
@@ -155,6 +155,8 @@ impl S3Route for Forward {
             trailing_headers,
             ..
         } = req;
+        // The server's request id (x-request-id), said the way S3 clients read it.
+        let request_id = headers.get("x-request-id").cloned();
         // The signature was checked; the inner service must see an unsigned request.
         headers.remove(AUTHORIZATION);
         headers.remove("x-amz-content-sha256");
@@ -181,11 +183,22 @@ impl S3Route for Forward {
             .await
             .map_err(|e| s3_error!(InternalError, "the S3 door failed: {e:?}"))?;
         let (mut parts, mut body) = response.into_parts();
-        if let Some(condition) = parts.headers.remove(CONDITION_HEADER)
-            && let Some(xml) = body.take_bytes()
-        {
-            body = Body::from(with_condition(&xml, condition.to_str().unwrap_or_default()));
-            parts.headers.remove(http::header::CONTENT_LENGTH);
+        // S3's error bodies name the failed condition and the request; s3s writes neither.
+        if parts.status.is_client_error() || parts.status.is_server_error() {
+            let condition = parts.headers.remove(CONDITION_HEADER);
+            if let Some(mut xml) = body.bytes() {
+                if let Some(condition) = condition {
+                    xml = with_element(&xml, "Condition", condition.to_str().unwrap_or_default());
+                }
+                if let Some(id) = request_id.as_ref().and_then(|id| id.to_str().ok()) {
+                    xml = with_element(&xml, "RequestId", id);
+                }
+                body = Body::from(xml);
+                parts.headers.remove(http::header::CONTENT_LENGTH);
+            }
+        }
+        if let Some(id) = request_id {
+            parts.headers.insert("x-amz-request-id", id);
         }
         let mut answer = S3Response::new(body);
         answer.status = Some(parts.status);
