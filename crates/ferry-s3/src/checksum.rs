@@ -41,6 +41,11 @@ impl Expected {
         headers: &http::HeaderMap,
         trailers: Option<&Trailers>,
     ) -> S3Result<Expected> {
+        // A Content-MD5 header with nothing in it promises a digest and gives none.
+        let content_md5 = match content_md5 {
+            None if headers.contains_key("content-md5") => Some(""),
+            other => other,
+        };
         let md5 = content_md5
             .map(|value| {
                 STANDARD
