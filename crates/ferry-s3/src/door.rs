@@ -88,6 +88,8 @@ pub(crate) struct Found {
 pub(crate) enum Reader {
     Blob(String),
     Sandbox(ferry_store::sandbox::OpenedFile),
+    /// Handed to [`Door::read`] already.
+    Taken,
 }
 
 impl Found {
@@ -219,6 +221,91 @@ impl ReadConditions<'_> {
 
 pub(crate) type Body = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, StdError>> + Send>>;
 
+/// What a read (`HeadObject`, `GetObject`) found and will answer with.
+pub(crate) struct Reading {
+    found: Found,
+    /// The bytes asked for (a range or a part), if not all.
+    span: Option<std::ops::Range<u64>>,
+    parts_count: Option<i32>,
+    /// The kept checksum when asked for; none for a part of the object.
+    checksum: Checksum,
+}
+
+/// The [`ReadConditions`] of any input with S3's read condition fields.
+macro_rules! read_conditions {
+    ($input:expr) => {
+        ReadConditions {
+            if_match: $input.if_match.as_ref(),
+            if_none_match: $input.if_none_match.as_ref(),
+            if_modified_since: $input.if_modified_since.as_ref(),
+            if_unmodified_since: $input.if_unmodified_since.as_ref(),
+        }
+    };
+}
+
+/// The answer of a read, `HeadObjectOutput` or `GetObjectOutput` (the same fields on two
+/// types), from a [`Reading`], with `extra` fields of its own.
+macro_rules! read_output {
+    ($output:ident, $reading:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let Reading { found, span, parts_count, checksum } = $reading;
+        let kept = found.attributes;
+        $output {
+            content_length: Some(span.as_ref().map_or(found.size, |s| s.end - s.start) as i64),
+            content_range: span
+                .as_ref()
+                .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, found.size)),
+            content_type: Some(found.content_type),
+            e_tag: Some(etag_of(&found.etag)),
+            last_modified: Some(time_of(found.modified)),
+            accept_ranges: Some("bytes".into()),
+            parts_count,
+            metadata: kept.metadata(),
+            expires: kept.expires(),
+            cache_control: kept.cache_control,
+            content_disposition: kept.content_disposition,
+            content_encoding: kept.content_encoding,
+            content_language: kept.content_language,
+            checksum_crc32: checksum.checksum_crc32,
+            checksum_crc32c: checksum.checksum_crc32c,
+            checksum_crc64nvme: checksum.checksum_crc64nvme,
+            checksum_sha1: checksum.checksum_sha1,
+            checksum_sha256: checksum.checksum_sha256,
+            $($field: $value,)*
+            ..Default::default()
+        }
+    }};
+}
+
+impl Door {
+    /// Finds the object a read names and settles what it answers: its conditions, the bytes
+    /// asked for (`Range` or `partNumber`), and the checksum if asked for.
+    async fn reading(
+        &self,
+        principal: &Principal,
+        bucket: &str,
+        key: &str,
+        conditions: ReadConditions<'_>,
+        (range, part_number): (Option<&s3s::dto::Range>, Option<i32>),
+        checksum_mode: Option<&ChecksumMode>,
+    ) -> S3Result<Reading> {
+        let bucket = self.bucket(principal, bucket).await?;
+        let found = self.find(principal, &bucket, key).await?;
+        conditions.check(&found)?;
+        let (span, parts_count) = found.span(range, part_number)?;
+        // A checksum covers the whole object: a part of it is answered without one.
+        let checksum = match span {
+            Some(_) => Checksum::default(),
+            None => found.checksum_if(checksum_mode),
+        };
+        Ok(Reading {
+            found,
+            span,
+            parts_count,
+            checksum,
+        })
+    }
+}
+
 impl Door {
     /// Settles a bucket: a space must exist (made by `CreateBucket` or a first file), a
     /// sandbox must belong to a thread the caller may read.
@@ -297,6 +384,12 @@ impl Door {
         let read = match reader {
             Reader::Blob(key) => self.app.blobs.read(&key, range).await,
             Reader::Sandbox(opened) => opened.stream(range).await,
+            Reader::Taken => {
+                return Err(s3_error!(
+                    InternalError,
+                    "an object's reader was used twice"
+                ));
+            }
         }
         .map_err(|e| to_s3(ferry_app::Error::io(e)))?;
         Ok(read.stream)
@@ -782,43 +875,17 @@ impl S3 for Door {
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let principal = caller(&req)?;
         let input = &req.input;
-        let bucket = self.bucket(&principal, &input.bucket).await?;
-        let found = self.find(&principal, &bucket, &input.key).await?;
-        ReadConditions {
-            if_match: input.if_match.as_ref(),
-            if_none_match: input.if_none_match.as_ref(),
-            if_modified_since: input.if_modified_since.as_ref(),
-            if_unmodified_since: input.if_unmodified_since.as_ref(),
-        }
-        .check(&found)?;
-        let (span, parts_count) = found.span(input.range.as_ref(), input.part_number)?;
-        let length = span.as_ref().map_or(found.size, |s| s.end - s.start);
-        let content_range = span
-            .as_ref()
-            .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, found.size));
-        let checksum = found.checksum_if(input.checksum_mode.as_ref());
-        let kept = found.attributes;
-        Ok(S3Response::new(HeadObjectOutput {
-            content_length: Some(length as i64),
-            content_range,
-            content_type: Some(found.content_type),
-            e_tag: Some(etag_of(&found.etag)),
-            last_modified: Some(time_of(found.modified)),
-            accept_ranges: Some("bytes".into()),
-            parts_count,
-            metadata: kept.metadata(),
-            expires: kept.expires(),
-            cache_control: kept.cache_control,
-            content_disposition: kept.content_disposition,
-            content_encoding: kept.content_encoding,
-            content_language: kept.content_language,
-            checksum_crc32: checksum.checksum_crc32,
-            checksum_crc32c: checksum.checksum_crc32c,
-            checksum_crc64nvme: checksum.checksum_crc64nvme,
-            checksum_sha1: checksum.checksum_sha1,
-            checksum_sha256: checksum.checksum_sha256,
-            ..Default::default()
-        }))
+        let reading = self
+            .reading(
+                &principal,
+                &input.bucket,
+                &input.key,
+                read_conditions!(input),
+                (input.range.as_ref(), input.part_number),
+                input.checksum_mode.as_ref(),
+            )
+            .await?;
+        Ok(S3Response::new(read_output!(HeadObjectOutput, reading, {})))
     }
 
     /// The attributes asked for, each only when asked: the ETag (without quotes, as S3 gives
@@ -888,49 +955,21 @@ impl S3 for Door {
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let principal = caller(&req)?;
         let input = &req.input;
-        let bucket = self.bucket(&principal, &input.bucket).await?;
-        let found = self.find(&principal, &bucket, &input.key).await?;
-        ReadConditions {
-            if_match: input.if_match.as_ref(),
-            if_none_match: input.if_none_match.as_ref(),
-            if_modified_since: input.if_modified_since.as_ref(),
-            if_unmodified_since: input.if_unmodified_since.as_ref(),
-        }
-        .check(&found)?;
-        let (span, parts_count) = found.span(input.range.as_ref(), input.part_number)?;
-        let length = span.as_ref().map_or(found.size, |s| s.end - s.start);
-        let content_range = span
-            .as_ref()
-            .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, found.size));
-        // A checksum covers the whole object: a range is answered without it.
-        let checksum = match span {
-            Some(_) => Checksum::default(),
-            None => found.checksum_if(input.checksum_mode.as_ref()),
-        };
-        let kept = found.attributes;
-        let body = self.read(found.reader, span).await?;
-        Ok(S3Response::new(GetObjectOutput {
+        let mut reading = self
+            .reading(
+                &principal,
+                &input.bucket,
+                &input.key,
+                read_conditions!(input),
+                (input.range.as_ref(), input.part_number),
+                input.checksum_mode.as_ref(),
+            )
+            .await?;
+        let reader = std::mem::replace(&mut reading.found.reader, Reader::Taken);
+        let body = self.read(reader, reading.span.clone()).await?;
+        Ok(S3Response::new(read_output!(GetObjectOutput, reading, {
             body: Some(StreamingBlob::wrap(SyncStream::new(body))),
-            content_length: Some(length as i64),
-            content_range,
-            content_type: Some(found.content_type),
-            e_tag: Some(etag_of(&found.etag)),
-            last_modified: Some(time_of(found.modified)),
-            accept_ranges: Some("bytes".into()),
-            parts_count,
-            metadata: kept.metadata(),
-            expires: kept.expires(),
-            cache_control: kept.cache_control,
-            content_disposition: kept.content_disposition,
-            content_encoding: kept.content_encoding,
-            content_language: kept.content_language,
-            checksum_crc32: checksum.checksum_crc32,
-            checksum_crc32c: checksum.checksum_crc32c,
-            checksum_crc64nvme: checksum.checksum_crc64nvme,
-            checksum_sha1: checksum.checksum_sha1,
-            checksum_sha256: checksum.checksum_sha256,
-            ..Default::default()
-        }))
+        })))
     }
 
     async fn put_object(

@@ -37,17 +37,6 @@ def aws(*argv, ok=True):
     return done.stdout if ok else done.stderr
 
 
-def tree(root):
-    """{relative path: bytes} of every file under root."""
-    found = {}
-    for folder, _, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = f.read()
-    return found
-
-
 with tempfile.TemporaryDirectory() as work:
     source = os.path.join(work, "source")
     for i in range(200):
@@ -55,7 +44,7 @@ with tempfile.TemporaryDirectory() as work:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(f"file {i}\n".encode() * (i + 1))
-    expected = tree(source)
+    expected = ferry_s3.tree(source)
 
     # mb makes the space (a bucket); cp --recursive up and down: the same 200 files.
     aws("s3", "mb", "s3://cli")
@@ -65,7 +54,7 @@ with tempfile.TemporaryDirectory() as work:
     check(aws("s3", "ls", "s3://cli/tree/").split() == ["PRE", "dir0/", "PRE", "dir1/", "PRE", "dir2/", "PRE", "dir3/"], "ls rolls up folders")
     down = os.path.join(work, "down")
     aws("s3", "cp", "--recursive", "s3://cli/tree/", down)
-    check(tree(down) == expected, "cp --recursive down returns the same tree")
+    check(ferry_s3.tree(down) == expected, "cp --recursive down returns the same tree")
 
     # The HTTP API sees what the CLI wrote, with the same etag.
     head = json.loads(aws("s3api", "head-object", "--bucket", "cli", "--key", "tree/dir1/sub1/file001.txt"))
@@ -84,7 +73,7 @@ with tempfile.TemporaryDirectory() as work:
     check(aws("s3", "sync", "--no-progress", "--delete", source, "s3://cli/tree/").strip() == "", "a second sync has nothing to do")
     back = os.path.join(work, "back")
     aws("s3", "sync", "s3://cli/tree/", back)
-    check(tree(back) == tree(source), "sync down mirrors the local tree")
+    check(ferry_s3.tree(back) == ferry_s3.tree(source), "sync down mirrors the local tree")
 
     # A file of 20 MiB goes up in parts (the CLI's threshold is 8 MiB) and comes back whole.
     big = os.path.join(work, "big.bin")

@@ -5,6 +5,7 @@ saw, ferry's HTTP API, and minting S3 access keys through it.
 
 import argparse
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -51,3 +52,21 @@ def new_key(url, token):
 
 def etag_of(headers):
     return headers.get("ETag", headers.get("etag"))
+
+
+def write_file(path, data):
+    """Writes `data` at `path`, making its folders."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def tree(root):
+    """{relative path: bytes} of every file under `root`."""
+    found = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, root)] = f.read()
+    return found

@@ -46,20 +46,7 @@ def check_raises(error, what, call):
 def write_tree(root):
     """Writes `local_tree` below `root`."""
     for name, data in local_tree.items():
-        path = os.path.join(root, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(data)
-
-
-def tree(root):
-    found = {}
-    for folder, _, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = f.read()
-    return found
+        ferry_s3.write_file(os.path.join(root, name), data)
 
 
 def sha(data):
@@ -143,7 +130,7 @@ with tempfile.TemporaryDirectory() as work:
     status, _, body = ferry_s3.api(args.url, "GET", "/api/spaces/lake/files/tree/sub/b.md", args.alice)
     check(status == 200 and body == local_tree[os.path.join("sub", "b.md")], "the HTTP API reads a put file", status, body)
     fs.get("lake/tree/", os.path.join(work, "down") + "/", recursive=True)
-    check(tree(os.path.join(work, "down")) == local_tree, "get of the tree brings the same bytes back", tree(os.path.join(work, "down")))
+    check(ferry_s3.tree(os.path.join(work, "down")) == local_tree, "get of the tree brings the same bytes back", ferry_s3.tree(os.path.join(work, "down")))
 fs.rm("lake/tree/a.txt")
 check(not fs.exists("lake/tree/a.txt"), "rm of a file")
 fs.rm("lake/tree/sub", recursive=True)
@@ -170,7 +157,7 @@ with tempfile.TemporaryDirectory() as work:
     write_tree(os.path.join(work, "up"))
     agent.put(os.path.join(work, "up") + "/", f"{box}/outputs/tree/", recursive=True)
     agent.get(f"{box}/outputs/tree/", os.path.join(work, "down") + "/", recursive=True)
-    check(tree(os.path.join(work, "down")) == local_tree, "put and get of a tree in the sandbox")
+    check(ferry_s3.tree(os.path.join(work, "down")) == local_tree, "put and get of a tree in the sandbox")
 found = agent.find(f"{box}/outputs")
 check(found == sorted([f"{box}/outputs/report.md", f"{box}/outputs/data/big.bin"] + [f"{box}/outputs/tree/{n.replace(os.sep, '/')}" for n in local_tree]), "find in the sandbox", found)
 check(agent.ls(f"{box}/outputs") == [f"{box}/outputs/data", f"{box}/outputs/report.md", f"{box}/outputs/tree"], "ls in the sandbox", agent.ls(f"{box}/outputs"))

@@ -40,22 +40,6 @@ def rclone(env, *argv, ok=True):
     return done.stdout if ok else done.stderr
 
 
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def tree(root):
-    found = {}
-    for folder, _, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = f.read()
-    return found
-
-
 alice = remote(args.alice)
 agent = remote(args.agent)
 sandbox = f"ferry:sandbox-{args.thread}/outputs"
@@ -63,13 +47,13 @@ sandbox = f"ferry:sandbox-{args.thread}/outputs"
 with tempfile.TemporaryDirectory() as work:
     local = os.path.join(work, "local")
     for i in range(60):
-        write(os.path.join(local, f"d{i % 3}", f"n{i:02}.md"), f"# note {i}\n".encode() * (i + 1))
-    write(os.path.join(local, "big.bin"), os.urandom(12 << 20))
+        ferry_s3.write_file(os.path.join(local, f"d{i % 3}", f"n{i:02}.md"), f"# note {i}\n".encode() * (i + 1))
+    ferry_s3.write_file(os.path.join(local, "big.bin"), os.urandom(12 << 20))
 
     # copy up; lsf lists what arrived; check compares sizes and hashes both ways.
     rclone(alice, "copy", local, "ferry:rc/tree")
     listed = rclone(alice, "lsf", "-R", "--files-only", "ferry:rc/tree").split()
-    check(sorted(listed) == sorted(tree(local)), "lsf -R lists every copied file", listed[:5])
+    check(sorted(listed) == sorted(ferry_s3.tree(local)), "lsf -R lists every copied file", listed[:5])
     check(rclone(alice, "lsf", "ferry:rc/tree").split() == ["big.bin", "d0/", "d1/", "d2/"], "lsf shows folders")
     rclone(alice, "check", local, "ferry:rc/tree")
     rclone(alice, "check", "--download", "ferry:rc/tree", local)
@@ -79,8 +63,8 @@ with tempfile.TemporaryDirectory() as work:
     check(status == 200 and body == b"# note 4\n" * 5, "HTTP read of an rclone write", status)
 
     # sync up after local changes: a changed file, a new one, a deleted one.
-    write(os.path.join(local, "d0", "n00.md"), b"# rewritten\n")
-    write(os.path.join(local, "d3", "fresh.md"), b"# fresh\n")
+    ferry_s3.write_file(os.path.join(local, "d0", "n00.md"), b"# rewritten\n")
+    ferry_s3.write_file(os.path.join(local, "d3", "fresh.md"), b"# fresh\n")
     os.remove(os.path.join(local, "d2", "n05.md"))
     rclone(alice, "sync", local, "ferry:rc/tree")
     rclone(alice, "check", local, "ferry:rc/tree")
@@ -93,14 +77,14 @@ with tempfile.TemporaryDirectory() as work:
     mirror = os.path.join(work, "mirror")
     rclone(alice, "sync", "ferry:rc/tree", mirror)
     rclone(alice, "check", "ferry:rc/tree", mirror)
-    check(tree(mirror)["d1/from-http.md"] == b"# via http\n", "sync down brings the HTTP write")
-    check(len(tree(mirror)) == len(tree(local)) + 1, "and everything else", sorted(tree(mirror)))
+    check(ferry_s3.tree(mirror)["d1/from-http.md"] == b"# via http\n", "sync down brings the HTTP write")
+    check(len(ferry_s3.tree(mirror)) == len(ferry_s3.tree(local)) + 1, "and everything else", sorted(ferry_s3.tree(mirror)))
 
     # An agent syncs its outputs into its sandbox; the user reads them; another thread's
     # sandbox stays shut to the agent.
     outputs = os.path.join(work, "outputs")
-    write(os.path.join(outputs, "report.md"), b"# Report\n")
-    write(os.path.join(outputs, "data", "table.csv"), b"a,b\n1,2\n")
+    ferry_s3.write_file(os.path.join(outputs, "report.md"), b"# Report\n")
+    ferry_s3.write_file(os.path.join(outputs, "data", "table.csv"), b"a,b\n1,2\n")
     rclone(agent, "copy", outputs, sandbox)
     rclone(agent, "check", outputs, sandbox)
     status, _, body = ferry_s3.api(args.url, "GET", f"/api/threads/{args.thread}/sandbox/outputs/data/table.csv", args.alice)
