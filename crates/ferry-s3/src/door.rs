@@ -936,7 +936,7 @@ impl S3 for Door {
                     total_parts_count: Some(assembled.part_sizes.len() as i32),
                 }
             });
-        Ok(S3Response::new(GetObjectAttributesOutput {
+        let mut answer = S3Response::new(GetObjectAttributesOutput {
             e_tag: wants(ObjectAttributes::ETAG).then(|| ETag::Strong(found.etag.clone())),
             object_size: wants(ObjectAttributes::OBJECT_SIZE).then_some(found.size as i64),
             storage_class: wants(ObjectAttributes::STORAGE_CLASS)
@@ -946,7 +946,13 @@ impl S3 for Door {
             object_parts,
             last_modified: Some(time_of(found.modified)),
             ..Default::default()
-        }))
+        });
+        // S3 gives this ETag without quotes; s3s writes every ETag with them.
+        answer.headers.insert(
+            crate::forward::UNQUOTED_ETAG_HEADER,
+            http::HeaderValue::from_static("1"),
+        );
+        Ok(answer)
     }
 
     async fn get_object(

@@ -77,6 +77,22 @@ fn session_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
     })
 }
 
+/// Set by an operation whose answer names its ETag without quotes (`GetObjectAttributes`);
+/// taken off, with the quotes, before the answer leaves.
+pub(crate) const UNQUOTED_ETAG_HEADER: &str = "x-ferry-s3-unquoted-etag";
+
+/// The XML body with its `<ETag>` value's quotes (as written, `"` or `&quot;`) taken off.
+fn unquoted_etag(xml: &[u8]) -> bytes::Bytes {
+    let text = String::from_utf8_lossy(xml);
+    let unquoted = ["&quot;", "\""]
+        .iter()
+        .fold(text.into_owned(), |text, quote| {
+            text.replace(&format!("<ETag>{quote}"), "<ETag>")
+                .replace(&format!("{quote}</ETag>"), "</ETag>")
+        });
+    bytes::Bytes::from(unquoted)
+}
+
 /// The longest life of a presigned URL, as S3 allows: a week.
 const MAX_PRESIGNED_SECONDS: u64 = 7 * 24 * 3600;
 
@@ -197,6 +213,12 @@ impl S3Route for Forward {
                 parts.headers.remove(http::header::CONTENT_LENGTH);
             }
         }
+        if parts.headers.remove(UNQUOTED_ETAG_HEADER).is_some()
+            && let Some(xml) = body.bytes()
+        {
+            body = Body::from(unquoted_etag(&xml));
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+        }
         if let Some(id) = request_id {
             parts.headers.insert("x-amz-request-id", id);
         }
@@ -224,6 +246,18 @@ mod tests {
         assert_eq!(inner_uri(&root).unwrap().to_string(), "/");
         let list: Uri = "/s3/?x-id=ListBuckets".parse().unwrap();
         assert_eq!(inner_uri(&list).unwrap().to_string(), "/?x-id=ListBuckets");
+    }
+
+    #[test]
+    fn an_etag_loses_its_quotes_as_written() {
+        assert_eq!(
+            &unquoted_etag(b"<R><ETag>&quot;ab&quot;</ETag><S>1</S></R>")[..],
+            b"<R><ETag>ab</ETag><S>1</S></R>"
+        );
+        assert_eq!(
+            &unquoted_etag(b"<ETag>\"ab\"</ETag>")[..],
+            b"<ETag>ab</ETag>"
+        );
     }
 
     #[test]

@@ -295,8 +295,9 @@ check(again["ETag"] == done["ETag"], "completing it again answers as the first t
 second_part = s3.get_object(Bucket="notes", Key="parts.txt", PartNumber=2)
 check(second_part["Body"].read() == b"upd" and second_part["PartsCount"] == 2, "partNumber reads one part", second_part)
 check(error_code(lambda: s3.head_object(Bucket="notes", Key="parts.txt", PartNumber=3)) == "400", "a part it does not have")
-attributes = s3.get_object_attributes(Bucket="notes", Key="parts.txt", ObjectAttributes=["ObjectSize", "ObjectParts", "StorageClass"])
+attributes = s3.get_object_attributes(Bucket="notes", Key="parts.txt", ObjectAttributes=["ETag", "ObjectSize", "ObjectParts", "StorageClass"])
 check(attributes["ObjectSize"] == (5 << 20) + 3 and attributes["ObjectParts"]["TotalPartsCount"] == 2, "GetObjectAttributes", attributes)
+check(attributes["ETag"] == done["ETag"].strip('"'), "GetObjectAttributes names the ETag without quotes, as S3 does", attributes)
 check([p["Size"] for p in attributes["ObjectParts"]["Parts"]] == [5 << 20, 3], "and its parts", attributes)
 tiny = s3.create_multipart_upload(Bucket="notes", Key="tiny.txt")["UploadId"]
 t1 = s3.upload_part(Bucket="notes", Key="tiny.txt", UploadId=tiny, PartNumber=1, Body=b"small")
