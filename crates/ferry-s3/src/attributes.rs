@@ -11,13 +11,7 @@ use s3s::dto::{Checksum, Metadata, Timestamp};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-/// The checksum an object was written with: its algorithm (`crc32`, `crc32c`, `crc64nvme`,
-/// `sha1`, `sha256`) and its base64 value.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct StoredChecksum {
-    pub(crate) algorithm: String,
-    pub(crate) value: String,
-}
+use crate::checksum::StoredChecksum;
 
 /// The multipart upload an object was completed from: its id (a repeated
 /// `CompleteMultipartUpload` of it answers as the first did) and its parts' sizes, in order

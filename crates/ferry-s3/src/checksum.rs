@@ -16,11 +16,18 @@ use s3s::checksum::ChecksumHasher;
 use s3s::dto::Checksum;
 use s3s::{S3Error, S3Result, StdError, s3_error};
 
-use crate::attributes::StoredChecksum;
 use crate::forward::Trailers;
 
 /// The algorithms of `x-amz-checksum-*`, by header name.
 const ALGORITHMS: [&str; 5] = ["crc32", "crc32c", "crc64nvme", "sha1", "sha256"];
+
+/// The checksum an object was written with, as it is kept: its algorithm (`crc32`, `crc32c`,
+/// `crc64nvme`, `sha1`, `sha256`) and its base64 value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct StoredChecksum {
+    pub(crate) algorithm: String,
+    pub(crate) value: String,
+}
 
 /// The checksum value a body must have, if the client sent one.
 #[derive(Debug, Clone, Default)]
