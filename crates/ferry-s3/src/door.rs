@@ -88,8 +88,6 @@ pub(crate) struct Found {
 pub(crate) enum Reader {
     Blob(String),
     Sandbox(ferry_store::sandbox::OpenedFile),
-    /// Handed to [`Door::read`] already.
-    Taken,
 }
 
 impl Found {
@@ -246,19 +244,19 @@ macro_rules! read_conditions {
 /// The answer of a read, `HeadObjectOutput` or `GetObjectOutput` (the same fields on two
 /// types), from a [`Reading`], with `extra` fields of its own.
 macro_rules! read_output {
-    ($output:ident, $reading:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
-        let Reading { found, span, parts_count, checksum } = $reading;
-        let kept = found.attributes;
+    ($output:ident, $reading:ident, { $($field:ident: $value:expr),* $(,)? }) => {{
+        // Field by field, so that a reader already taken out of `found` is no obstacle.
+        let (span, checksum, kept) = ($reading.span, $reading.checksum, $reading.found.attributes);
         $output {
-            content_length: Some(span.as_ref().map_or(found.size, |s| s.end - s.start) as i64),
+            content_length: Some(span.as_ref().map_or($reading.found.size, |s| s.end - s.start) as i64),
             content_range: span
                 .as_ref()
-                .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, found.size)),
-            content_type: Some(found.content_type),
-            e_tag: Some(etag_of(&found.etag)),
-            last_modified: Some(time_of(found.modified)),
+                .map(|s| format!("bytes {}-{}/{}", s.start, s.end - 1, $reading.found.size)),
+            content_type: Some($reading.found.content_type),
+            e_tag: Some(etag_of(&$reading.found.etag)),
+            last_modified: Some(time_of($reading.found.modified)),
             accept_ranges: Some("bytes".into()),
-            parts_count,
+            parts_count: $reading.parts_count,
             metadata: kept.metadata(),
             expires: kept.expires(),
             cache_control: kept.cache_control,
@@ -384,12 +382,6 @@ impl Door {
         let read = match reader {
             Reader::Blob(key) => self.app.blobs.read(&key, range).await,
             Reader::Sandbox(opened) => opened.stream(range).await,
-            Reader::Taken => {
-                return Err(s3_error!(
-                    InternalError,
-                    "an object's reader was used twice"
-                ));
-            }
         }
         .map_err(|e| to_s3(ferry_app::Error::io(e)))?;
         Ok(read.stream)
@@ -961,7 +953,7 @@ impl S3 for Door {
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let principal = caller(&req)?;
         let input = &req.input;
-        let mut reading = self
+        let reading = self
             .reading(
                 &principal,
                 &input.bucket,
@@ -971,8 +963,9 @@ impl S3 for Door {
                 input.checksum_mode.as_ref(),
             )
             .await?;
-        let reader = std::mem::replace(&mut reading.found.reader, Reader::Taken);
-        let body = self.read(reader, reading.span.clone()).await?;
+        let body = self
+            .read(reading.found.reader, reading.span.clone())
+            .await?;
         Ok(S3Response::new(read_output!(GetObjectOutput, reading, {
             body: Some(StreamingBlob::wrap(SyncStream::new(body))),
         })))
