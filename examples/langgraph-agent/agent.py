@@ -7,21 +7,27 @@ its system prompt) and the graph is unchanged.
 
     FERRY_URL=http://127.0.0.1:8080 FERRY_TOKEN=<agent token> python3 agent.py [--transport stdio]
 
-The agent lists the user's uploads, saves a note about the CSV among them into the user's
-"notes" space (create-only; on ALREADY_EXISTS it picks a new name instead of overwriting), checks
-the note is listed, and tells the user where it is with `say`.
+The user's latest message reaches the model as ferry hands it to models (its `model-content`:
+the text, then each upload, an image as the image itself). The agent lists the user's uploads,
+saves a note about the CSV among them into the user's "notes" space (create-only; on
+ALREADY_EXISTS it picks a new name instead of overwriting), checks the note is listed, and tells
+the user where it is with `say`, and what it saw in any picture they sent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
+import re
+import struct
 import sys
 from datetime import datetime
 from typing import Any, Sequence
 
+import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -40,6 +46,27 @@ def text_of(message: ToolMessage) -> str:
     if isinstance(message.content, str):
         return message.content
     return "".join(part.get("text", "") for part in message.content if isinstance(part, dict))
+
+
+def looked_at(messages: list[BaseMessage]) -> list[str]:
+    """What the model sees of the pictures in the user's message: for each image block, its type,
+    its size in pixels (a real model would look at the pixels; the script reads the header) and
+    the file name from the hidden note that follows it."""
+    first = next((m for m in messages if isinstance(m, HumanMessage)), None)
+    blocks = first.content if first is not None and isinstance(first.content, list) else []
+    seen = []
+    for i, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "image":
+            continue
+        data = base64.b64decode(block["base64"])
+        size = "?"
+        if data.startswith(b"\x89PNG\r\n\x1a\n"):
+            width, height = struct.unpack(">II", data[16:24])
+            size = f"{width}x{height}"
+        note = blocks[i + 1].get("text", "") if i + 1 < len(blocks) and isinstance(blocks[i + 1], dict) else ""
+        name = re.search(r"<FileName>(.*?)</FileName>", note)
+        seen.append(f"{name.group(1) if name else 'an image'} ({block['mime_type']}, {size})")
+    return seen
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -96,7 +123,11 @@ class ScriptedChatModel(BaseChatModel):
             listed = [f["path"] for f in json.loads(text_of(last))["files"]]
             if saved not in listed:
                 return AIMessage(content=f"{saved} was written but is not listed")
-            return call("say", {"text": f"<say>I saved notes on {upload['fileName']} as {saved} in your {SPACE} space.</say>"})
+            reply = f"I saved notes on {upload['fileName']} as {saved} in your {SPACE} space."
+            pictures = looked_at(messages)
+            if pictures:
+                reply += f" I also looked at {', '.join(pictures)}."
+            return call("say", {"text": f"<say>{reply}</say>"})
         if last.name == "say" and last.status != "error":
             return AIMessage(content=f"Done: {saved}")
         return AIMessage(content=f"Stopped after {last.name}: {text_of(last)}")
@@ -135,6 +166,25 @@ def build_graph(tools: list[Any], model: BaseChatModel) -> Any:
     return graph.compile()
 
 
+ASK = "Please save notes on the CSV I uploaded in my notes space, and tell me where."
+
+
+async def users_last_message(url: str, token: str) -> HumanMessage:
+    """The user's latest message as a model takes it: ferry's content blocks (text, then each
+    upload; an image as base64 with its MIME type, in LangChain's standard shape), or the
+    default ask when the user has said nothing yet."""
+    claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    thread = claims["thread"]
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+        events = (await http.get(f"/api/threads/{thread}/events", params={"format": "json"})).raise_for_status().json()
+        said = [e for e in events if e["type"] == "message" and e["role"] == "user"]
+        if not said:
+            return HumanMessage(ASK)
+        blocks = (await http.get(f"/api/threads/{thread}/events/{said[-1]['id']}/model-content")).raise_for_status().json()
+    return HumanMessage(content=blocks)
+
+
 def connection(transport: str, url: str, token: str, ferry: str) -> dict[str, Any]:
     if transport == "stdio":
         # `ferry mcp` as a child process; the token travels in its environment.
@@ -164,17 +214,21 @@ async def main() -> int:
         tools = await load_mcp_tools(session)
         print("tools:", ", ".join(tool.name for tool in tools), flush=True)
         graph = build_graph(tools, ScriptedChatModel(stamp=args.stamp))
-        state = await graph.ainvoke(
-            {"messages": [HumanMessage("Please save notes on the CSV I uploaded in my notes space, and tell me where.")]}
-        )
+        question = await users_last_message(args.url, token)
+        for seen in looked_at([question]):
+            print(f"the model is shown {seen}", flush=True)
+        state = await graph.ainvoke({"messages": [question]})
     for message in state["messages"]:
         if isinstance(message, AIMessage) and message.tool_calls:
             for tool_call in message.tool_calls:
                 print(f"-> {tool_call['name']} {json.dumps(tool_call['args'])[:160]}")
         elif isinstance(message, ToolMessage):
             print(f"<- {message.name} [{message.status}] {text_of(message)[:160]}")
-        else:
+        elif isinstance(message.content, str):
             print(f"{message.type}: {message.content}")
+        else:
+            kinds = [block.get("type") for block in message.content if isinstance(block, dict)]
+            print(f"{message.type}: [{', '.join(kinds)}]")
     final = state["messages"][-1]
     return 0 if isinstance(final, AIMessage) and str(final.content).startswith("Done:") else 1
 

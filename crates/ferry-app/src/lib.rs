@@ -11,10 +11,12 @@
 
 pub mod access;
 pub mod access_keys;
+pub mod cache;
 pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod messages;
+pub mod model_content;
 pub mod multipart;
 pub mod objects;
 pub mod principal;
@@ -94,8 +96,8 @@ pub struct Inner {
     pub deliveries_due: Notify,
     /// Skill packages copied into every new thread's `/sandbox/skills/`.
     pub skills_dir: Option<PathBuf>,
-    /// Where rendered HTML previews are kept, by content.
-    pub html_cache_dir: PathBuf,
+    /// Derived files (HTML renderings, images for models), kept by content.
+    pub cache: cache::DerivedCache,
 }
 
 impl std::ops::Deref for App {

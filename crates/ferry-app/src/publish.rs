@@ -4,7 +4,6 @@
 use ferry_core::SandboxPath;
 use ferry_store::published::{NewRevision, Revision};
 use serde::Serialize;
-use std::path::PathBuf;
 use utoipa::ToSchema;
 
 use crate::App;
@@ -206,13 +205,17 @@ pub async fn by_storage_path(
 /// theirs: the document is rendered under a neutral name (only its extension matters), never
 /// the name its owner gave it.
 pub async fn rendered_html(app: &App, revision: &Revision) -> Result<String> {
-    let cache_dir = app.html_cache_dir.clone();
-    let cached = cache_dir.join(format!(
-        "{}{}.html",
+    let entry = format!(
+        "html/{}{}.html",
         revision.sha256,
         revision.file_type.replace('.', "-")
-    ));
-    if let Ok(html) = tokio::fs::read_to_string(&cached).await {
+    );
+    if let Some(html) = app
+        .cache
+        .read(&entry)
+        .await
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+    {
         return Ok(html);
     }
     let source = app.blobs.local_copy(&revision.blob_key).await?;
@@ -232,23 +235,8 @@ pub async fn rendered_html(app: &App, revision: &Revision) -> Result<String> {
         // A document that cannot be rendered gets a page saying so.
         Err(e) => failure_page(&e.to_string()),
     };
-    write_atomically(cache_dir, cached, html.clone()).await;
+    app.cache.write(&entry, html.clone().into_bytes()).await;
     Ok(html)
-}
-
-async fn write_atomically(dir: PathBuf, target: PathBuf, html: String) {
-    let tmp = dir.join(format!(".{}.tmp", uuid::Uuid::now_v7().simple()));
-    let result = async {
-        tokio::fs::create_dir_all(&dir).await?;
-        tokio::fs::write(&tmp, html).await?;
-        tokio::fs::rename(&tmp, &target).await
-    }
-    .await;
-    if let Err(e) = result {
-        // The cache is an optimisation: failing to fill it only costs a later re-render.
-        tracing::warn!(error = %e, "could not cache a rendered preview");
-        let _ = tokio::fs::remove_file(&tmp).await;
-    }
 }
 
 fn failure_page(reason: &str) -> String {

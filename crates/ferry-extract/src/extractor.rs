@@ -14,6 +14,7 @@ use tokio::process::Command;
 use crate::error::ExtractError;
 use crate::fair::FairQueue;
 use crate::limits::{Limits, MIB};
+use crate::model_image::ModelImage;
 use crate::read::{Preview, preview_file, preview_in_process};
 use crate::worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse};
 
@@ -142,7 +143,7 @@ impl Extractor {
         {
             WorkerResponse::Preview { preview } => Ok(preview),
             WorkerResponse::Error { error } => Err(error),
-            WorkerResponse::Html { .. } => Err(protocol_error()),
+            WorkerResponse::Html { .. } | WorkerResponse::Image { .. } => Err(protocol_error()),
         }
     }
 
@@ -162,7 +163,17 @@ impl Extractor {
         match self.run(owner, Op::Html, path, file_name, 0).await? {
             WorkerResponse::Html { html } => Ok(html),
             WorkerResponse::Error { error } => Err(error),
-            WorkerResponse::Preview { .. } => Err(protocol_error()),
+            WorkerResponse::Preview { .. } | WorkerResponse::Image { .. } => Err(protocol_error()),
+        }
+    }
+
+    /// The image at `path` made ready for a vision model ([`crate::model_image`]), decoded
+    /// in the worker: image decoders read untrusted bytes too.
+    pub async fn model_image(&self, owner: &str, path: &Path) -> Result<ModelImage, ExtractError> {
+        match self.run(owner, Op::ModelImage, path, "image", 0).await? {
+            WorkerResponse::Image { image } => Ok(image),
+            WorkerResponse::Error { error } => Err(error),
+            WorkerResponse::Preview { .. } | WorkerResponse::Html { .. } => Err(protocol_error()),
         }
     }
 

@@ -20,7 +20,9 @@
 //! kill it. Images and plain text are previewed in the calling process
 //! (imagesize reads a header; text is a bounded prefix, decoded), since
 //! there is nothing there for a hostile file to exploit and a process
-//! start would cost more than the work; see [`Extractor::preview`].
+//! start would cost more than the work; see [`Extractor::preview`]. Decoding
+//! an image's pixels, to show it to a model ([`Extractor::model_image`]), is
+//! worker work like any document.
 //!
 //! The readers themselves are public too ([`preview_bytes`],
 //! [`render_html_bytes`] and friends). They run in the calling process and
@@ -66,7 +68,7 @@
 //! | `.pptx` | `Slide 1: Title` per slide, in presentation order |
 //! | `.csv .tsv` | like a sheet without its name: `Revenue \| Q1`, `Row 1: ...`, `... (first 20 rows)` |
 //! | `.txt .md .json` and code | the first characters |
-//! | `.png .jpg .jpeg .gif .webp` | no text; width and height from the header |
+//! | `.png .jpg .jpeg .gif .webp` | no text; width and height from the header (more than [`Limits::max_image_pixels`] is an error) |
 //! | anything else, `.svg` included | no preview (`Preview::default()`) |
 //!
 //! "First 20 rows" counts a sheet's first non-empty row, the one printed
@@ -92,6 +94,7 @@ mod fair;
 mod html;
 mod kind;
 mod limits;
+mod model_image;
 mod opc;
 mod package;
 mod pdf;
@@ -107,9 +110,10 @@ pub use extractor::{Extractor, ExtractorConfig, WORKER_ARG};
 pub use html::STYLE as PREVIEW_STYLE;
 pub use kind::{PreviewKind, preview_kind};
 pub use limits::{Limits, PREVIEW_ROWS};
+pub use model_image::{MODEL_MAX_BYTES, MODEL_MAX_EDGE, ModelImage, model_image};
 pub use read::{
-    Preview, preview_bytes, preview_file, preview_reader, render_html_bytes, render_html_file,
-    render_html_reader,
+    Preview, model_image_file, preview_bytes, preview_file, preview_reader, render_html_bytes,
+    render_html_file, render_html_reader,
 };
 pub use text::{CUT_MARK, clip};
 pub use worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse, handle, worker_main};

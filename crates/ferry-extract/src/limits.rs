@@ -52,6 +52,11 @@ pub struct Limits {
     pub html_body_bytes: usize,
     /// Bytes of a text, code, Markdown or JSON file rendered as HTML.
     pub html_text_bytes: usize,
+    /// Most pixels (width × height, as the header declares them) of an image that is read;
+    /// a larger one is refused before anything is decoded.
+    pub max_image_pixels: u64,
+    /// Most memory the image decoder may allocate at once.
+    pub max_image_decode_bytes: u64,
 }
 
 impl Default for Limits {
@@ -71,6 +76,9 @@ impl Default for Limits {
             html_cell_chars: 2_000,
             html_body_bytes: 4 * MIB as usize,
             html_text_bytes: 2 * MIB as usize,
+            // 50 megapixels: every camera's full resolution; 200 MB as 8-bit RGBA.
+            max_image_pixels: 50_000_000,
+            max_image_decode_bytes: 256 * MIB,
         }
     }
 }

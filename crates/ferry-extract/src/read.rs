@@ -12,6 +12,7 @@ use crate::error::ExtractError;
 use crate::html;
 use crate::kind::{Format, format_of};
 use crate::limits::{Limits, human_bytes};
+use crate::model_image::{ModelImage, check_pixels, model_image};
 use crate::text::{decode_text, mark_cut};
 use crate::{csvfile, docx, pdf, pptx, sheet};
 
@@ -108,6 +109,7 @@ pub fn preview_reader<R: Read + Seek>(
         Format::Image => {
             let size = imagesize::reader_size(BufReader::new(reader))
                 .map_err(|e| ExtractError::invalid("image", e))?;
+            check_pixels(size.width as u64, size.height as u64, limits)?;
             Preview {
                 text: None,
                 width: u32::try_from(size.width).ok(),
@@ -168,6 +170,12 @@ pub fn render_html_reader<R: Read + Seek>(
         Format::Pdf | Format::Image | Format::Svg | Format::Other => return Err(no_html()),
     };
     Ok(html::document(file_name, class, &body))
+}
+
+/// Makes the image at `path` ready for a model ([`crate::model_image`]), in this process.
+pub fn model_image_file(path: &Path, limits: &Limits) -> Result<ModelImage, ExtractError> {
+    let file = File::open(path).map_err(|e| ExtractError::io(&e))?;
+    model_image(&read_all(file, limits)?, limits)
 }
 
 fn no_html() -> ExtractError {

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ExtractError;
 use crate::limits::Limits;
-use crate::read::{Preview, preview_file, render_html_file};
+use crate::model_image::ModelImage;
+use crate::read::{Preview, model_image_file, preview_file, render_html_file};
 
 /// What the worker is asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +26,9 @@ pub enum Op {
     Preview,
     /// The sanitized HTML rendering for the preview panel.
     Html,
+    /// An image made ready for a vision model.
+    #[serde(rename = "model_image")]
+    ModelImage,
 }
 
 /// Resource limits the worker applies to itself before reading anything.
@@ -84,6 +88,11 @@ pub enum WorkerResponse {
         /// The complete HTML document.
         html: String,
     },
+    /// An image was made ready for a model.
+    Image {
+        /// The image as the model is shown it.
+        image: ModelImage,
+    },
     /// The document could not be read.
     Error {
         /// Why.
@@ -130,7 +139,7 @@ pub fn worker_main() -> ExitCode {
     let response =
         std::panic::catch_unwind(|| handle(&request)).unwrap_or_else(|_| WorkerResponse::Error {
             error: ExtractError::invalid(
-                what_for(&request.file_name),
+                what_for(&request),
                 "the reader could not make sense of its contents",
             ),
         });
@@ -150,12 +159,17 @@ pub fn handle(request: &WorkerRequest) -> WorkerResponse {
         .map(|preview| WorkerResponse::Preview { preview }),
         Op::Html => render_html_file(&request.path, &request.file_name, &request.limits)
             .map(|html| WorkerResponse::Html { html }),
+        Op::ModelImage => model_image_file(&request.path, &request.limits)
+            .map(|image| WorkerResponse::Image { image }),
     };
     result.unwrap_or_else(|error| WorkerResponse::Error { error })
 }
 
-fn what_for(file_name: &str) -> &'static str {
-    match crate::kind::format_of(file_name) {
+fn what_for(request: &WorkerRequest) -> &'static str {
+    if request.op == Op::ModelImage {
+        return "image";
+    }
+    match crate::kind::format_of(&request.file_name) {
         crate::kind::Format::Pdf => "PDF",
         crate::kind::Format::Docx => "Word document",
         crate::kind::Format::Xlsx => "Excel workbook",

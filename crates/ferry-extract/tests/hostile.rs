@@ -7,8 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    config, deflate_repeated, docx_bomb, extractor, pdf_of, write, xlsx_billion_laughs,
-    xlsx_with_shared_strings, zip_of,
+    config, deflate_repeated, docx_bomb, extractor, pdf_of, png_declaring, write,
+    xlsx_billion_laughs, xlsx_with_shared_strings, zip_of,
 };
 use ferry_extract::{ExtractError, Extractor};
 
@@ -514,4 +514,34 @@ async fn an_xls_whose_fat_lists_more_sectors_than_it_has_is_refused() {
             .contains("lists more sectors than the file holds"),
         "{err}"
     );
+}
+
+/// A few kilobytes declaring 100,000 × 100,000 pixels (30 GB decoded): refused by its header,
+/// both for the upload's preview and for the model, before a pixel is decoded.
+#[tokio::test]
+async fn an_image_bomb_is_refused_by_its_declared_size() {
+    let bomb = png_declaring(100_000, 100_000);
+    assert!(bomb.len() < 8 * 1024, "the bomb is {} bytes", bomb.len());
+    let ex = extractor();
+    let err = preview_of(&ex, "bomb.png", &bomb).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the document is too large or too complex to read safely: the image declares \
+         100000 × 100000 pixels, more than the 50 megapixels an image may have"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "bomb.png", &bomb);
+    let err = ex.model_image("test", &path).await.unwrap_err();
+    assert!(err.to_string().contains("100000 × 100000 pixels"), "{err}");
+}
+
+/// Within the pixel limit but not decodable as declared (the rows stop early): a clear error
+/// from the worker, not a crash.
+#[tokio::test]
+async fn a_truncated_image_is_an_error_for_the_model() {
+    let short = png_declaring(4000, 4000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "short.png", &short);
+    let err = extractor().model_image("test", &path).await.unwrap_err();
+    assert!(err.to_string().contains("not a readable image"), "{err}");
 }

@@ -190,6 +190,7 @@ impl FerryMcp {
             tools::DELETE_SPACE_FILE => self.delete_space_file(caller, arguments).await,
             tools::SAY => self.say(caller, arguments).await,
             tools::LIST_UPLOADS => self.list_uploads(caller, arguments).await,
+            tools::READ_UPLOAD => self.read_upload(caller, arguments).await,
             other => Err(envelope("NOT_FOUND", format!("no tool is named '{other}'"))),
         };
         outcome.unwrap_or_else(|error| *error)
@@ -389,6 +390,46 @@ impl FerryMcp {
             .get(caller, format!("/api/threads/{}/uploads", encode(thread)))
             .await?;
         Ok(answer(response))
+    }
+
+    async fn read_upload(&self, caller: &Caller, arguments: Value) -> Outcome {
+        let args: tools::ReadUploadArgs = parse(tools::READ_UPLOAD, arguments)?;
+        let thread = thread_of(caller)?;
+        let response = self
+            .get(
+                caller,
+                format!(
+                    "/api/threads/{}/uploads/{}/model-content",
+                    encode(thread),
+                    encode(&args.upload_id)
+                ),
+            )
+            .await?;
+        if !response.status.is_success() {
+            return Ok(answer(response));
+        }
+        let blocks: Vec<Value> = serde_json::from_slice(&response.body).map_err(|e| {
+            envelope(
+                "INTERNAL",
+                format!("the server's model content could not be read: {e}"),
+            )
+        })?;
+        Ok(CallToolResult::success(
+            blocks.iter().filter_map(mcp_content).collect(),
+        ))
+    }
+}
+
+/// A LangChain standard content block (as the server gives it) as MCP content: an image block
+/// becomes an MCP image, a text block text.
+fn mcp_content(block: &Value) -> Option<ContentBlock> {
+    match block["type"].as_str()? {
+        "image" => Some(ContentBlock::image(
+            block["base64"].as_str()?,
+            block["mime_type"].as_str()?,
+        )),
+        "text" => Some(ContentBlock::text(block["text"].as_str()?)),
+        _ => None,
     }
 }
 

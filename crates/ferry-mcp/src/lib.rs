@@ -1,7 +1,8 @@
 //! ferry's agent tools over the Model Context Protocol (docs/mcp.md).
 //!
-//! Seven tools — `send_file`, `publish_file_to_user`, `list_space_files`, `read_space_file`,
-//! `write_space_file`, `say` and `list_uploads` — offered two ways:
+//! Nine tools — `send_file`, `publish_file_to_user`, `list_space_files`, `read_space_file`,
+//! `write_space_file`, `delete_space_file`, `say`, `list_uploads` and `read_upload` — offered
+//! two ways:
 //!
 //! - `ferry mcp` ([`run_stdio`]): an MCP server on stdin/stdout for one agent, talking to a
 //!   ferry server at `--url` with `--token` ([`HttpApi`]).

@@ -54,6 +54,7 @@ pub const WRITE_SPACE_FILE: &str = "write_space_file";
 pub const DELETE_SPACE_FILE: &str = "delete_space_file";
 pub const SAY: &str = "say";
 pub const LIST_UPLOADS: &str = "list_uploads";
+pub const READ_UPLOAD: &str = "read_upload";
 
 fn schema(value: Value) -> JsonObject {
     // Every schema here is a JSON object literal.
@@ -279,11 +280,31 @@ pub fn all() -> Vec<Tool> {
                 "additionalProperties": false
             }),
         ),
+        tool(
+            READ_UPLOAD,
+            "Look at an upload",
+            "Look at one file the user uploaded (its id from list_uploads): an image comes back \
+             as the image itself (scaled so its long edge is at most 1,568 pixels) with its \
+             hidden note; a document as its note, which carries the preview of its text.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "uploadId": {
+                        "type": "string",
+                        "description": "The upload's id, as list_uploads gives it"
+                    }
+                },
+                "required": ["uploadId"],
+                "additionalProperties": false
+            }),
+        ),
     ];
     for tool in &mut tools {
         let title = tool.title.clone().unwrap_or_default();
         tool.annotations = Some(match tool.name.as_ref() {
-            LIST_SPACE_FILES | READ_SPACE_FILE | LIST_UPLOADS => hints(&title, true, false, true),
+            LIST_SPACE_FILES | READ_SPACE_FILE | LIST_UPLOADS | READ_UPLOAD => {
+                hints(&title, true, false, true)
+            }
             // The one tool that removes something. Deleting twice leaves the same state (the
             // second answers NOT_FOUND), hence idempotent.
             DELETE_SPACE_FILE => hints(&title, false, true, true),
@@ -370,6 +391,12 @@ pub struct SayArgs {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReadUploadArgs {
+    pub upload_id: String,
+}
+
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
@@ -449,7 +476,8 @@ mod tests {
                 "write_space_file",
                 "delete_space_file",
                 "say",
-                "list_uploads"
+                "list_uploads",
+                "read_upload"
             ]
         );
         for tool in &tools {

@@ -14,7 +14,8 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, published, s3_keys, sandbox, say, send_file, spaces, system, threads, uploads,
+    events, model_content, published, s3_keys, sandbox, say, send_file, spaces, system, threads,
+    uploads,
 };
 use crate::state::AppState;
 
@@ -70,8 +71,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(sandbox::read, sandbox::head, sandbox::write))
         .routes(uploads)
         .routes(routes!(uploads::content))
+        .routes(routes!(model_content::upload_model_content))
         .routes(routes!(events::events))
         .routes(routes!(events::post_message))
+        .routes(routes!(model_content::event_model_content))
         .routes(routes!(published::publish, published::list))
         .routes(routes!(published::content))
         .routes(routes!(published::preview))

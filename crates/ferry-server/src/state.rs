@@ -77,7 +77,7 @@ impl AppState {
             events: Default::default(),
             deliveries_due: Notify::new(),
             skills_dir: config.skills_dir.clone(),
-            html_cache_dir: config.data_dir.join("cache").join("html"),
+            cache: ferry_app::cache::DerivedCache::new(config.data_dir.join("cache")),
         });
         Ok(AppState(Arc::new(Inner {
             app,

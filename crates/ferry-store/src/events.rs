@@ -110,6 +110,25 @@ impl Db {
             .map_err(Error::from)
     }
 
+    /// The event `id` of a thread, if there is one.
+    pub async fn event(&self, thread_id: &str, id: i64) -> Result<Option<StoredEvent>, Error> {
+        let row = sqlx::query("SELECT kind, body FROM events WHERE thread_id = $1 AND id = $2")
+            .bind(thread_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|row| {
+            Ok(StoredEvent {
+                thread_id: thread_id.to_owned(),
+                id,
+                kind: row.try_get("kind")?,
+                json: row.try_get("body")?,
+            })
+        })
+        .transpose()
+        .map_err(|e: sqlx::Error| Error::from(e))
+    }
+
     /// Listens for events stored by any node (Postgres only): yields `(thread id, event id)`
     /// for each. On SQLite there is one node, which announces its own events.
     pub async fn listen_events(

@@ -297,19 +297,6 @@ impl Db {
         Ok(())
     }
 
-    /// One stored event by id.
-    pub async fn event(
-        &self,
-        thread_id: &str,
-        id: i64,
-    ) -> Result<Option<crate::events::StoredEvent>, Error> {
-        Ok(self
-            .events_after(thread_id, id - 1, 1)
-            .await?
-            .into_iter()
-            .find(|e| e.id == id))
-    }
-
     /// The newest published revision of a thread stored under a sandbox path or a storage path.
     pub async fn published_by_path(
         &self,

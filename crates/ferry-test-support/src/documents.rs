@@ -168,3 +168,49 @@ pub fn xlsx_billion_laughs() -> Vec<u8> {
         r#"{dtd}<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si><t>&lol9;</t></si></sst>"#
     ))
 }
+
+/// One PNG chunk: length, kind, data and the CRC of kind and data.
+fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+    out.extend_from_slice(&u32::try_from(data.len()).unwrap().to_be_bytes());
+    out.extend_from_slice(kind);
+    out.extend_from_slice(data);
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(kind);
+    crc.update(data);
+    out.extend_from_slice(&crc.finalize().to_be_bytes());
+}
+
+/// A PNG of 8-bit RGB pixels: its header declares `width` × `height`, and `rows` are the
+/// (filtered) scanlines, deflated here.
+fn png_of(width: u32, height: u32, rows: &[u8]) -> Vec<u8> {
+    let mut header = Vec::new();
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    // Bit depth 8, colour type 2 (RGB), deflate, adaptive filtering, no interlace.
+    header.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut deflated = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    deflated.write_all(rows).unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png_chunk(&mut png, b"IHDR", &header);
+    png_chunk(&mut png, b"IDAT", &deflated.finish().unwrap());
+    png_chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+/// A valid RGB PNG of `width` × `height` pixels (a colour gradient).
+pub fn png(width: u32, height: u32) -> Vec<u8> {
+    let mut rows = Vec::new();
+    for y in 0..height {
+        rows.push(0); // filter: none
+        for x in 0..width {
+            rows.extend_from_slice(&[(x * 40) as u8, (y * 60) as u8, 200]);
+        }
+    }
+    png_of(width, height, &rows)
+}
+
+/// A PNG whose header declares `width` × `height` pixels but whose data holds only 1 MiB of
+/// black rows (a few kilobytes deflated): a decompression bomb when the size is large.
+pub fn png_declaring(width: u32, height: u32) -> Vec<u8> {
+    png_of(width, height, &vec![0u8; 1 << 20])
+}

@@ -8,6 +8,7 @@ mod thread_support;
 
 mod events;
 mod hardening;
+mod model_content;
 mod published;
 mod sandbox;
 mod say;

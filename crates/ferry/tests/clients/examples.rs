@@ -58,6 +58,10 @@ impl Thread {
     }
 
     async fn upload_csv(&self, name: &str, csv: &str) -> Value {
+        self.upload(name, "text/csv", csv.as_bytes().to_vec()).await
+    }
+
+    async fn upload(&self, name: &str, content_type: &str, bytes: Vec<u8>) -> Value {
         let reply = self
             .http
             .post(format!(
@@ -65,8 +69,8 @@ impl Thread {
                 self.url, self.id
             ))
             .bearer_auth(&self.user)
-            .header("content-type", "text/csv")
-            .body(csv.to_owned())
+            .header("content-type", content_type)
+            .body(bytes)
             .send()
             .await
             .unwrap();
@@ -194,7 +198,17 @@ async fn the_langgraph_agent_uses_ferrys_tools_over_both_transports() {
     let server = binary::start(data.path(), &[]);
     let url = format!("http://{}", server.addr);
     let thread = Thread::new(&url, "notes").await;
-    thread.upload_csv("sales.csv", SALES).await;
+    let sheet = thread.upload_csv("sales.csv", SALES).await;
+    // A picture wider than vision models take: the model must be shown it scaled.
+    let chart = thread
+        .upload(
+            "chart.png",
+            "image/png",
+            ferry_test_support::documents::png(2000, 1000),
+        )
+        .await;
+    let ids = [&sheet["id"], &chart["id"]].map(|id| id.as_str().unwrap());
+    thread.say_as_user("Notes on these, please.", &ids).await;
     let script = example("langgraph-agent/agent.py");
     let env = [("FERRY_URL", url.as_str()), ("FERRY_TOKEN", &thread.agent)];
 
@@ -208,6 +222,16 @@ async fn the_langgraph_agent_uses_ferrys_tools_over_both_transports() {
     .await;
     assert!(
         first.contains("ai: Done: ideas/20261121-0930-sales-notes.md"),
+        "{first}"
+    );
+    // The user's message reached the model as content blocks: its text, the picture as an
+    // image block (scaled to a long edge of 1,568 px), each upload's note.
+    assert!(
+        first.contains("the model is shown chart.png (image/png, 1568x784)"),
+        "{first}"
+    );
+    assert!(
+        first.contains("human: [text, text, image, text]"),
         "{first}"
     );
     // The same run again, through `ferry mcp` on stdio: the create-only write now meets the
@@ -271,8 +295,10 @@ async fn the_langgraph_agent_uses_ferrys_tools_over_both_transports() {
     assert_eq!(
         said,
         [
-            "I saved notes on sales.csv as ideas/20261121-0930-sales-notes.md in your notes space.",
-            "I saved notes on sales.csv as ideas/20261121-0930-sales-notes-2.md in your notes space."
+            "I saved notes on sales.csv as ideas/20261121-0930-sales-notes.md in your notes space. \
+             I also looked at chart.png (image/png, 1568x784).",
+            "I saved notes on sales.csv as ideas/20261121-0930-sales-notes-2.md in your notes space. \
+             I also looked at chart.png (image/png, 1568x784)."
         ]
     );
 }

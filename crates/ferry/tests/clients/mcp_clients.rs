@@ -126,7 +126,8 @@ async fn mcp_over_http_acts_with_the_callers_token() {
             "write_space_file",
             "delete_space_file",
             "say",
-            "list_uploads"
+            "list_uploads",
+            "read_upload"
         ]
     );
 

@@ -19,8 +19,10 @@ import argparse
 import asyncio
 import base64
 import json
+import struct
 import sys
 import uuid
+import zlib
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
@@ -38,6 +40,7 @@ TOOLS = [
     "delete_space_file",
     "say",
     "list_uploads",
+    "read_upload",
 ]
 
 # The tool schemas docs/mcp.md documents, with the descriptions left out (they are
@@ -104,9 +107,28 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
     },
     "list_uploads": {"type": "object", "properties": {}, "additionalProperties": False},
+    "read_upload": {
+        "type": "object",
+        "properties": {"uploadId": {"type": "string"}},
+        "required": ["uploadId"],
+        "additionalProperties": False,
+    },
 }
 
-READ_ONLY = {"list_space_files", "read_space_file", "list_uploads"}
+def _png_1x1() -> bytes:
+    """A valid one-pixel RGB PNG, built here."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+
+
+ONE_PIXEL_PNG = _png_1x1()
+
+READ_ONLY = {"list_space_files", "read_space_file", "list_uploads", "read_upload"}
 
 # Phrases of the spaces guidance and the delivery rule the instructions must carry.
 INSTRUCTION_PHRASES = [
@@ -449,6 +471,28 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     check([u["fileName"] for u in uploads["uploads"]] == ["sales.csv"], "list_uploads", uploads)
     check("North" in (uploads["uploads"][0].get("preview") or ""), "the upload's preview", uploads)
     check(uploads["uploads"][0]["sandboxPath"] == "/sandbox/user_uploads/sales.csv", "sandboxPath", uploads)
+
+    # read_upload: a document is its note with the preview; an image is the image itself.
+    csv_id = uploads["uploads"][0]["id"]
+    looked = await session.call_tool("read_upload", {"uploadId": csv_id})
+    check(not looked.isError and [c.type for c in looked.content] == ["text"], "read_upload of a document", looked)
+    check("<Preview>" in looked.content[0].text and "North" in looked.content[0].text, "the note carries the preview", looked)
+    uploaded = await ferry.request(
+        "POST",
+        f"/api/threads/{thread}/uploads",
+        ferry.user,
+        params={"filename": "dot.png"},
+        headers={"content-type": "image/png"},
+        content=ONE_PIXEL_PNG,
+    )
+    check(uploaded.status_code == 201, "uploading a PNG", uploaded.text)
+    image_id = uploaded.json()["uploads"][0]["id"]
+    looked = await session.call_tool("read_upload", {"uploadId": image_id})
+    check([c.type for c in looked.content] == ["image", "text"], "read_upload of an image: image, then note", looked)
+    check(looked.content[0].mimeType == "image/png", "the image's type", looked.content[0].mimeType)
+    check(base64.b64decode(looked.content[0].data) == ONE_PIXEL_PNG, "a small PNG is shown as it is", looked)
+    check("<UserUploadedImage" in looked.content[1].text, "the image's hidden note", looked)
+    envelope(await session.call_tool("read_upload", {"uploadId": "nope"}), "NOT_FOUND", "read_upload of an unknown id")
 
     print(f"{name}: ok")
 

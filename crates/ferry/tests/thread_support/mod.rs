@@ -253,37 +253,6 @@ pub fn noise(len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// A valid RGB PNG of `width` × `height` pixels.
-pub fn png(width: u32, height: u32) -> Vec<u8> {
-    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        out.extend_from_slice(kind);
-        out.extend_from_slice(data);
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(kind);
-        crc.update(data);
-        out.extend_from_slice(&crc.finalize().to_be_bytes());
-    }
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut ihdr = Vec::new();
-    ihdr.extend_from_slice(&width.to_be_bytes());
-    ihdr.extend_from_slice(&height.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit RGB, deflate, no filter, no interlace
-    chunk(&mut out, b"IHDR", &ihdr);
-    let mut raw = Vec::new();
-    for y in 0..height {
-        raw.push(0); // filter: none
-        for x in 0..width {
-            raw.extend_from_slice(&[(x * 40) as u8, (y * 60) as u8, 200]);
-        }
-    }
-    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-    z.write_all(&raw).unwrap();
-    chunk(&mut out, b"IDAT", &z.finish().unwrap());
-    chunk(&mut out, b"IEND", &[]);
-    out
-}
-
 // ---------------------------------------------------------------------------------------------
 // Server-Sent Events over a real socket.
 

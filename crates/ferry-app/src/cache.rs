@@ -1,0 +1,66 @@
+//! Files derived from stored bytes (HTML renderings, images made ready for a model), kept on
+//! this node's disk under names made from the content's hash.
+//!
+//! A derived file depends only on the bytes it was made from, so an entry never goes stale
+//! and every node may keep its own. The cache is an optimisation: an entry that cannot be
+//! read or written only costs making it again.
+
+use std::path::PathBuf;
+
+/// A directory of derived files.
+#[derive(Debug, Clone)]
+pub struct DerivedCache {
+    dir: PathBuf,
+}
+
+impl DerivedCache {
+    pub fn new(dir: impl Into<PathBuf>) -> DerivedCache {
+        DerivedCache { dir: dir.into() }
+    }
+
+    /// The entry `name` (a relative path such as `html/<sha256>.html`), if it is there.
+    pub async fn read(&self, name: &str) -> Option<Vec<u8>> {
+        tokio::fs::read(self.dir.join(name)).await.ok()
+    }
+
+    /// Stores the entry `name`. Written to a temporary file and renamed, so a reader sees the
+    /// whole entry or none.
+    pub async fn write(&self, name: &str, bytes: Vec<u8>) {
+        let target = self.dir.join(name);
+        let Some(dir) = target.parent().map(ToOwned::to_owned) else {
+            return;
+        };
+        let tmp = dir.join(format!(".{}.tmp", uuid::Uuid::now_v7().simple()));
+        let result = async {
+            tokio::fs::create_dir_all(&dir).await?;
+            tokio::fs::write(&tmp, bytes).await?;
+            tokio::fs::rename(&tmp, &target).await
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, entry = name, "could not keep a derived file in the cache");
+            let _ = tokio::fs::remove_file(&tmp).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_entry_is_read_back_and_a_missing_one_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DerivedCache::new(dir.path());
+        assert_eq!(cache.read("html/a.html").await, None);
+        cache.write("html/a.html", b"<p>a</p>".to_vec()).await;
+        assert_eq!(
+            cache.read("html/a.html").await.as_deref(),
+            Some(&b"<p>a</p>"[..])
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("html"))
+            .unwrap()
+            .collect();
+        assert_eq!(left.len(), 1, "no temporary file is left behind");
+    }
+}

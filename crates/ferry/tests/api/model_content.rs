@@ -1,0 +1,246 @@
+//! What a model is handed of an upload or a message (docs/reference/uploads.md, "Model
+//! content"): images as images, scaled to what vision models take, each with its hidden note;
+//! documents as their note; messages as their text followed by their uploads.
+
+use crate::support::TestApp;
+use crate::thread_support::{png, png_declaring, publish, put_file, thread, upload_one};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+/// Width and height from a PNG's header.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+fn blocks(reply: &crate::support::Reply) -> Vec<Value> {
+    reply.expect(200, None);
+    reply.json().as_array().unwrap().clone()
+}
+
+fn image_bytes(block: &Value) -> Vec<u8> {
+    assert_eq!(block["type"], "image", "{block}");
+    STANDARD.decode(block["base64"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn an_image_is_the_image_then_its_note() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let small = png(30, 20);
+    let upload = upload_one(&app, &t, "shot.png", &small).await;
+    let url = t.url(&format!(
+        "/uploads/{}/model-content",
+        upload["id"].as_str().unwrap()
+    ));
+
+    let got = blocks(&app.get(&url, &t.user).await);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0]["mime_type"], "image/png");
+    assert_eq!(
+        image_bytes(&got[0]),
+        small,
+        "an image that fits is sent unchanged"
+    );
+    assert_eq!(
+        got[1],
+        json!({ "type": "text", "text": upload["attachmentXml"] })
+    );
+
+    // The agent of the thread reads it too; the answer does not change.
+    assert_eq!(blocks(&app.get(&url, &t.agent).await), got);
+}
+
+#[tokio::test]
+async fn a_large_image_is_scaled_to_a_long_edge_of_1568_with_its_aspect() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "wide.png", &png(2000, 1000)).await;
+    let url = t.url(&format!(
+        "/uploads/{}/model-content",
+        upload["id"].as_str().unwrap()
+    ));
+    let got = blocks(&app.get(&url, &t.user).await);
+    let shown = image_bytes(&got[0]);
+    assert_eq!(png_size(&shown), (1568, 784));
+    assert!(shown.len() <= 5_000_000);
+    // The original stays as it was, in the sandbox and behind the download.
+    let original = app
+        .get(
+            &t.url(&format!(
+                "/uploads/{}/content",
+                upload["id"].as_str().unwrap()
+            )),
+            &t.user,
+        )
+        .await;
+    assert_eq!(png_size(&original.body), (2000, 1000));
+
+    // Made once: the derived copy is kept by the content's hash.
+    let kept = app
+        .state
+        .config
+        .data_dir
+        .join("cache/model")
+        .join(format!("{}.json", upload["sha256"].as_str().unwrap()));
+    assert!(kept.is_file(), "{}", kept.display());
+    assert_eq!(blocks(&app.get(&url, &t.user).await), got);
+}
+
+#[tokio::test]
+async fn a_document_is_its_note_with_the_preview() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "q.csv", b"region,q1\nNorth,125000\n").await;
+    let got = blocks(
+        &app.get(
+            &t.url(&format!(
+                "/uploads/{}/model-content",
+                upload["id"].as_str().unwrap()
+            )),
+            &t.user,
+        )
+        .await,
+    );
+    assert_eq!(
+        got,
+        [json!({ "type": "text", "text": upload["attachmentXml"] })]
+    );
+    assert!(
+        got[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Row 1: North | 125000")
+    );
+}
+
+#[tokio::test]
+async fn an_image_bomb_uploads_with_a_preview_error_and_is_never_decoded() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "bomb.png", &png_declaring(100_000, 100_000)).await;
+    let error = upload["previewError"].as_str().unwrap();
+    assert!(error.contains("100000 × 100000 pixels"), "{upload}");
+    let got = blocks(
+        &app.get(
+            &t.url(&format!(
+                "/uploads/{}/model-content",
+                upload["id"].as_str().unwrap()
+            )),
+            &t.user,
+        )
+        .await,
+    );
+    assert_eq!(got.len(), 2, "{got:?}");
+    let said = got[0]["text"].as_str().unwrap();
+    assert!(
+        said.starts_with("[The image bomb.png cannot be shown:")
+            && said.contains("100000 × 100000"),
+        "{said}"
+    );
+    assert_eq!(got[1]["text"], upload["attachmentXml"]);
+    app.get("/healthz", "").await.expect(200, None);
+}
+
+#[tokio::test]
+async fn a_message_is_its_text_then_its_uploads() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let sheet = upload_one(&app, &t, "q.csv", b"region,q1\nNorth,125000\n").await;
+    let image = upload_one(&app, &t, "shot.png", &png(4, 3)).await;
+    let message = app
+        .post_json(
+            &t.url("/messages"),
+            &t.user,
+            json!({ "text": "what is in these?", "uploadIds": [image["id"], sheet["id"]] }),
+        )
+        .await;
+    message.expect(201, None);
+    let id = message.json()["id"].as_i64().unwrap();
+    let got = blocks(
+        &app.get(&t.url(&format!("/events/{id}/model-content")), &t.agent)
+            .await,
+    );
+    let kinds: Vec<&str> = got.iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["text", "image", "text", "text"]);
+    assert_eq!(got[0]["text"], "what is in these?");
+    assert_eq!(image_bytes(&got[1]), png(4, 3));
+    assert_eq!(got[2]["text"], image["attachmentXml"]);
+    assert_eq!(got[3]["text"], sheet["attachmentXml"]);
+    // The event itself carries no image bytes.
+    assert!(!message.text().contains("base64"));
+
+    // An upload event is its upload's blocks; an agent's plain message is its text.
+    let events = crate::thread_support::stored_events(&app, &t, &t.user).await;
+    let upload_event = events.iter().find(|e| e["type"] == "upload").unwrap();
+    let got = blocks(
+        &app.get(
+            &t.url(&format!("/events/{}/model-content", upload_event["id"])),
+            &t.user,
+        )
+        .await,
+    );
+    assert_eq!(
+        got,
+        [json!({ "type": "text", "text": sheet["attachmentXml"] })]
+    );
+    let said = app
+        .post_json(&t.url("/messages"), &t.agent, json!({ "text": "Looking." }))
+        .await;
+    said.expect(201, None);
+    let got = blocks(
+        &app.get(
+            &t.url(&format!("/events/{}/model-content", said.json()["id"])),
+            &t.user,
+        )
+        .await,
+    );
+    assert_eq!(got, [json!({ "type": "text", "text": "Looking." })]);
+}
+
+#[tokio::test]
+async fn events_without_model_content_and_unknown_ones_are_refused() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    put_file(&app, &t, "outputs/r.md", b"# R").await;
+    let published = publish(&app, &t, "/sandbox/outputs/r.md", "R").await;
+    published.expect(201, None);
+    let events = crate::thread_support::stored_events(&app, &t, &t.user).await;
+    let event = events
+        .iter()
+        .find(|e| e["type"] == "file_published")
+        .unwrap();
+    let reply = app
+        .get(
+            &t.url(&format!("/events/{}/model-content", event["id"])),
+            &t.user,
+        )
+        .await;
+    reply.expect(400, Some("INVALID_REQUEST"));
+    assert!(reply.text().contains("file_published"), "{}", reply.text());
+    for missing in ["999", "0", "-1", "abc"] {
+        app.get(&t.url(&format!("/events/{missing}/model-content")), &t.user)
+            .await
+            .expect(404, Some("NOT_FOUND"));
+    }
+    app.get(&t.url("/uploads/nope/model-content"), &t.user)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+#[tokio::test]
+async fn another_users_upload_is_not_found() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "shot.png", &png(2, 2)).await;
+    let url = t.url(&format!(
+        "/uploads/{}/model-content",
+        upload["id"].as_str().unwrap()
+    ));
+    app.get(&url, &app.user("mallory"))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    app.get(&url, "").await.expect(401, Some("UNAUTHENTICATED"));
+}
