@@ -26,6 +26,7 @@ const CHROMIUM = process.env.FERRY_CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = process.env.FERRY_E2E_ARTIFACTS || join(REPO, 'target', 'e2e-artifacts');
 const UPLOAD_LIMIT = 32 * 1024 * 1024;
 const BIG = 30 * 1000 * 1000;
+const PUBLISH_LIMIT = 40 * 1024 * 1024;
 
 const S = {}; // what the scenario has made so far
 const requestUrls = [];
@@ -82,7 +83,7 @@ before(async () => {
   assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}`);
   mkdirSync(ARTIFACTS, { recursive: true });
   S.tmp = mkdtempSync(join(tmpdir(), 'ferry-e2e-'));
-  S.ferry = await startFerry(BIN, { FERRY_UPLOAD_MAX_BYTES: String(UPLOAD_LIMIT) });
+  S.ferry = await startFerry(BIN, { FERRY_UPLOAD_MAX_BYTES: String(UPLOAD_LIMIT), FERRY_PUBLISH_MAX_BYTES: String(PUBLISH_LIMIT) });
   S.alice = S.ferry.token(['--user', 'alice']);
   S.bob = S.ferry.token(['--user', 'bob']);
   S.files = {
@@ -335,6 +336,46 @@ step('files the agent publishes appear live as cards', async () => {
   await shot(page, '07-published-cards');
 });
 
+step('a publish is seen while it happens: a loading card, then the file or the error', async () => {
+  const { page, agent } = S;
+  // Every card the log ever shows is recorded, including one replaced at once: the loading
+  // card of a fast publish lives for a moment only.
+  await page.evaluate(() => {
+    window.__cards = [];
+    new MutationObserver((records) => {
+      for (const r of records) for (const n of r.addedNodes) {
+        const card = n.querySelector?.('.card');
+        if (card) window.__cards.push(`${card.className}|${card.textContent}`);
+      }
+    }).observe(document.querySelector('.log'), { childList: true });
+  });
+  // A slow one: 30 MB copied, hashed and made durable before the card turns ready.
+  const big = join(S.tmp, 'dataset.bin');
+  writeBigFile(big, BIG);
+  await agent.put(`/api/threads/${S.threadId}/sandbox/outputs/dataset.bin`, readFileSync(big), 'application/octet-stream');
+  const answer = await agent.post(`/api/threads/${S.threadId}/published`, { file_path: '/sandbox/outputs/dataset.bin', display_name: 'Raw dataset' });
+  assert.equal(answer.file_size, BIG);
+  const ready = page.locator('.card-ready', { has: page.getByRole('button', { name: /^Preview Raw dataset / }) });
+  await ready.waitFor({ timeout: 15000 });
+  // A failing one: over the server's publish limit.
+  const tooBig = join(S.tmp, 'too-big.bin');
+  writeBigFile(tooBig, PUBLISH_LIMIT + 1);
+  await agent.put(`/api/threads/${S.threadId}/sandbox/outputs/too-big.bin`, readFileSync(tooBig), 'application/octet-stream');
+  const refused = await agent.post(`/api/threads/${S.threadId}/published`, { file_path: '/sandbox/outputs/too-big.bin', display_name: 'Everything' }).catch((e) => e);
+  assert.equal(refused.status, 413);
+  const failed = page.locator('.card-error', { hasText: 'Everything' });
+  await failed.waitFor({ timeout: 10000 });
+  assert.match(await failed.textContent(), /Error publishing file.*“Everything”: the file is .* over the publish limit/);
+  await shot(page, '08-publish-states');
+  const seen = await page.evaluate(() => window.__cards);
+  const of = (name) => seen.filter((c) => c.includes(name)).map((c) => c.split(' ')[1].split('|')[0]);
+  assert.deepEqual(of('Raw dataset'), ['card-publishing', 'card-ready'], seen.join('\n'));
+  assert.deepEqual(of('Everything'), ['card-publishing', 'card-error'], seen.join('\n'));
+  // One card per publish stays in the log: the loading card became the result.
+  assert.equal(await page.locator('.card-publishing').count(), 0);
+  assert.equal(await page.locator('.card', { hasText: 'Raw dataset' }).count(), 1);
+});
+
 async function openPanel(f) {
   const { page } = S;
   // Click the card itself (near its icon), not its Download button.
@@ -570,7 +611,9 @@ step('a reload shows the same thread, everything once', async () => {
   await page.locator('.conn-live').waitFor();
   const ids = await page.locator('.log > li').evaluateAll((els) => els.map((e) => Number(e.dataset.eventId)));
   assert.deepEqual(ids, S.shownIds);
-  assert.equal(await page.locator('.card-ready .card-open').count(), 5 + (S.sayCards || 0), 'four cards, a revision, and the say attachment');
+  assert.equal(await page.locator('.card-ready .card-open').count(), 6 + (S.sayCards || 0), 'five cards, a revision, and the say attachment');
+  assert.equal(await page.locator('.card-error', { hasText: 'Everything' }).count(), 1, 'the failed publish, once');
+  assert.equal(await page.locator('.card-publishing').count(), 0, 'every publish has ended');
   assert.equal(await page.locator('.file-send').count(), 2);
   assert.equal(await page.locator('.chip').count(), 4);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('ferry.token')), S.alice, 'still signed in');

@@ -15,7 +15,7 @@
 
 #![feature(alloc_error_hook)]
 
-use ferry_extract::{Limits, preview_bytes, render_html_bytes};
+use ferry_extract::{Limits, MODEL_MAX_EDGE, model_image, preview_bytes, render_html_bytes};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -108,6 +108,21 @@ pub fn document(data: &[u8], name: &str) {
         if let Ok(html) = render_html_bytes(data, name, &limits) {
             // The rendering is sanitized: no script survives, whatever the document held.
             assert!(!html.to_ascii_lowercase().contains("<script"), "{html}");
+        }
+    });
+}
+
+/// Makes `data` ready for a model as an image. It may be refused with an error; it may not
+/// panic, hang or exhaust memory, and what it makes keeps to the model's edge limit.
+pub fn image(data: &[u8]) {
+    no_escaping_panic(|| {
+        if let Ok(shown) = model_image(data, &Limits::default()) {
+            assert!(
+                shown.width.max(shown.height) <= MODEL_MAX_EDGE,
+                "{} × {}",
+                shown.width,
+                shown.height
+            );
         }
     });
 }

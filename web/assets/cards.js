@@ -35,7 +35,7 @@ export function publishedCard(threadId, file, { state = 'ready', error = '', onO
       h('div', { class: 'card-icon' }, icon('alert')),
       h('div', { class: 'card-body' },
         h('h3', { class: 'card-title', text: 'Error publishing file' }),
-        h('p', { class: 'card-meta error-text', text: error || file?.error || 'An error occurred' })));
+        h('p', { class: 'card-meta error-text', text: file?.display_name ? `“${file.display_name}”: ${error || 'An error occurred'}` : (error || file?.error || 'An error occurred') })));
   }
   const label = `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`;
   const titleId = `card-${file.id}-r${file.revision}-${Math.random().toString(36).slice(2, 8)}`;

@@ -121,6 +121,15 @@ export class ThreadView {
     const node = this.render(event);
     this.seen.set(id, node);
     if (!node) return;
+    // The end of a publish turns its loading card into the file or the error, in place.
+    const pending = event.publishId ? this.publishing.get(event.publishId) : null;
+    if (pending && event.type !== 'file_publishing') {
+      this.publishing.delete(event.publishId);
+      node.dataset.eventId = pending.dataset.eventId;
+      pending.replaceWith(node);
+      return;
+    }
+    if (event.type === 'file_publishing' && event.publishId) this.publishing.set(event.publishId, node);
     node.dataset.eventId = String(id);
     const stick = this.stick || this.nearBottom();
     let before = null;
@@ -141,6 +150,8 @@ export class ThreadView {
       case 'message': return this.renderMessage(event);
       case 'file_send': return this.renderFileSend(event);
       case 'file_published': return this.renderPublished(event);
+      case 'file_publishing': return this.renderPublishing(event);
+      case 'file_publish_failed': return this.renderPublishFailed(event);
       case 'upload': return null; // shown as chips on the message that sends it
       default: return null;
     }
@@ -180,6 +191,18 @@ export class ThreadView {
     return this.frame(event, 'event-file-send',
       event.content ? h('p', { class: 'event-caption', text: event.content }) : null,
       fileSendView(contents));
+  }
+
+  renderPublishing(event) {
+    return this.frame(event, 'event-published',
+      publishedCard(this.thread.id, { display_name: event.display_name }, { state: 'publishing' }));
+  }
+
+  renderPublishFailed(event) {
+    const message = event.error?.message || 'An error occurred';
+    announce(`${this.who(event)} could not publish ${event.display_name}: ${message}`);
+    return this.frame(event, 'event-published',
+      publishedCard(this.thread.id, { display_name: event.display_name }, { state: 'error', error: message }));
   }
 
   renderPublished(event) {

@@ -87,6 +87,26 @@ impl Error {
         Error::Internal
     }
 
+    /// The envelope's name for this kind of failure (`NOT_FOUND`, `REQUEST_TOO_LARGE`, …), for
+    /// the events that report a failure (`file_publish_failed`). The HTTP API answers with the
+    /// same code (a test there holds the two together).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotFound(_) => "NOT_FOUND",
+            Error::Forbidden(_) => "FORBIDDEN",
+            Error::InvalidPath(_) => "INVALID_PATH",
+            Error::InvalidRequest(_) => "INVALID_REQUEST",
+            Error::AlreadyExists(_) => "ALREADY_EXISTS",
+            Error::PreconditionFailed(_) => "PRECONDITION_FAILED",
+            Error::TooLarge(_) => "REQUEST_TOO_LARGE",
+            Error::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
+            Error::UnsupportedFileType(_) => "UNSUPPORTED_FILE_TYPE",
+            Error::Busy(_) => "UNAVAILABLE",
+            Error::DiskFull => "INSUFFICIENT_STORAGE",
+            Error::Internal => "INTERNAL",
+        }
+    }
+
     /// An I/O failure: a full disk is said as such, anything else is internal.
     pub fn io(cause: std::io::Error) -> Error {
         if ferry_store::is_disk_full(&cause) {

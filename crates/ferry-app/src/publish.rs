@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use crate::App;
 use crate::access::{self, Action};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, describe_bytes};
 use crate::events::{Role, event_json};
 use crate::principal::Principal;
 
@@ -66,8 +66,14 @@ pub struct Publication<'a> {
 }
 
 /// Publishes a sandbox file to the user (the thread's agent, or service_role): the bytes are
-/// copied now, so later changes to the sandbox file do not reach the published copy, and the
-/// `file_published` event is recorded with the revision.
+/// copied now, so later changes to the sandbox file do not reach the published copy.
+///
+/// A publish is seen while it happens. Once the request is well-formed (a display name, a
+/// sandbox path) it is announced with a `file_publishing` event; it ends with
+/// `file_published` (recorded in the same transaction as the revision) or
+/// `file_publish_failed` carrying the error's envelope, all three sharing one `publishId`.
+/// The work runs on its own task, so a caller that goes away mid-publish cannot leave the
+/// user looking at a card that never finishes.
 pub async fn publish(
     app: &App,
     principal: &Principal,
@@ -82,16 +88,119 @@ pub async fn publish(
         )));
     }
     let path = SandboxPath::parse(publication.file_path)?;
-    let sandbox = app.sandboxes.open(&thread.id).await?;
+    let attempt = Attempt {
+        publish_id: uuid::Uuid::now_v7().simple().to_string(),
+        thread_id: thread.id,
+        agent: principal.agent_id().to_owned(),
+        display_name,
+        file_path: publication.file_path.to_owned(),
+    };
+    let started = app
+        .db
+        .append_event(&attempt.thread_id, "file_publishing", |id, at| {
+            attempt.event(
+                id,
+                at,
+                "file_publishing",
+                &format!("Publishing {}…", attempt.display_name),
+                serde_json::Map::new(),
+            )
+        })
+        .await?;
+    app.announce(started);
+
+    let (app, description) = (app.clone(), publication.description);
+    let work = tokio::spawn(async move {
+        let outcome = store_revision(&app, &attempt, path, description).await;
+        if let Err(error) = &outcome {
+            attempt.report_failure(&app, error).await;
+        }
+        outcome
+    });
+    work.await.map_err(Error::internal)?
+}
+
+/// One publish, from its `file_publishing` event to its end.
+#[derive(Debug)]
+struct Attempt {
+    publish_id: String,
+    thread_id: String,
+    agent: String,
+    display_name: String,
+    file_path: String,
+}
+
+impl Attempt {
+    /// An event of this publish: `publishId`, the display name and the path asked for, then
+    /// `extra`.
+    fn event(
+        &self,
+        id: i64,
+        at: ferry_core::Timestamp,
+        kind: &str,
+        content: &str,
+        extra: serde_json::Map<String, serde_json::Value>,
+    ) -> String {
+        let mut fields = serde_json::Map::new();
+        fields.insert("publishId".into(), self.publish_id.clone().into());
+        fields.insert("display_name".into(), self.display_name.clone().into());
+        fields.insert("file_path".into(), self.file_path.clone().into());
+        fields.extend(extra);
+        event_json(
+            id,
+            at,
+            kind,
+            Role::Agent(&self.agent),
+            &self.thread_id,
+            Some(content),
+            fields,
+        )
+    }
+
+    /// Records `file_publish_failed` with the error's envelope. A failure to record it is
+    /// logged: the publish's own error is what the caller must hear.
+    async fn report_failure(&self, app: &App, error: &Error) {
+        let envelope = serde_json::json!({ "code": error.code(), "message": error.to_string() });
+        let mut extra = serde_json::Map::new();
+        extra.insert("error".into(), envelope);
+        let content = format!("Could not publish {}: {error}", self.display_name);
+        match app
+            .db
+            .append_event(&self.thread_id, "file_publish_failed", |id, at| {
+                self.event(id, at, "file_publish_failed", &content, extra)
+            })
+            .await
+        {
+            Ok(event) => app.announce(event),
+            Err(e) => {
+                tracing::error!(error = %e, publish = %self.publish_id, "could not record a failed publish")
+            }
+        }
+    }
+}
+
+/// Copies the sandbox file into a permanent blob and records the revision with its
+/// `file_published` event.
+async fn store_revision(
+    app: &App,
+    attempt: &Attempt,
+    path: SandboxPath,
+    description: String,
+) -> Result<Revision> {
+    let sandbox = app.sandboxes.open(&attempt.thread_id).await?;
     let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
         ferry_store::Error::NotFound => {
-            Error::not_found(format!("File not found: {}", publication.file_path))
+            Error::not_found(format!("File not found: {}", attempt.file_path))
         }
         other => other.into(),
     })?;
     let limit = app.limits.publish_max_bytes;
     if opened.size > limit {
-        return Err(Error::too_large(limit));
+        return Err(Error::TooLarge(format!(
+            "the file is {}, over the publish limit of {}",
+            describe_bytes(opened.size),
+            describe_bytes(limit)
+        )));
     }
     // Unchanged bytes reuse the blob an earlier revision already stored.
     let spooled = app
@@ -100,7 +209,7 @@ pub async fn publish(
         .await?;
     let (blob_key, sha256, size) = match app
         .db
-        .published_blob_with_sha(&thread.id, spooled.sha256())
+        .published_blob_with_sha(&attempt.thread_id, spooled.sha256())
         .await?
     {
         Some(key) => (key, spooled.sha256().to_owned(), spooled.size()),
@@ -111,20 +220,19 @@ pub async fn publish(
     };
     let filename = path.file_name().to_owned();
     let new = NewRevision {
-        thread_id: thread.id.clone(),
-        display_name,
-        description: publication.description,
+        thread_id: attempt.thread_id.clone(),
+        display_name: attempt.display_name.clone(),
+        description,
         file_type: ferry_core::send_file::extension_of(&filename).unwrap_or_default(),
         mime_type: ferry_core::mime::mime_for_name(&filename),
         file_size: size,
         sha256,
-        storage_path: ferry_core::storage_path::published(&thread.id, &filename),
+        storage_path: ferry_core::storage_path::published(&attempt.thread_id, &filename),
         sandbox_path: path.display(),
         blob_key,
         preview_kind: ferry_extract::preview_kind(&filename).as_str().to_owned(),
         filename,
     };
-    let agent = principal.agent_id();
     let (revision, event) = app
         .db
         .publish(new, |revision, id, at| {
@@ -133,13 +241,11 @@ pub async fn publish(
                 "file".into(),
                 serde_json::to_value(PublishedView::from(revision)).unwrap_or_default(),
             );
-            event_json(
+            attempt.event(
                 id,
                 at,
                 "file_published",
-                Role::Agent(agent),
-                &revision.thread_id,
-                Some(&format!("Published {}", revision.display_name)),
+                &format!("Published {}", revision.display_name),
                 extra,
             )
         })

@@ -1,7 +1,7 @@
 //! Exact previews and HTML renderings of the committed fixtures, made
 //! through the worker process as the server makes them. The fixtures come
 //! from tests/fixtures/make_fixtures.py (openpyxl, xlwt, python-docx,
-//! python-pptx, reportlab).
+//! python-pptx, reportlab) and make_images.py (Pillow).
 
 mod common;
 
@@ -291,4 +291,64 @@ async fn kinds_without_html_are_refused() {
             Err(ExtractError::Unsupported(_))
         ));
     }
+}
+
+/// The image a model is shown of a fixture, decoded again.
+async fn shown(name: &str) -> (String, image::DynamicImage) {
+    use base64::Engine as _;
+    let shown = extractor()
+        .model_image("test", &fixture(name))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&shown.base64)
+        .unwrap();
+    assert!(bytes.len() <= ferry_extract::MODEL_MAX_BYTES);
+    let image = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((image.width(), image.height()), (shown.width, shown.height));
+    (shown.mime_type, image)
+}
+
+#[tokio::test]
+async fn a_phone_photo_is_turned_upright_by_its_exif_orientation() {
+    let (mime, image) = shown("photo-rotated.jpg").await;
+    assert_eq!(mime, "image/jpeg");
+    assert_eq!((image.width(), image.height()), (200, 300));
+    // The yellow marker stored top-left is top-right once turned 90° clockwise.
+    let [r, g, b] = image.to_rgb8().get_pixel(180, 20).0;
+    assert!(r > 200 && g > 200 && b < 80, "{r} {g} {b}");
+}
+
+#[tokio::test]
+async fn an_animated_gif_is_its_first_frame_as_png() {
+    let (mime, image) = shown("animated.gif").await;
+    assert_eq!(mime, "image/png");
+    assert_eq!((image.width(), image.height()), (64, 48));
+    assert_eq!(image.to_rgb8().get_pixel(10, 10).0, [255, 0, 0]);
+}
+
+#[tokio::test]
+async fn a_transparent_webp_is_sent_as_png_with_its_alpha() {
+    let (mime, image) = shown("alpha.webp").await;
+    assert_eq!(mime, "image/png");
+    assert_eq!((image.width(), image.height()), (80, 60));
+    assert!(image.color().has_alpha());
+}
+
+#[tokio::test]
+async fn a_wide_png_is_scaled_to_1568_pixels_across() {
+    let (mime, image) = shown("wide.png").await;
+    assert_eq!(mime, "image/png");
+    assert_eq!((image.width(), image.height()), (1568, 392));
+    let rgba = image.to_rgba8();
+    assert_eq!(
+        rgba.get_pixel(10, 200).0,
+        [200, 40, 40, 255],
+        "the left half stays red"
+    );
+    assert_eq!(
+        rgba.get_pixel(1500, 200).0[3],
+        0,
+        "the right half stays clear"
+    );
 }

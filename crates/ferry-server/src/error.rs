@@ -166,3 +166,30 @@ impl<E: Into<ferry_app::Error>> From<E> for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod app_error_tests {
+    use super::*;
+
+    /// Events name a failure by `ferry_app::Error::code`; the HTTP answer must use the same.
+    #[test]
+    fn the_envelope_code_is_the_one_events_carry() {
+        for e in [
+            ferry_app::Error::NotFound(String::new()),
+            ferry_app::Error::Forbidden(String::new()),
+            ferry_app::Error::InvalidPath(String::new()),
+            ferry_app::Error::InvalidRequest(String::new()),
+            ferry_app::Error::AlreadyExists(String::new()),
+            ferry_app::Error::PreconditionFailed(String::new()),
+            ferry_app::Error::TooLarge(String::new()),
+            ferry_app::Error::UnsupportedMediaType(String::new()),
+            ferry_app::Error::UnsupportedFileType(String::new()),
+            ferry_app::Error::Busy(String::new()),
+            ferry_app::Error::DiskFull,
+            ferry_app::Error::Internal,
+        ] {
+            let code = e.code();
+            assert_eq!(ApiError::from(e).code.as_str(), code);
+        }
+    }
+}

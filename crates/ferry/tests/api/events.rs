@@ -123,13 +123,15 @@ async fn a_subscriber_connected_first_receives_events_live() {
     published.expect(201, None);
     let upload = upload_one(&app, &t, "u.txt", b"u").await;
 
-    let got = sse.events(3).await;
+    let got = sse.events(4).await;
     assert_eq!(got[0].json(), posted);
     assert_eq!(got[0].json()["sessionId"], t.id.as_str());
-    assert_eq!(got[1].json()["type"], "file_published");
-    assert_eq!(got[1].json()["file"], published.json());
-    assert_eq!(got[2].json()["type"], "upload");
-    assert_eq!(got[2].json()["upload"]["id"], upload["id"]);
+    assert_eq!(got[1].json()["type"], "file_publishing");
+    assert_eq!(got[2].json()["type"], "file_published");
+    assert_eq!(got[2].json()["publishId"], got[1].json()["publishId"]);
+    assert_eq!(got[2].json()["file"], published.json());
+    assert_eq!(got[3].json()["type"], "upload");
+    assert_eq!(got[3].json()["upload"]["id"], upload["id"]);
 }
 
 #[tokio::test]

@@ -314,6 +314,113 @@ async fn publish_errors() {
     .expect(201, None);
 }
 
+/// The events of a thread of one kind among the publish lifecycle's, in order.
+fn lifecycle(events: &[Value]) -> Vec<(String, Value)> {
+    events
+        .iter()
+        .filter(|e| e["type"].as_str().unwrap_or("").starts_with("file_publish"))
+        .map(|e| (e["type"].as_str().unwrap().to_owned(), e.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_publish_is_announced_then_ends_with_the_same_publish_id() {
+    let app = TestApp::with(|c| c.limits.publish_max_bytes = 1024).await;
+    let t = thread(&app, "alice").await;
+    put_file(&app, &t, "outputs/r.md", b"# R").await;
+    put_file(&app, &t, "outputs/big.bin", &[0u8; 2048]).await;
+    let ask = |path: &str, name: &str| json!({ "file_path": path, "display_name": name });
+
+    app.post_json(
+        &t.url("/published"),
+        &t.agent,
+        ask("/sandbox/outputs/r.md", "Report"),
+    )
+    .await
+    .expect(201, None);
+    app.post_json(
+        &t.url("/published"),
+        &t.agent,
+        ask("/sandbox/outputs/none.md", "Ghost"),
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+    let too_large = app
+        .post_json(
+            &t.url("/published"),
+            &t.agent,
+            ask("/sandbox/outputs/big.bin", "Big"),
+        )
+        .await;
+    too_large.expect(413, Some("REQUEST_TOO_LARGE"));
+    // Refused before it started (a malformed request, a caller who may not publish): no events.
+    app.post_json(
+        &t.url("/published"),
+        &t.agent,
+        ask("/sandbox/outputs/r.md", " "),
+    )
+    .await
+    .expect(400, Some("INVALID_REQUEST"));
+    app.post_json(&t.url("/published"), &t.agent, ask("/etc/passwd", "Escape"))
+        .await
+        .expect(400, Some("INVALID_PATH"));
+    app.post_json(
+        &t.url("/published"),
+        &t.user,
+        ask("/sandbox/outputs/r.md", "Mine"),
+    )
+    .await
+    .expect(403, Some("FORBIDDEN"));
+
+    let events = lifecycle(&stored_events(&app, &t, &t.user).await);
+    let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "file_publishing",
+            "file_published",
+            "file_publishing",
+            "file_publish_failed",
+            "file_publishing",
+            "file_publish_failed"
+        ]
+    );
+    for pair in events.chunks(2) {
+        let (start, end) = (&pair[0].1, &pair[1].1);
+        let id = start["publishId"].as_str().unwrap();
+        assert!(!id.is_empty());
+        assert_eq!(end["publishId"], id, "{start} {end}");
+        assert_eq!(end["display_name"], start["display_name"]);
+        assert_eq!(end["file_path"], start["file_path"]);
+        assert_eq!(start["role"], "agent");
+    }
+    assert_ne!(events[0].1["publishId"], events[2].1["publishId"]);
+    let started = &events[0].1;
+    assert_eq!(started["display_name"], "Report");
+    assert_eq!(started["file_path"], "/sandbox/outputs/r.md");
+    assert_eq!(started["content"], "Publishing Report…");
+    assert_eq!(events[1].1["file"]["display_name"], "Report");
+    let ghost = &events[3].1;
+    assert_eq!(
+        ghost["error"],
+        json!({ "code": "NOT_FOUND", "message": "File not found: /sandbox/outputs/none.md" })
+    );
+    assert_eq!(
+        ghost["content"],
+        "Could not publish Ghost: File not found: /sandbox/outputs/none.md"
+    );
+    // The failed event carries the envelope the agent was answered with.
+    assert_eq!(events[5].1["error"], too_large.json()["error"]);
+    assert!(
+        events[5].1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the publish limit of 1 KiB"),
+        "{}",
+        events[5].1
+    );
+}
+
 #[tokio::test]
 async fn thread_file_checks_ownership() {
     let app = TestApp::new().await;
