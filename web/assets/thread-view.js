@@ -26,6 +26,7 @@ export class ThreadView {
     this.onTitle = onTitle;
     this.seen = new Map();
     this.published = new Map(); // published file id → latest revision seen
+    this.publishing = new Map(); // publishId → the loading card of a publish still running
     this.stream = null;
 
     this.statusEl = h('span', { class: 'conn conn-connecting', role: 'status', text: STATUS_TEXT.connecting });
