@@ -17,8 +17,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
 use pdf_extract::{
-    ConvertToFmt, Document, Error as PdfError, MediaBox, OutputDev, OutputError, PlainTextOutput,
-    Transform,
+    ConvertToFmt, Document, Error as PdfError, MediaBox, Object, ObjectId, OutputDev, OutputError,
+    PlainTextOutput, Transform,
 };
 
 use crate::error::ExtractError;
@@ -125,7 +125,65 @@ fn load(bytes: &[u8]) -> Result<Document, ExtractError> {
     if doc.trailer.get(b"Encrypt").is_ok() && !doc.was_encrypted() {
         return Err(ExtractError::Encrypted);
     }
+    let mut doc = doc;
+    inline_stream_filters(&mut doc);
+    crate::pdf_unicode::add_missing_unicode_maps(&mut doc);
     Ok(doc)
+}
+
+/// The keys of a stream's dictionary that say how to decode it.
+const DECODING_KEYS: [&[u8]; 2] = [b"Filter", b"DecodeParms"];
+
+/// Writes each stream's `/Filter` and `/DecodeParms` in place when they are references (or
+/// arrays holding references) to other objects. PDF allows it and some writers do it
+/// (`/Filter 5 0 R` with `5 0 obj [/FlateDecode]`), but lopdf's decoder reads the values only
+/// in place: without this every such stream stays compressed and its text is lost.
+fn inline_stream_filters(doc: &mut Document) {
+    let mut resolved: Vec<(ObjectId, &'static [u8], Object)> = Vec::new();
+    for (id, object) in &doc.objects {
+        let Object::Stream(stream) = object else {
+            continue;
+        };
+        for key in DECODING_KEYS {
+            if let Some(value) = stream.dict.get(key).ok().and_then(|v| inlined(doc, v)) {
+                resolved.push((*id, key, value));
+            }
+        }
+    }
+    for (id, key, value) in resolved {
+        if let Some(Object::Stream(stream)) = doc.objects.get_mut(&id) {
+            stream.dict.set(key, value);
+        }
+    }
+}
+
+/// `value` with its references followed, one level into an array; `None` when it holds none
+/// (or one that leads nowhere, which the decoder then reports as it would have).
+fn inlined(doc: &Document, value: &Object) -> Option<Object> {
+    let follow = |v: &Object| doc.dereference(v).ok().map(|(_, target)| target.clone());
+    match value {
+        Object::Reference(_) => {
+            let target = follow(value)?;
+            Some(match &target {
+                Object::Array(items) => Object::Array(
+                    items
+                        .iter()
+                        .map(|i| follow(i).unwrap_or(Object::Null))
+                        .collect(),
+                ),
+                _ => target,
+            })
+        }
+        Object::Array(items) if items.iter().any(|i| matches!(i, Object::Reference(_))) => {
+            Some(Object::Array(
+                items
+                    .iter()
+                    .map(|i| follow(i).unwrap_or(Object::Null))
+                    .collect(),
+            ))
+        }
+        _ => None,
+    }
 }
 
 fn load_once(bytes: &[u8]) -> Result<Document, ExtractError> {
@@ -444,6 +502,16 @@ mod tests {
         let e = preview(blank, 100).unwrap_err();
         assert_eq!(e, ExtractError::NoTextLayer { pages: 1 });
         assert!(e.to_string().starts_with("no text layer (1 pages)"), "{e}");
+    }
+
+    #[test]
+    fn a_filter_named_by_reference_is_followed() {
+        // Object 4's /Filter is `6 0 R`, and object 6 is `[/ASCII85Decode]`.
+        let pdf = "%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>\nendobj\n4 0 obj\n<< /Length 67 /Filter 6 0 R >>\nstream\n6<#'\\7PQ#@1a#b0+>GQ(+?(u.+B2ko-q7oeFCfK6+C]U=Eb/ioEb0,uALSa$C*5rE~>\nendstream\nendobj\n5 0 obj\n<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>\nendobj\n6 0 obj\n[/ASCII85Decode]\nendobj\n%%EOF\n";
+        assert_eq!(
+            preview(pdf.as_bytes(), 100).unwrap(),
+            "Filters by reference"
+        );
     }
 
     #[test]

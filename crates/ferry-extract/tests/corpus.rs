@@ -109,6 +109,15 @@ async fn pdf_matches_pdfminer() {
     // an empty preview that reads as a blank page.
     let e = preview("pdf/jo.pdf").await.unwrap_err().to_string();
     assert!(e.contains("its text could not be decoded"), "{e}");
+    // Every stream's /Filter is a reference to [/FlateDecode]: followed, the text is there.
+    let t = text("pdf-samples/contrib_issue-1062-filters.pdf").await;
+    assert!(t.split_whitespace().count() > 300, "{t}");
+    // Identity-H fonts with no usable /ToUnicode (a name stands there): their characters come
+    // from the embedded TrueType font's own cmap, Polish letters included.
+    let t = text("pdf-samples/contrib_issue-625-identity-cmap.pdf").await;
+    for s in ["Faktura nr FV 1/2021", "Sprzedawca", "Kacza 11/2"] {
+        assert!(t.contains(s), "{s} not in {t}");
+    }
 }
 
 #[tokio::test]

@@ -1,0 +1,197 @@
+//! Unicode maps for PDF fonts written without one.
+//!
+//! A composite (Type0) font with the `Identity-H` or `Identity-V` encoding shows glyphs by
+//! number; the text behind them is known only from its `/ToUnicode` map. Some writers leave
+//! that map out but embed the TrueType font itself, whose own `cmap` table says which
+//! character each glyph draws. Read backwards, that table is the missing map: this module
+//! writes it as a `/ToUnicode` CMap stream and attaches it to the font, so that the text
+//! reader decodes those glyphs like any others (as poppler and pdfminer do).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use pdf_extract::{Dictionary, Document, Object, ObjectId, Stream};
+
+/// Gives every Identity-encoded Type0 font that has no `/ToUnicode` but embeds a TrueType font
+/// with a Unicode `cmap` a `/ToUnicode` map made from that table. Fonts it cannot help are left
+/// as they are.
+pub(crate) fn add_missing_unicode_maps(doc: &mut Document) {
+    let fonts: Vec<ObjectId> = doc
+        .objects
+        .iter()
+        .filter(|(_, object)| {
+            object
+                .as_dict()
+                .is_ok_and(|font| lacks_unicode_map(doc, font))
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    for id in fonts {
+        let Some(map) = doc
+            .get_dictionary(id)
+            .ok()
+            .and_then(|font| cid_to_unicode(doc, font))
+        else {
+            continue;
+        };
+        let cmap = doc.add_object(Stream::new(Dictionary::new(), to_unicode_cmap(&map)));
+        // Replaces a /ToUnicode that is not a map, if there was one.
+        if let Ok(font) = doc.get_dictionary_mut(id) {
+            font.set("ToUnicode", Object::Reference(cmap));
+        }
+    }
+}
+
+/// Whether `font` is an Identity-encoded Type0 font without a usable `/ToUnicode` stream (some
+/// writers put a name there, `/ToUnicode /Identity-H`, which is no map at all).
+fn lacks_unicode_map(doc: &Document, font: &Dictionary) -> bool {
+    let name = |key: &[u8]| font.get(key).and_then(Object::as_name).ok();
+    let has_map = font
+        .get(b"ToUnicode")
+        .ok()
+        .and_then(|value| follow(doc, value))
+        .is_some_and(|map| map.as_stream().is_ok());
+    name(b"Subtype") == Some(b"Type0")
+        && matches!(name(b"Encoding"), Some(b"Identity-H" | b"Identity-V"))
+        && !has_map
+}
+
+/// Which character each CID of `font` draws, from its embedded TrueType font.
+fn cid_to_unicode(doc: &Document, font: &Dictionary) -> Option<BTreeMap<u16, char>> {
+    let follow = |object| follow(doc, object);
+    let descendants = follow(font.get(b"DescendantFonts").ok()?)?
+        .as_array()
+        .ok()?;
+    let descendant = follow(descendants.first()?)?.as_dict().ok()?;
+    let descriptor = follow(descendant.get(b"FontDescriptor").ok()?)?
+        .as_dict()
+        .ok()?;
+    let file = follow(descriptor.get(b"FontFile2").ok()?)?
+        .as_stream()
+        .ok()?;
+    let bytes = file.get_plain_content().ok()?;
+    let by_glyph = glyph_to_unicode(&bytes)?;
+
+    // CIDs are glyph numbers unless a /CIDToGIDMap stream says otherwise.
+    let cid_to_gid = descendant
+        .get(b"CIDToGIDMap")
+        .ok()
+        .and_then(&follow)
+        .and_then(|o| o.as_stream().ok())
+        .and_then(|s| s.get_plain_content().ok());
+    let map: BTreeMap<u16, char> = match cid_to_gid {
+        Some(table) => table
+            .chunks_exact(2)
+            .enumerate()
+            .filter_map(|(cid, gid)| {
+                let ch = by_glyph.get(&u16::from_be_bytes([gid[0], gid[1]]))?;
+                Some((u16::try_from(cid).ok()?, *ch))
+            })
+            .collect(),
+        None => by_glyph,
+    };
+    (!map.is_empty()).then_some(map)
+}
+
+/// `object`, or the object it refers to.
+fn follow<'a>(doc: &'a Document, object: &'a Object) -> Option<&'a Object> {
+    doc.dereference(object).ok().map(|(_, target)| target)
+}
+
+/// The TrueType font's Unicode `cmap` subtables read backwards: glyph → character. Where
+/// several characters share a glyph, the smallest is kept.
+fn glyph_to_unicode(font: &[u8]) -> Option<BTreeMap<u16, char>> {
+    let face = ttf_parser::Face::parse(font, 0).ok()?;
+    let cmap = face.tables().cmap?;
+    let mut map = BTreeMap::new();
+    for subtable in cmap.subtables.into_iter().filter(|s| s.is_unicode()) {
+        subtable.codepoints(|code| {
+            if let (Some(glyph), Some(ch)) = (subtable.glyph_index(code), char::from_u32(code)) {
+                let kept = map.entry(glyph.0).or_insert(ch);
+                if ch < *kept {
+                    *kept = ch;
+                }
+            }
+        });
+    }
+    Some(map)
+}
+
+/// A `/ToUnicode` CMap listing each CID (two bytes) with its character as UTF-16BE.
+fn to_unicode_cmap(map: &BTreeMap<u16, char>) -> Vec<u8> {
+    let mut out = String::from(
+        "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n\
+         /CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n\
+         /CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n\
+         1 begincodespacerange\n<0000> <FFFF>\nendcodespacerange\n",
+    );
+    let entries: Vec<(&u16, &char)> = map.iter().collect();
+    // A CMap section holds at most 100 entries.
+    for chunk in entries.chunks(100) {
+        let _ = writeln!(out, "{} beginbfchar", chunk.len());
+        for (cid, ch) in chunk {
+            let mut units = [0u16; 2];
+            let utf16: String = ch
+                .encode_utf16(&mut units)
+                .iter()
+                .map(|u| format!("{u:04X}"))
+                .collect();
+            let _ = writeln!(out, "<{cid:04X}> <{utf16}>");
+        }
+        out.push_str("endbfchar\n");
+    }
+    out.push_str("endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n");
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cmap_lists_each_cid_with_its_utf16() {
+        let map = BTreeMap::from([(3, 'A'), (0x1F, 'ż'), (0x200, '😀')]);
+        let text = String::from_utf8(to_unicode_cmap(&map)).unwrap();
+        assert!(
+            text.contains(
+                "3 beginbfchar\n<0003> <0041>\n<001F> <017C>\n<0200> <D83DDE00>\nendbfchar"
+            ),
+            "{text}"
+        );
+        assert!(text.starts_with("/CIDInit"));
+        assert!(text.ends_with("end\nend\n"));
+    }
+
+    #[test]
+    fn sections_hold_at_most_100_entries() {
+        let map: BTreeMap<u16, char> = (0..250u16).map(|i| (i, 'x')).collect();
+        let text = String::from_utf8(to_unicode_cmap(&map)).unwrap();
+        assert_eq!(text.matches("100 beginbfchar").count(), 2);
+        assert_eq!(text.matches("50 beginbfchar").count(), 1);
+    }
+
+    #[test]
+    fn only_identity_type0_fonts_without_a_map_are_touched() {
+        let mut doc = Document::new();
+        let map = doc.add_object(Stream::new(Dictionary::new(), b"a map".to_vec()));
+        let font = |encoding: &str, to_unicode: Option<Object>| {
+            let mut d = Dictionary::new();
+            d.set("Type", Object::Name(b"Font".to_vec()));
+            d.set("Subtype", Object::Name(b"Type0".to_vec()));
+            d.set("Encoding", Object::Name(encoding.as_bytes().to_vec()));
+            if let Some(value) = to_unicode {
+                d.set("ToUnicode", value);
+            }
+            d
+        };
+        let name = Object::Name(b"Identity-H".to_vec());
+        assert!(lacks_unicode_map(&doc, &font("Identity-H", None)));
+        assert!(lacks_unicode_map(&doc, &font("Identity-V", None)));
+        assert!(lacks_unicode_map(&doc, &font("Identity-H", Some(name))));
+        assert!(!lacks_unicode_map(
+            &doc,
+            &font("Identity-H", Some(Object::Reference(map)))
+        ));
+        assert!(!lacks_unicode_map(&doc, &font("UniJIS-UCS2-H", None)));
+    }
+}
