@@ -3,7 +3,7 @@
 //! documents as their note; messages as their text followed by their uploads.
 
 use crate::support::TestApp;
-use crate::thread_support::{png, png_declaring, publish, put_file, thread, upload_one};
+use crate::thread_support::{Thread, png, png_declaring, publish, put_file, thread, upload_one};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
@@ -20,6 +20,19 @@ fn blocks(reply: &crate::support::Reply) -> Vec<Value> {
     reply.json().as_array().unwrap().clone()
 }
 
+/// The path of an upload's model content.
+fn upload_url(t: &Thread, upload: &Value) -> String {
+    t.url(&format!(
+        "/uploads/{}/model-content",
+        upload["id"].as_str().unwrap()
+    ))
+}
+
+/// An upload's model content, as the thread's owner reads it.
+async fn blocks_of_upload(app: &TestApp, t: &Thread, upload: &Value) -> Vec<Value> {
+    blocks(&app.get(&upload_url(t, upload), &t.user).await)
+}
+
 fn image_bytes(block: &Value) -> Vec<u8> {
     assert_eq!(block["type"], "image", "{block}");
     STANDARD.decode(block["base64"].as_str().unwrap()).unwrap()
@@ -31,10 +44,7 @@ async fn an_image_is_the_image_then_its_note() {
     let t = thread(&app, "alice").await;
     let small = png(30, 20);
     let upload = upload_one(&app, &t, "shot.png", &small).await;
-    let url = t.url(&format!(
-        "/uploads/{}/model-content",
-        upload["id"].as_str().unwrap()
-    ));
+    let url = upload_url(&t, &upload);
 
     let got = blocks(&app.get(&url, &t.user).await);
     assert_eq!(got.len(), 2, "{got:?}");
@@ -58,10 +68,7 @@ async fn a_large_image_is_scaled_to_a_long_edge_of_1568_with_its_aspect() {
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;
     let upload = upload_one(&app, &t, "wide.png", &png(2000, 1000)).await;
-    let url = t.url(&format!(
-        "/uploads/{}/model-content",
-        upload["id"].as_str().unwrap()
-    ));
+    let url = upload_url(&t, &upload);
     let got = blocks(&app.get(&url, &t.user).await);
     let shown = image_bytes(&got[0]);
     assert_eq!(png_size(&shown), (1568, 784));
@@ -94,16 +101,7 @@ async fn a_document_is_its_note_with_the_preview() {
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;
     let upload = upload_one(&app, &t, "q.csv", b"region,q1\nNorth,125000\n").await;
-    let got = blocks(
-        &app.get(
-            &t.url(&format!(
-                "/uploads/{}/model-content",
-                upload["id"].as_str().unwrap()
-            )),
-            &t.user,
-        )
-        .await,
-    );
+    let got = blocks_of_upload(&app, &t, &upload).await;
     assert_eq!(
         got,
         [json!({ "type": "text", "text": upload["attachmentXml"] })]
@@ -123,16 +121,7 @@ async fn an_image_bomb_uploads_with_a_preview_error_and_is_never_decoded() {
     let upload = upload_one(&app, &t, "bomb.png", &png_declaring(100_000, 100_000)).await;
     let error = upload["previewError"].as_str().unwrap();
     assert!(error.contains("100000 × 100000 pixels"), "{upload}");
-    let got = blocks(
-        &app.get(
-            &t.url(&format!(
-                "/uploads/{}/model-content",
-                upload["id"].as_str().unwrap()
-            )),
-            &t.user,
-        )
-        .await,
-    );
+    let got = blocks_of_upload(&app, &t, &upload).await;
     assert_eq!(got.len(), 2, "{got:?}");
     let said = got[0]["text"].as_str().unwrap();
     assert!(
@@ -235,10 +224,7 @@ async fn another_users_upload_is_not_found() {
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;
     let upload = upload_one(&app, &t, "shot.png", &png(2, 2)).await;
-    let url = t.url(&format!(
-        "/uploads/{}/model-content",
-        upload["id"].as_str().unwrap()
-    ));
+    let url = upload_url(&t, &upload);
     app.get(&url, &app.user("mallory"))
         .await
         .expect(404, Some("NOT_FOUND"));

@@ -458,15 +458,7 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     check(len(messages[-1].get("files") or []) == 1 and not messages[0].get("files"), "the file is on the last message", messages)
 
     # The user's uploads, with their previews.
-    uploaded = await ferry.request(
-        "POST",
-        f"/api/threads/{thread}/uploads",
-        ferry.user,
-        params={"filename": "sales.csv"},
-        headers={"content-type": "text/csv"},
-        content=b"region,q1,q2\nNorth,125000,132000\nSouth,98000,101000\n",
-    )
-    check(uploaded.status_code == 201, "uploading a CSV", uploaded.text)
+    await upload_as_user(ferry, thread, "sales.csv", "text/csv", b"region,q1,q2\nNorth,125000,132000\nSouth,98000,101000\n")
     uploads = ok(await session.call_tool("list_uploads", {}), "list_uploads")
     check([u["fileName"] for u in uploads["uploads"]] == ["sales.csv"], "list_uploads", uploads)
     check("North" in (uploads["uploads"][0].get("preview") or ""), "the upload's preview", uploads)
@@ -477,16 +469,7 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     looked = await session.call_tool("read_upload", {"uploadId": csv_id})
     check(not looked.isError and [c.type for c in looked.content] == ["text"], "read_upload of a document", looked)
     check("<Preview>" in looked.content[0].text and "North" in looked.content[0].text, "the note carries the preview", looked)
-    uploaded = await ferry.request(
-        "POST",
-        f"/api/threads/{thread}/uploads",
-        ferry.user,
-        params={"filename": "dot.png"},
-        headers={"content-type": "image/png"},
-        content=ONE_PIXEL_PNG,
-    )
-    check(uploaded.status_code == 201, "uploading a PNG", uploaded.text)
-    image_id = uploaded.json()["uploads"][0]["id"]
+    image_id = (await upload_as_user(ferry, thread, "dot.png", "image/png", ONE_PIXEL_PNG))["id"]
     looked = await session.call_tool("read_upload", {"uploadId": image_id})
     check([c.type for c in looked.content] == ["image", "text"], "read_upload of an image: image, then note", looked)
     check(looked.content[0].mimeType == "image/png", "the image's type", looked.content[0].mimeType)
@@ -495,6 +478,20 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     envelope(await session.call_tool("read_upload", {"uploadId": "nope"}), "NOT_FOUND", "read_upload of an unknown id")
 
     print(f"{name}: ok")
+
+
+async def upload_as_user(ferry: Ferry, thread: str, name: str, content_type: str, content: bytes) -> dict[str, Any]:
+    """Uploads one file into the thread as its owner; answers the upload."""
+    uploaded = await ferry.request(
+        "POST",
+        f"/api/threads/{thread}/uploads",
+        ferry.user,
+        params={"filename": name},
+        headers={"content-type": content_type},
+        content=content,
+    )
+    check(uploaded.status_code == 201, f"uploading {name}", uploaded.text)
+    return uploaded.json()["uploads"][0]
 
 
 async def user_token_without_thread(ferry_exe: str, ferry: Ferry) -> None:
