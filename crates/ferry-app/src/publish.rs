@@ -4,6 +4,7 @@
 use ferry_core::SandboxPath;
 use ferry_store::published::{NewRevision, Revision};
 use serde::Serialize;
+use tracing::Instrument as _;
 use utoipa::ToSchema;
 
 use crate::App;
@@ -110,13 +111,17 @@ pub async fn publish(
     app.announce(started);
 
     let (app, description) = (app.clone(), publication.description);
-    let work = tokio::spawn(async move {
-        let outcome = store_revision(&app, &attempt, path, description).await;
-        if let Err(error) = &outcome {
-            attempt.report_failure(&app, error).await;
+    // In the request's span, so its log lines keep the request id.
+    let work = tokio::spawn(
+        async move {
+            let outcome = store_revision(&app, &attempt, path, description).await;
+            if let Err(error) = &outcome {
+                attempt.report_failure(&app, error).await;
+            }
+            outcome
         }
-        outcome
-    });
+        .instrument(tracing::Span::current()),
+    );
     work.await.map_err(Error::internal)?
 }
 

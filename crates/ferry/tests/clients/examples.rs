@@ -302,3 +302,28 @@ async fn the_langgraph_agent_uses_ferrys_tools_over_both_transports() {
         ]
     );
 }
+
+/// Every file the README's walk-through sends (`-F "file=@PATH"`, `--data-binary @PATH`) is in
+/// the repository, so a newcomer's first upload does not fail on a missing file.
+#[test]
+fn the_readme_walkthrough_sends_files_that_exist() {
+    let root = example("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let sent: Vec<&str> = readme
+        .split('@')
+        .skip(1)
+        .filter_map(|rest| rest.split(['"', ' ', '\n', '\'']).next())
+        .filter(|path| path.contains('/') || path.contains('.'))
+        .filter(|path| !path.is_empty())
+        .collect();
+    assert!(
+        sent.contains(&"examples/files/quarterly_report.xlsx"),
+        "{sent:?}"
+    );
+    for path in sent {
+        assert!(
+            root.join(path).is_file(),
+            "the README sends {path}, which is missing"
+        );
+    }
+}

@@ -419,6 +419,14 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
         "NOT_FOUND",
         "publishing a missing file",
     )
+    # The user sees each publish start and end, through MCP as through HTTP: three publishes,
+    # each a file_publishing then a file_published or file_publish_failed with its publishId.
+    lifecycle = [e for e in await ferry.events(thread) if e["type"].startswith("file_publish")]
+    kinds = [e["type"] for e in lifecycle]
+    check(kinds == ["file_publishing", "file_published"] * 2 + ["file_publishing", "file_publish_failed"], "publish events", kinds)
+    for start, end in zip(lifecycle[::2], lifecycle[1::2]):
+        check(start["publishId"] and start["publishId"] == end["publishId"], "one publishId per publish", start, end)
+    check(lifecycle[-1]["error"]["code"] == "NOT_FOUND", "the failure carries the envelope", lifecycle[-1])
 
     sent = ok(await session.call_tool("send_file", {"filePath": "/sandbox/outputs/report.md"}), "send_file")
     check(sent["filename"] == "report.md" and sent["encoding"] == "utf-8", "send_file answer", sent)
