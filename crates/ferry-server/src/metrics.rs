@@ -1,4 +1,5 @@
-//! Prometheus metrics: requests by route and status, bytes in and out, and latency.
+//! Prometheus metrics (requests by route and status, bytes in and out, latency) and the access
+//! log: one line per request, from the same middleware, so both name a request alike.
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
@@ -42,6 +43,7 @@ pub async fn track(request: Request, next: Next) -> Response {
         .map(|m| m.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".to_owned());
     let method = request.method().as_str().to_owned();
+    let method_for_log = method.clone();
     let start = Instant::now();
 
     let bytes_in = metrics::counter!("ferry_http_request_bytes_total", "route" => route.clone());
@@ -60,8 +62,27 @@ pub async fn track(request: Request, next: Next) -> Response {
         "route" => route.clone(), "method" => method
     )
     .record(start.elapsed().as_secs_f64());
+    access_line(&method_for_log, &route, &response, start);
     let bytes_out = metrics::counter!("ferry_http_response_bytes_total", "route" => route);
     response.map(|body| Body::new(Counted::new(body, bytes_out)))
+}
+
+/// The access log's line for a request, at info under the target `ferry::access`, inside the
+/// request's span (which adds its id): the method, the route template (never the path's
+/// values or the query, which may carry a signed link's signature), the status, the body's
+/// size when the answer declares it, and the time until the answer's headers.
+fn access_line(method: &str, route: &str, response: &Response, start: Instant) {
+    let status = response.status().as_u16();
+    let duration_ms = start.elapsed().as_secs_f64() * 1000.0;
+    match http_body::Body::size_hint(response.body()).exact() {
+        Some(bytes) => tracing::info!(
+            target: "ferry::access", method, route, status, bytes, duration_ms, "request"
+        ),
+        // A streamed answer (events, a download without a declared length) has no size yet.
+        None => tracing::info!(
+            target: "ferry::access", method, route, status, duration_ms, "request"
+        ),
+    }
 }
 
 /// A body that counts the bytes passing through it and keeps the inner body's size hint, so

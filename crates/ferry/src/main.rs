@@ -26,8 +26,10 @@ struct Cli {
 enum Command {
     /// Run the server (SQLite and a local directory unless told otherwise).
     #[command(
-        after_help = "Logs go to standard error. FERRY_LOG takes a tracing filter \
-                      [default: info,rmcp=warn,s3s=off], e.g. FERRY_LOG=debug or FERRY_LOG=ferry_server=debug."
+        after_help = "Logs go to standard error, one access line per request (target ferry::access). \
+                      FERRY_LOG takes a tracing filter [default: info,rmcp=warn,s3s=off], e.g. \
+                      FERRY_LOG=debug, FERRY_LOG=ferry_server=debug or FERRY_LOG=info,ferry::access=off. \
+                      FERRY_LOG_FORMAT=json writes JSON lines [default: text]."
     )]
     Serve(Box<ServeArgs>),
     /// Print a signed bearer token for a user, an agent or an orchestrator.
@@ -98,14 +100,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 const DEFAULT_SERVE_LOG: &str = "info,rmcp=warn,s3s=off";
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG")
-                .unwrap_or_else(|_| DEFAULT_SERVE_LOG.into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG")
+        .unwrap_or_else(|_| DEFAULT_SERVE_LOG.into());
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match std::env::var("FERRY_LOG_FORMAT").as_deref() {
+        // One JSON object per line, the request's span (its id, method and path) included.
+        Ok("json") => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+        Ok("text") | Err(_) => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        Ok(other) => anyhow::bail!("FERRY_LOG_FORMAT must be 'text' or 'json', not '{other}'"),
+    }
     let resolved = args.resolve()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

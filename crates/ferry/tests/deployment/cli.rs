@@ -75,3 +75,69 @@ fn the_sign_in_link_uses_the_public_url() {
         "{sign_in}"
     );
 }
+
+/// Every request leaves one access line: method, route template, status, size, time, and the
+/// request's id; with `FERRY_LOG_FORMAT=json` each line is a JSON object. The path's values and
+/// the query never appear in the route.
+#[tokio::test]
+async fn each_request_leaves_one_access_line_in_json() {
+    let data = tempfile::tempdir().unwrap();
+    let server = crate::support::binary::start(data.path(), &[("FERRY_LOG_FORMAT", "json")]);
+    let client = reqwest::Client::new();
+    let url = format!("http://{}", server.addr);
+    let ok = client
+        .get(format!("{url}/healthz"))
+        .header("x-request-id", "access-line-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let refused = client
+        .get(format!(
+            "{url}/api/threads/some-thread/uploads?sig=secret-value"
+        ))
+        .header("x-request-id", "access-line-2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+
+    let line_of = |id: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let found = server.log.lock().unwrap().iter().find_map(|line| {
+                let json: serde_json::Value = serde_json::from_str(line)
+                    .unwrap_or_else(|_| panic!("a log line is not JSON: {line}"));
+                (json["target"] == "ferry::access" && json["span"]["id"] == id).then_some(json)
+            });
+            if let Some(json) = found {
+                return json;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no access line for {id}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let health = line_of("access-line-1");
+    assert_eq!(health["level"], "INFO");
+    assert_eq!(health["fields"]["method"], "GET");
+    assert_eq!(health["fields"]["route"], "/healthz");
+    assert_eq!(health["fields"]["status"], 200);
+    assert!(health["fields"]["duration_ms"].as_f64().unwrap() >= 0.0);
+    assert!(health["fields"]["bytes"].as_u64().is_some(), "{health}");
+    let uploads = line_of("access-line-2");
+    assert_eq!(uploads["fields"]["route"], "/api/threads/{id}/uploads");
+    assert_eq!(uploads["fields"]["status"], 401);
+    let all = server.log.lock().unwrap().join("\n");
+    assert!(!all.contains("secret-value"), "the query is never logged");
+    let lines_for_2 = server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("\"ferry::access\"") && l.contains("access-line-2"))
+        .count();
+    assert_eq!(lines_for_2, 1, "one line per request");
+}

@@ -11,6 +11,8 @@ use super::{SECRET, ferry_exe};
 pub struct Running {
     pub child: Child,
     pub addr: SocketAddr,
+    /// Every line the server wrote to standard error so far.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Running {
@@ -36,14 +38,25 @@ pub fn start(data: &Path, extra_env: &[(&str, &str)]) -> Running {
     let mut child = command.spawn().expect("the ferry binary starts");
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
-            // The start line: `ferry is listening version=… addr=127.0.0.1:PORT url=…`.
-            if let Some(rest) = line.split(" addr=").nth(1) {
-                let addr = rest.split_whitespace().next().unwrap_or_default();
-                let _ = tx.send(addr.to_owned());
+            // The start line: `ferry is listening version=… addr=127.0.0.1:PORT url=…`, or
+            // its JSON form with `"addr":"127.0.0.1:PORT"` among the fields.
+            let addr = match serde_json::from_str::<serde_json::Value>(&line) {
+                Ok(json) => json["fields"]["addr"].as_str().map(str::to_owned),
+                Err(_) => line
+                    .split(" addr=")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .map(str::to_owned),
+            };
+            if let Some(addr) = addr {
+                let _ = tx.send(addr);
             }
+            kept.lock().unwrap().push(line);
         }
     });
     let addr = rx
@@ -51,7 +64,7 @@ pub fn start(data: &Path, extra_env: &[(&str, &str)]) -> Running {
         .expect("ferry printed its address")
         .parse()
         .unwrap();
-    Running { child, addr }
+    Running { child, addr, log }
 }
 
 /// A user token signed with the test secret, minted by the binary itself.
