@@ -31,8 +31,70 @@ pub fn handle() -> &'static PrometheusHandle {
         // Another recorder may already be installed by an embedding program; then ours only
         // renders what it saw, which is nothing, and that is the embedder's choice.
         let _ = metrics::set_global_recorder(recorder);
+        describe();
+        metrics::gauge!("ferry_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
         handle
     })
+}
+
+/// The `# HELP` text of every metric ferry records.
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "ferry_http_requests_total",
+        "HTTP requests answered, by route template, method and status"
+    );
+    describe_histogram!(
+        "ferry_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time from a request's arrival to its answer's headers, by route template and method"
+    );
+    describe_gauge!(
+        "ferry_http_requests_in_flight",
+        "HTTP requests being handled now (an open event stream counts until it ends)"
+    );
+    describe_counter!(
+        "ferry_http_request_bytes_total",
+        Unit::Bytes,
+        "Request body bytes received, by route template"
+    );
+    describe_counter!(
+        "ferry_http_response_bytes_total",
+        Unit::Bytes,
+        "Response body bytes sent, by route template"
+    );
+    describe_gauge!(
+        "ferry_event_streams_open",
+        "Server-Sent Event streams open now"
+    );
+    describe_counter!(
+        "ferry_connections_refused_total",
+        "Connections closed on arrival because the server held as many as it may"
+    );
+    describe_gauge!(
+        "ferry_extract_waiting",
+        "Documents waiting for an extraction worker, as of the last scrape"
+    );
+    describe_gauge!(
+        "ferry_build_info",
+        "Always 1; the label says which version of ferry is running"
+    );
+}
+
+/// Counts a request as in flight until its answer's body is done (or dropped).
+struct InFlight;
+
+impl InFlight {
+    fn start() -> InFlight {
+        metrics::gauge!("ferry_http_requests_in_flight").increment(1.0);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::gauge!("ferry_http_requests_in_flight").decrement(1.0);
+    }
 }
 
 /// Middleware recording each request.
@@ -45,9 +107,10 @@ pub async fn track(request: Request, next: Next) -> Response {
     let method = request.method().as_str().to_owned();
     let method_for_log = method.clone();
     let start = Instant::now();
+    let in_flight = InFlight::start();
 
     let bytes_in = metrics::counter!("ferry_http_request_bytes_total", "route" => route.clone());
-    let request = request.map(|body| Body::new(Counted::new(body, bytes_in)));
+    let request = request.map(|body| Body::new(Counted::new(body, bytes_in, None)));
 
     let response = next.run(request).await;
 
@@ -64,7 +127,7 @@ pub async fn track(request: Request, next: Next) -> Response {
     .record(start.elapsed().as_secs_f64());
     access_line(&method_for_log, &route, &response, start);
     let bytes_out = metrics::counter!("ferry_http_response_bytes_total", "route" => route);
-    response.map(|body| Body::new(Counted::new(body, bytes_out)))
+    response.map(|body| Body::new(Counted::new(body, bytes_out, in_flight)))
 }
 
 /// The access log's line for a request, at info under the target `ferry::access`, inside the
@@ -90,11 +153,21 @@ fn access_line(method: &str, route: &str, response: &Response, start: Instant) {
 struct Counted {
     inner: Body,
     counter: metrics::Counter,
+    /// Held by a response body: the request stays in flight until the body is done.
+    _in_flight: Option<InFlight>,
 }
 
 impl Counted {
-    fn new(inner: Body, counter: metrics::Counter) -> Counted {
-        Counted { inner, counter }
+    fn new(
+        inner: Body,
+        counter: metrics::Counter,
+        in_flight: impl Into<Option<InFlight>>,
+    ) -> Counted {
+        Counted {
+            inner,
+            counter,
+            _in_flight: in_flight.into(),
+        }
     }
 }
 

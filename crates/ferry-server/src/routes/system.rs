@@ -39,7 +39,9 @@ pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiE
     get, path = "/metrics", tag = "system",
     responses((status = 200, content_type = "text/plain; version=0.0.4", description = "Prometheus text"))
 )]
-pub async fn metrics() -> Response {
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    // Sampled at the scrape: the extraction queue has no event of its own to count.
+    metrics::gauge!("ferry_extract_waiting").set(state.app.extractor.waiting() as f64);
     let mut response = crate::metrics::handle().render().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -838,6 +838,32 @@ async fn operations_routes() {
     );
     assert!(text.contains("ferry_http_request_bytes_total"), "{text}");
     assert!(text.contains("ferry_http_response_bytes_total"), "{text}");
+    // Every metric says what it counts, and the build says what it is.
+    for name in [
+        "ferry_http_requests_total",
+        "ferry_http_request_duration_seconds",
+        "ferry_http_requests_in_flight",
+        "ferry_build_info",
+        "ferry_extract_waiting",
+    ] {
+        assert!(text.contains(&format!("# HELP {name} ")), "{name}: {text}");
+        assert!(text.contains(&format!("# TYPE {name} ")), "{name}: {text}");
+    }
+    assert!(
+        text.contains(&format!(
+            "ferry_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{text}"
+    );
+    // The scrape itself is in flight while it is answered (other tests of this process may
+    // be too: the recorder is the process's).
+    let in_flight: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ferry_http_requests_in_flight "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_default();
+    assert!(in_flight >= 1.0, "{text}");
 }
 
 #[tokio::test]
