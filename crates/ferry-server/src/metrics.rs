@@ -10,7 +10,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::pin::Pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -105,7 +105,6 @@ pub async fn track(request: Request, next: Next) -> Response {
         .map(|m| m.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".to_owned());
     let method = request.method().as_str().to_owned();
-    let method_for_log = method.clone();
     let start = Instant::now();
     let in_flight = InFlight::start();
 
@@ -113,6 +112,9 @@ pub async fn track(request: Request, next: Next) -> Response {
     let request = request.map(|body| Body::new(Counted::new(body, bytes_in, None)));
 
     let response = next.run(request).await;
+    // One measurement for the histogram and the log line, so the two agree.
+    let elapsed = start.elapsed();
+    access_line(&method, &route, &response, elapsed);
 
     let status = response.status().as_u16().to_string();
     metrics::counter!(
@@ -124,19 +126,18 @@ pub async fn track(request: Request, next: Next) -> Response {
         "ferry_http_request_duration_seconds",
         "route" => route.clone(), "method" => method
     )
-    .record(start.elapsed().as_secs_f64());
-    access_line(&method_for_log, &route, &response, start);
+    .record(elapsed.as_secs_f64());
     let bytes_out = metrics::counter!("ferry_http_response_bytes_total", "route" => route);
-    response.map(|body| Body::new(Counted::new(body, bytes_out, in_flight)))
+    response.map(|body| Body::new(Counted::new(body, bytes_out, Some(in_flight))))
 }
 
 /// The access log's line for a request, at info under the target `ferry::access`, inside the
 /// request's span (which adds its id): the method, the route template (never the path's
 /// values or the query, which may carry a signed link's signature), the status, the body's
 /// size when the answer declares it, and the time until the answer's headers.
-fn access_line(method: &str, route: &str, response: &Response, start: Instant) {
+fn access_line(method: &str, route: &str, response: &Response, elapsed: Duration) {
     let status = response.status().as_u16();
-    let duration_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let duration_ms = elapsed.as_secs_f64() * 1000.0;
     match http_body::Body::size_hint(response.body()).exact() {
         Some(bytes) => tracing::info!(
             target: "ferry::access", method, route, status, bytes, duration_ms, "request"
