@@ -28,11 +28,12 @@ pub enum TokenRefusal {
 }
 
 /// What the door needs from the server's own credentials.
+#[async_trait::async_trait]
 pub trait Identities: Send + Sync + 'static {
     /// The secret of access key `access_key_id`, derived from the server's secret.
     fn secret_of(&self, access_key_id: &str) -> String;
     /// The principal a bearer token speaks for.
-    fn session(&self, token: &str) -> Result<Principal, TokenRefusal>;
+    async fn session(&self, token: &str) -> Result<Principal, TokenRefusal>;
 }
 
 /// Hands `s3s` the secret to check a signature with.
@@ -80,10 +81,13 @@ pub(crate) async fn principal(
                 "the access key 'ferry' needs a bearer token as X-Amz-Security-Token"
             )
         })?;
-        return identities.session(token).map_err(|refusal| match refusal {
-            TokenRefusal::Expired(why) => s3_error!(ExpiredToken, "{why}"),
-            TokenRefusal::Invalid(why) => s3_error!(InvalidToken, "{why}"),
-        });
+        return identities
+            .session(token)
+            .await
+            .map_err(|refusal| match refusal {
+                TokenRefusal::Expired(why) => s3_error!(ExpiredToken, "{why}"),
+                TokenRefusal::Invalid(why) => s3_error!(InvalidToken, "{why}"),
+            });
     }
     match ferry_app::access_keys::principal_of(app, access_key).await {
         Ok(Some(principal)) => Ok(principal),

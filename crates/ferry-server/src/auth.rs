@@ -1,14 +1,24 @@
 //! Bearer-JWT authentication (docs/reference/auth.md).
 //!
-//! Tokens are HS256 JWTs signed with the deployment's secret — the same secret as a Supabase
-//! project's legacy JWT secret, so Supabase access tokens work unchanged. The caller's identity
-//! comes only from the verified claims, never from a body, a query or another header.
+//! Two kinds of token are accepted:
+//! - HS256 JWTs signed with the deployment's secret — the same secret as a Supabase project's
+//!   legacy JWT secret, so those Supabase access tokens work unchanged. ferry mints its agent
+//!   and service tokens this way.
+//! - ES256, RS256 and EdDSA JWTs signed by a configured identity provider, verified with the
+//!   public keys of its JWKS ([`crate::jwks`]). These speak for people only.
+//!
+//! The token's `alg` picks the kind, and a key only ever verifies its own algorithm, so a
+//! public key can never be used as an HMAC secret. The caller's identity comes only from the
+//! verified claims, never from a body, a query or another header.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::config::IdentityProvider;
 use crate::error::ApiError;
+use crate::jwks::ProviderKeys;
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds (docs/reference/auth.md).
 const LEEWAY_SECONDS: u64 = 30;
@@ -67,12 +77,20 @@ pub struct MintedToken {
     pub expires_at: u64,
 }
 
-/// Verifies and mints tokens with one secret.
+/// Verifies tokens (the secret's and an identity provider's) and mints them with the secret.
 #[derive(Clone)]
 pub struct Auth {
     decoding: DecodingKey,
     encoding: EncodingKey,
     validation: Validation,
+    provider: Option<Arc<Provider>>,
+}
+
+/// An identity provider's keys and the claims its tokens must carry.
+struct Provider {
+    keys: Arc<ProviderKeys>,
+    issuer: String,
+    audience: String,
 }
 
 impl std::fmt::Debug for Auth {
@@ -94,26 +112,53 @@ impl Auth {
             decoding: DecodingKey::from_secret(secret),
             encoding: EncodingKey::from_secret(secret),
             validation,
+            provider: None,
+        }
+    }
+
+    /// Also accepts the tokens `provider` signs. Its keys are read on first use; call
+    /// [`Auth::load_provider_keys`] to read them at once.
+    pub fn with_provider(mut self, provider: &IdentityProvider) -> Auth {
+        self.provider = Some(Arc::new(Provider {
+            keys: Arc::new(ProviderKeys::new(provider.keys.clone())),
+            issuer: provider.issuer.clone(),
+            audience: provider.audience.clone(),
+        }));
+        self
+    }
+
+    /// Reads the identity provider's keys now, saying how many are usable (`None` without a
+    /// provider).
+    pub async fn load_provider_keys(&self) -> Option<Result<usize, String>> {
+        match &self.provider {
+            Some(provider) => Some(provider.keys.load().await),
+            None => None,
         }
     }
 
     /// Checks a token and says who it speaks for.
-    pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+    pub async fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| refusal(&e))?;
+        match (header.alg, &self.provider) {
+            (Algorithm::HS256, _) => self.verify_signed_with_secret(token),
+            (Algorithm::ES256 | Algorithm::RS256 | Algorithm::EdDSA, Some(provider)) => {
+                provider
+                    .verify(token, header.alg, header.kid.as_deref())
+                    .await
+            }
+            (_, None) => Err(ApiError::invalid_token(
+                "the token must be signed with HS256",
+            )),
+            (_, Some(_)) => Err(ApiError::invalid_token(
+                "the token must be signed with HS256 (ferry's secret) or with ES256, RS256 or \
+                 EdDSA (the identity provider's keys)",
+            )),
+        }
+    }
+
+    fn verify_signed_with_secret(&self, token: &str) -> Result<Principal, ApiError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
-            .map_err(|e| {
-                use jsonwebtoken::errors::ErrorKind;
-                let why = match e.kind() {
-                    ErrorKind::ExpiredSignature => "the token has expired",
-                    ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)",
-                    ErrorKind::InvalidSignature => "the token's signature does not verify",
-                    ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
-                        "the token must be signed with HS256"
-                    }
-                    ErrorKind::MissingRequiredClaim(_) => "the token has no 'exp' claim",
-                    _ => "the token is malformed",
-                };
-                ApiError::invalid_token(why)
-            })?;
+            .map_err(|e| refusal(&e))?;
         let claims = data.claims;
         let sub = claims.sub.filter(|s| !s.is_empty());
         let audience_ok = claims.aud.as_ref().is_some_and(|a| a.contains(AUDIENCE));
@@ -211,6 +256,86 @@ impl Auth {
     }
 }
 
+/// Why a token failed a check every kind of token goes through.
+fn refusal(e: &jsonwebtoken::errors::Error) -> ApiError {
+    use jsonwebtoken::errors::ErrorKind;
+    ApiError::invalid_token(match e.kind() {
+        ErrorKind::ExpiredSignature => "the token has expired".to_owned(),
+        ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".to_owned(),
+        ErrorKind::InvalidSignature => "the token's signature does not verify".to_owned(),
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
+            "the token must be signed with HS256".to_owned()
+        }
+        ErrorKind::MissingRequiredClaim(claim) => format!("the token has no '{claim}' claim"),
+        _ => "the token is malformed".to_owned(),
+    })
+}
+
+impl Provider {
+    /// Checks a token the provider signed: its key by `kid`, the algorithm that key verifies,
+    /// the times, `iss`, `aud`, then `role` and `sub`.
+    async fn verify(
+        &self,
+        token: &str,
+        alg: Algorithm,
+        kid: Option<&str>,
+    ) -> Result<Principal, ApiError> {
+        let kid = kid.ok_or_else(|| {
+            ApiError::invalid_token(
+                "the token has no 'kid' header naming the identity provider's key that signed it",
+            )
+        })?;
+        let key = self.keys.key(kid).await.ok_or_else(|| {
+            ApiError::invalid_token(format!(
+                "the token's key '{kid}' is not one of the identity provider's keys"
+            ))
+        })?;
+        if key.algorithm != alg {
+            return Err(ApiError::invalid_token(format!(
+                "the token says {alg:?} but its key '{kid}' is {}, which verifies {:?} only",
+                key.family(),
+                key.algorithm
+            )));
+        }
+        let mut validation = Validation::new(key.algorithm);
+        validation.leeway = LEEWAY_SECONDS;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let claims = jsonwebtoken::decode::<Claims>(token, &key.key, &validation)
+            .map_err(|e| {
+                use jsonwebtoken::errors::ErrorKind;
+                match e.kind() {
+                    ErrorKind::InvalidIssuer => ApiError::invalid_token(format!(
+                        "the token's 'iss' claim must be '{}'",
+                        self.issuer
+                    )),
+                    ErrorKind::InvalidAudience => ApiError::invalid_token(format!(
+                        "the token's 'aud' claim must contain '{}'",
+                        self.audience
+                    )),
+                    _ => refusal(&e),
+                }
+            })?
+            .claims;
+        match claims.role.as_deref() {
+            None | Some("authenticated") => {}
+            Some(other) => {
+                return Err(ApiError::invalid_token(format!(
+                    "role '{other}' cannot use ferry with an identity provider's token: those \
+                     speak for people (role 'authenticated' or none); agent and service_role \
+                     tokens are signed with ferry's secret"
+                )));
+            }
+        }
+        let sub = claims.sub.filter(|s| !s.is_empty()).ok_or_else(|| {
+            ApiError::invalid_token("the token has no 'sub' claim naming the user")
+        })?;
+        Ok(Principal::User { sub })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +343,20 @@ mod tests {
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
     const SECRET: &[u8] = b"super-secret-jwt-token-with-at-least-32-characters-long";
+
+    /// `verify` run to completion: a token signed with the secret never waits on anything.
+    trait VerifyNow {
+        fn verify_now(&self, token: &str) -> Result<Principal, ApiError>;
+    }
+
+    impl VerifyNow for Auth {
+        fn verify_now(&self, token: &str) -> Result<Principal, ApiError> {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(self.verify(token))
+        }
+    }
 
     fn now() -> u64 {
         SystemTime::now()
@@ -236,7 +375,7 @@ mod tests {
     }
 
     fn code(token: &str) -> String {
-        Auth::new(SECRET).verify(token).unwrap_err().message
+        Auth::new(SECRET).verify_now(token).unwrap_err().message
     }
 
     #[test]
@@ -244,12 +383,12 @@ mod tests {
         let auth = Auth::new(SECRET);
         let user = auth.mint_user("u1", Duration::from_secs(60));
         assert_eq!(
-            auth.verify(&user.token).unwrap(),
+            auth.verify_now(&user.token).unwrap(),
             Principal::User { sub: "u1".into() }
         );
         let agent = auth.mint_agent("u1", "t1", None, Duration::from_secs(60));
         assert_eq!(
-            auth.verify(&agent.token).unwrap(),
+            auth.verify_now(&agent.token).unwrap(),
             Principal::Agent {
                 sub: "u1".into(),
                 thread: "t1".into(),
@@ -258,7 +397,7 @@ mod tests {
         );
         let service = auth.mint_service(None, Duration::from_secs(60));
         assert_eq!(
-            auth.verify(&service.token).unwrap(),
+            auth.verify_now(&service.token).unwrap(),
             Principal::Service { sub: None }
         );
     }
@@ -274,7 +413,7 @@ mod tests {
             "amr": [{"method": "password", "timestamp": 1}], "session_id": "s", "is_anonymous": false
         }));
         assert_eq!(
-            Auth::new(SECRET).verify(&token).unwrap(),
+            Auth::new(SECRET).verify_now(&token).unwrap(),
             Principal::User {
                 sub: "7f9c…-uuid".into()
             }
@@ -283,7 +422,7 @@ mod tests {
         let token = sign(serde_json::json!({
             "aud": ["other", "authenticated"], "exp": now() + 60, "sub": "u", "role": "authenticated"
         }));
-        assert!(Auth::new(SECRET).verify(&token).is_ok());
+        assert!(Auth::new(SECRET).verify_now(&token).is_ok());
     }
 
     #[test]
@@ -328,7 +467,7 @@ mod tests {
             .contains("thread")
         );
         // Within the leeway an expired token still passes; past it, not.
-        assert!(Auth::new(SECRET).verify(&sign(serde_json::json!({"sub": "u", "role": "authenticated", "aud": "authenticated", "exp": now() - 5}))).is_ok());
+        assert!(Auth::new(SECRET).verify_now(&sign(serde_json::json!({"sub": "u", "role": "authenticated", "aud": "authenticated", "exp": now() - 5}))).is_ok());
         assert!(code(&sign(serde_json::json!({"sub": "u", "role": "authenticated", "aud": "authenticated", "exp": now() - 61}))).contains("expired"));
     }
 
@@ -337,7 +476,7 @@ mod tests {
         let good = Auth::new(SECRET)
             .mint_user("u", Duration::from_secs(60))
             .token;
-        assert!(Auth::new(b"another-secret").verify(&good).is_err());
+        assert!(Auth::new(b"another-secret").verify_now(&good).is_err());
         // alg: none, with the signature stripped.
         let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);
         let payload = URL_SAFE_NO_PAD.encode(
@@ -346,7 +485,7 @@ mod tests {
         );
         assert!(
             Auth::new(SECRET)
-                .verify(&format!("{header}.{payload}."))
+                .verify_now(&format!("{header}.{payload}."))
                 .is_err()
         );
         // HS512 with the right secret is still refused: only HS256 is configured.

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::jwks::KeySource;
 use crate::listen::ConnectionLimits;
 
 pub const DEFAULT_BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -33,6 +34,18 @@ impl Default for WebhookSettings {
     }
 }
 
+/// An identity provider (Supabase with asymmetric keys, Auth0, Clerk, Keycloak, any OIDC
+/// provider) whose tokens speak for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityProvider {
+    /// Where its JWKS is read.
+    pub keys: KeySource,
+    /// The `iss` its tokens must carry, exactly.
+    pub issuer: String,
+    /// A value the tokens' `aud` must be or contain.
+    pub audience: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Where to listen.
@@ -41,6 +54,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The HS256 secret tokens are signed with.
     pub jwt_secret: Vec<u8>,
+    /// An identity provider whose asymmetrically signed tokens sign people in, beside the
+    /// secret's tokens.
+    pub identity_provider: Option<IdentityProvider>,
     /// `sqlite://…` or `postgres://…`.
     pub database_url: String,
     /// `s3://bucket[/prefix]` for blobs in an object store; local files under the data
@@ -81,6 +97,7 @@ impl Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir,
             jwt_secret,
+            identity_provider: None,
             database_url,
             blob_url: None,
             sandbox_dir: None,

@@ -143,7 +143,7 @@ impl FromRequestParts<AppState> for Principal {
         if let Some(principal) = parts.extensions.get::<Principal>() {
             return Ok(principal.clone());
         }
-        let principal = state.auth.verify(bearer(parts)?)?;
+        let principal = state.auth.verify(bearer(parts)?).await?;
         parts.extensions.insert(principal.clone());
         Ok(principal)
     }

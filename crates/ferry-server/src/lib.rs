@@ -10,6 +10,7 @@ pub mod error;
 pub mod error_code;
 pub mod extract;
 pub mod file_views;
+pub mod jwks;
 pub mod limits;
 pub mod listen;
 pub mod mcp;
@@ -27,7 +28,7 @@ pub mod web;
 pub mod write_headers;
 
 pub use auth::{Auth, Principal};
-pub use config::Config;
+pub use config::{Config, IdentityProvider, KeySource};
 pub use state::AppState;
 
 use std::future::Future;

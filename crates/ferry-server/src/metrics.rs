@@ -75,6 +75,10 @@ fn describe() {
         "ferry_extract_waiting",
         "Documents waiting for an extraction worker, as of the last scrape"
     );
+    describe_counter!(
+        "ferry_jwks_fetches_total",
+        "Reads of the identity provider's key set, by outcome (ok, error)"
+    );
     describe_gauge!(
         "ferry_build_info",
         "Always 1; the label says which version of ferry is running"

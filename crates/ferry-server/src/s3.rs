@@ -21,13 +21,14 @@ struct Identities {
     auth: Auth,
 }
 
+#[async_trait::async_trait]
 impl ferry_s3::Identities for Identities {
     fn secret_of(&self, access_key_id: &str) -> String {
         self.secrets.secret_of(access_key_id)
     }
 
-    fn session(&self, token: &str) -> Result<Principal, TokenRefusal> {
-        self.auth.verify(token).map_err(|e| {
+    async fn session(&self, token: &str) -> Result<Principal, TokenRefusal> {
+        self.auth.verify(token).await.map_err(|e| {
             if e.message.contains("expired") {
                 TokenRefusal::Expired(e.message)
             } else {

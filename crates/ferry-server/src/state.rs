@@ -59,7 +59,24 @@ impl AppState {
             }
             (None, Blobs::Object(_)) => Sandboxes::stored(db.clone(), blobs.clone()),
         };
-        let auth = Auth::new(&config.jwt_secret);
+        let mut auth = Auth::new(&config.jwt_secret);
+        if let Some(provider) = &config.identity_provider {
+            auth = auth.with_provider(provider);
+            // Read the keys now, so a wrong URL shows in the log at start rather than as
+            // refused sign-ins; the server starts either way, and the keys are fetched again
+            // when a token needs them.
+            match auth.load_provider_keys().await {
+                Some(Ok(count)) => {
+                    tracing::info!(keys = count, source = %provider.keys, "read the identity provider's keys")
+                }
+                Some(Err(why)) => tracing::error!(
+                    source = %provider.keys,
+                    "cannot read the identity provider's keys; its tokens are refused until a \
+                     read succeeds: {why}"
+                ),
+                None => {}
+            }
+        }
         let extractor = Extractor::new(config.extract.clone());
         let signer = LinkSigner::new(&config.jwt_secret);
         let key_secrets = crate::signing::KeySecrets::new(&config.jwt_secret);

@@ -12,7 +12,7 @@ use ferry_app::{
     DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
     DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES,
 };
-use ferry_server::Config;
+use ferry_server::{Config, IdentityProvider, KeySource};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,8 @@ use std::time::Duration;
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATA: &str = "./ferry-data";
 const SECRET_FILE: &str = "jwt-secret";
+/// The audience of Supabase's access tokens.
+pub const DEFAULT_JWT_AUDIENCE: &str = "authenticated";
 
 /// The settings `ferry serve` reads, from flags and variables (clap) or `ferry.toml` (serde).
 #[derive(Debug, Args, Default, Deserialize)]
@@ -44,6 +46,26 @@ pub struct ServeArgs {
     /// [default: a random secret generated once and kept in DATA/jwt-secret]
     #[arg(long, env = "FERRY_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
+
+    /// URL of an identity provider's JWKS: its ES256, RS256 and EdDSA tokens sign people in,
+    /// beside the secret's (Supabase: https://PROJECT.supabase.co/auth/v1/.well-known/jwks.json);
+    /// needs --jwt-issuer [default: none]
+    #[arg(long, env = "FERRY_JWKS_URL", conflicts_with = "jwks_file")]
+    pub jwks_url: Option<String>,
+
+    /// A file holding the identity provider's JWKS, instead of --jwks-url [default: none]
+    #[arg(long, env = "FERRY_JWKS_FILE")]
+    pub jwks_file: Option<PathBuf>,
+
+    /// The `iss` the identity provider's tokens must carry, exactly (Supabase:
+    /// https://PROJECT.supabase.co/auth/v1) [default: none; required with a JWKS]
+    #[arg(long, env = "FERRY_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// A value the identity provider's tokens' `aud` must be or contain [default:
+    /// authenticated]
+    #[arg(long, env = "FERRY_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
 
     /// Metadata database: sqlite://… or postgres://… [default: sqlite in DATA/ferry.db]
     #[arg(long, env = "FERRY_DATABASE_URL", hide_env_values = true)]
@@ -162,6 +184,10 @@ impl ServeArgs {
             data: self.data.or(other.data),
             config: self.config.or(other.config),
             jwt_secret: self.jwt_secret.or(other.jwt_secret),
+            jwks_url: self.jwks_url.or(other.jwks_url),
+            jwks_file: self.jwks_file.or(other.jwks_file),
+            jwt_issuer: self.jwt_issuer.or(other.jwt_issuer),
+            jwt_audience: self.jwt_audience.or(other.jwt_audience),
             database_url: self.database_url.or(other.database_url),
             blob_url: self.blob_url.or(other.blob_url),
             sandbox_dir: self.sandbox_dir.or(other.sandbox_dir),
@@ -213,7 +239,14 @@ impl ServeArgs {
             Some(secret) if !secret.is_empty() => (secret.into_bytes(), false),
             _ => (load_or_create_secret(&data)?, true),
         };
+        let identity_provider = identity_provider(
+            settings.jwks_url,
+            settings.jwks_file,
+            settings.jwt_issuer,
+            settings.jwt_audience,
+        )?;
         let mut config = Config::embedded(data, secret);
+        config.identity_provider = identity_provider;
         config.addr = settings.addr.unwrap_or_else(|| {
             DEFAULT_ADDR
                 .parse()
@@ -293,6 +326,48 @@ impl ServeArgs {
             generated_secret,
         })
     }
+}
+
+/// The identity provider the JWKS settings describe, if any. A JWKS needs an issuer to check;
+/// an issuer or audience without a JWKS would check nothing, so both are refused.
+fn identity_provider(
+    url: Option<String>,
+    file: Option<PathBuf>,
+    issuer: Option<String>,
+    audience: Option<String>,
+) -> anyhow::Result<Option<IdentityProvider>> {
+    let non_empty = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    let (url, issuer, audience) = (non_empty(url), non_empty(issuer), non_empty(audience));
+    let keys = match (url, file) {
+        (Some(_), Some(_)) => anyhow::bail!("set either --jwks-url or --jwks-file, not both"),
+        (Some(url), None) => {
+            let parsed = url::Url::parse(&url)
+                .with_context(|| format!("--jwks-url '{url}' is not a URL"))?;
+            if !matches!(parsed.scheme(), "https" | "http") {
+                anyhow::bail!("--jwks-url '{url}' must be an https:// (or http://) URL");
+            }
+            KeySource::Url(url)
+        }
+        (None, Some(file)) => KeySource::File(file),
+        (None, None) => {
+            if issuer.is_some() || audience.is_some() {
+                anyhow::bail!(
+                    "--jwt-issuer and --jwt-audience check an identity provider's tokens: set \
+                     --jwks-url (or --jwks-file) to its key set too"
+                );
+            }
+            return Ok(None);
+        }
+    };
+    let issuer = issuer.context(
+        "--jwks-url / --jwks-file needs --jwt-issuer: the 'iss' the identity provider's tokens \
+         carry (Supabase: https://PROJECT.supabase.co/auth/v1)",
+    )?;
+    Ok(Some(IdentityProvider {
+        keys,
+        issuer,
+        audience: audience.unwrap_or_else(|| DEFAULT_JWT_AUDIENCE.to_owned()),
+    }))
 }
 
 fn read_file_settings(explicit: Option<&Path>) -> anyhow::Result<ServeArgs> {
@@ -488,6 +563,8 @@ mod tests {
             webhook_allow_private: Some(true),
             webhook_timeout_secs: Some(11),
             s3_region: Some("eu-central-1".into()),
+            jwks_url: Some("https://id.example.com/.well-known/jwks.json".into()),
+            jwt_issuer: Some("https://id.example.com/".into()),
             ..Default::default()
         }
         .resolve()
@@ -509,6 +586,48 @@ mod tests {
         assert!(c.webhooks.allow_private);
         assert_eq!(c.webhooks.timeout, secs(11));
         assert_eq!(c.s3_region, "eu-central-1");
+        assert_eq!(
+            c.identity_provider,
+            Some(IdentityProvider {
+                keys: KeySource::Url("https://id.example.com/.well-known/jwks.json".into()),
+                issuer: "https://id.example.com/".into(),
+                audience: "authenticated".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_jwks_needs_an_issuer_and_an_issuer_needs_a_jwks() {
+        let refused = |args: ServeArgs| {
+            let dir = tempfile::tempdir().unwrap();
+            let args = ServeArgs {
+                data: Some(dir.path().join("data")),
+                ..args
+            };
+            format!("{:#}", args.resolve().err().expect("refused"))
+        };
+        let why = refused(ServeArgs {
+            jwks_url: Some("https://id.example.com/jwks.json".into()),
+            ..Default::default()
+        });
+        assert!(why.contains("needs --jwt-issuer"), "{why}");
+        let why = refused(ServeArgs {
+            jwt_issuer: Some("https://id.example.com/".into()),
+            ..Default::default()
+        });
+        assert!(why.contains("set --jwks-url"), "{why}");
+        let why = refused(ServeArgs {
+            jwks_url: Some("id.example.com/jwks.json".into()),
+            jwt_issuer: Some("x".into()),
+            ..Default::default()
+        });
+        assert!(why.contains("is not a URL"), "{why}");
+        let why = refused(ServeArgs {
+            jwks_url: Some("ftp://id.example.com/jwks.json".into()),
+            jwt_issuer: Some("x".into()),
+            ..Default::default()
+        });
+        assert!(why.contains("https://"), "{why}");
     }
 
     #[test]

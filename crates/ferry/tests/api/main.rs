@@ -8,6 +8,7 @@ mod thread_support;
 
 mod events;
 mod hardening;
+mod identity_provider;
 mod model_content;
 mod published;
 mod sandbox;

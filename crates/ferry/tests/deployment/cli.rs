@@ -40,7 +40,11 @@ fn token_refuses_to_invent_a_secret() {
     );
     let token = String::from_utf8(out.stdout).unwrap();
     let auth = ferry_server::Auth::new(b"the-server-secret");
-    assert!(auth.verify(token.trim()).is_ok());
+    let verified = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(auth.verify(token.trim()));
+    assert!(verified.is_ok());
 }
 
 /// Behind a proxy the sign-in link must be one the browser can open: the public URL, not the
@@ -140,4 +144,56 @@ async fn each_request_leaves_one_access_line_in_json() {
         .filter(|l| l.contains("\"ferry::access\"") && l.contains("access-line-2"))
         .count();
     assert_eq!(lines_for_2, 1, "one line per request");
+}
+
+/// `FERRY_JWKS_URL` and `FERRY_JWT_ISSUER` are all a Supabase project with asymmetric keys
+/// (or any OIDC provider) needs: the server reads the set at start and signs its people in.
+#[tokio::test]
+async fn serve_signs_people_in_with_an_identity_providers_jwks() {
+    use crate::support::binary;
+    use crate::support::identity::{ISSUER, ProviderKey, jwks, person};
+    use std::io::{Read, Write};
+
+    let key = ProviderKey::generate(jsonwebtoken::Algorithm::ES256, "project-key");
+    let document = jwks(&[&key]).to_string();
+    // The provider's endpoint: every request answered with the set.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/auth/v1/.well-known/jwks.json",
+        listener.local_addr().unwrap()
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{document}",
+                document.len()
+            );
+        }
+    });
+
+    let data = tempfile::tempdir().unwrap();
+    let server = binary::start(
+        data.path(),
+        &[("FERRY_JWKS_URL", &url), ("FERRY_JWT_ISSUER", ISSUER)],
+    );
+    binary::wait_healthy(server.addr).await;
+    let log = server.log.lock().unwrap().join("\n");
+    assert!(log.contains("read the identity provider's keys"), "{log}");
+
+    let token = key.sign(&person("supabase-user"));
+    let thread = binary::create_thread(server.addr, &token).await;
+    let answer = reqwest::Client::new()
+        .get(format!("http://{}/api/threads/{thread}", server.addr))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let thread: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(thread["owner"], "supabase-user");
 }

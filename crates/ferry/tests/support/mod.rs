@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod binary;
+pub mod identity;
 /// S3 (moto) and Postgres for the scale-out tests.
 pub use ferry_test_support::peers;
 
