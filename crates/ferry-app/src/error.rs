@@ -172,12 +172,26 @@ impl From<ferry_store::Error> for Error {
             Store::Body(m) => Error::InvalidRequest(m),
             Store::Busy => Error::Busy(message),
             Store::TooManyEntries => Error::InvalidRequest(message),
-            other if other.is_disk_full() => Error::disk_full(other),
+            other if other.is_disk_full() => {
+                store_failed("disk_full");
+                Error::disk_full(other)
+            }
             other @ (Store::Config(_) | Store::Database(_) | Store::Migrate(_) | Store::Io(_)) => {
+                store_failed(match other {
+                    Store::Database(_) | Store::Migrate(_) => "database",
+                    Store::Io(_) => "io",
+                    _ => "config",
+                });
                 Error::internal(other)
             }
         }
     }
+}
+
+/// Counts a store failure that is the server's, not the caller's: the database (`database`),
+/// the blob store or file system (`io`), a full disk (`disk_full`), or the setup (`config`).
+fn store_failed(kind: &'static str) {
+    metrics::counter!("ferry_store_errors_total", "kind" => kind).increment(1);
 }
 
 /// A store error met while working in a sandbox: a missing file is said as such.

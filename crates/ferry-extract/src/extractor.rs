@@ -186,6 +186,30 @@ impl Extractor {
         max_chars: usize,
     ) -> Result<WorkerResponse, ExtractError> {
         let _turn = self.slots.turn(owner).await;
+        let started = std::time::Instant::now();
+        let answer = self.run_worker(op, path, file_name, max_chars).await;
+        let outcome = match &answer {
+            Ok(_) => "ok",
+            Err(ExtractError::TimedOut) => "timeout",
+            Err(_) => "error",
+        };
+        metrics::histogram!(
+            "ferry_extract_duration_seconds",
+            "op" => op.name(),
+            "outcome" => outcome
+        )
+        .record(started.elapsed().as_secs_f64());
+        answer
+    }
+
+    /// Runs one worker over one document, its slot already held.
+    async fn run_worker(
+        &self,
+        op: Op,
+        path: &Path,
+        file_name: &str,
+        max_chars: usize,
+    ) -> Result<WorkerResponse, ExtractError> {
         let cfg = &*self.config;
         let path = std::path::absolute(path).map_err(|e| ExtractError::io(&e))?;
         let request = WorkerRequest {

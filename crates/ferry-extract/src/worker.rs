@@ -31,6 +31,17 @@ pub enum Op {
     ModelImage,
 }
 
+impl Op {
+    /// The op's name on the wire and in metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Preview => "preview",
+            Op::Html => "html",
+            Op::ModelImage => "model_image",
+        }
+    }
+}
+
 /// Resource limits the worker applies to itself before reading anything.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

@@ -111,13 +111,18 @@ async fn work_connector(state: &AppState, client: &reqwest::Client, connector_id
 async fn attempt(state: &AppState, client: &reqwest::Client, delivery: Delivery) {
     let outcome = post(state, client, &delivery).await;
     let result = match &outcome {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            delivered("ok");
+            Ok(())
+        }
         Err(why) if delivery.attempts < MAX_ATTEMPTS => {
+            delivered("retry");
             let retry_at = now_millis() + backoff(delivery.attempts).as_millis() as i64;
             tracing::info!(delivery = %delivery.id, attempt = delivery.attempts, %why, "webhook delivery failed; will retry");
             Err((why.as_str(), Some(retry_at)))
         }
         Err(why) => {
+            delivered("failed");
             tracing::warn!(delivery = %delivery.id, %why, "webhook delivery failed for good");
             Err((why.as_str(), None))
         }
@@ -125,6 +130,12 @@ async fn attempt(state: &AppState, client: &reqwest::Client, delivery: Delivery)
     if let Err(e) = state.app.db.finish_delivery(&delivery.id, result).await {
         tracing::warn!(error = %e, "could not record a webhook delivery");
     }
+}
+
+/// Counts one delivery attempt by how it ended: `ok`, `retry` (failed, to be tried again) or
+/// `failed` (failed for good).
+fn delivered(outcome: &'static str) {
+    metrics::counter!("ferry_webhook_deliveries_total", "outcome" => outcome).increment(1);
 }
 
 fn now_millis() -> i64 {

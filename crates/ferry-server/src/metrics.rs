@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
+/// An extraction starts a process: milliseconds at best, the timeout (20 s by default) at worst.
+const EXTRACTION_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 60.0,
+];
 
 /// The process-wide recorder; installed once however many servers a process starts (tests do).
 pub fn handle() -> &'static PrometheusHandle {
@@ -24,6 +28,11 @@ pub fn handle() -> &'static PrometheusHandle {
             .set_buckets_for_metric(
                 Matcher::Full("ferry_http_request_duration_seconds".into()),
                 LATENCY_BUCKETS,
+            )
+            .expect("the bucket list is not empty")
+            .set_buckets_for_metric(
+                Matcher::Full("ferry_extract_duration_seconds".into()),
+                EXTRACTION_BUCKETS,
             )
             .expect("the bucket list is not empty")
             .build_recorder();
@@ -74,6 +83,19 @@ fn describe() {
     describe_gauge!(
         "ferry_extract_waiting",
         "Documents waiting for an extraction worker, as of the last scrape"
+    );
+    describe_counter!(
+        "ferry_webhook_deliveries_total",
+        "Webhook delivery attempts, by outcome (ok, retry, failed: failed for good)"
+    );
+    describe_histogram!(
+        "ferry_extract_duration_seconds",
+        Unit::Seconds,
+        "Time an extraction worker ran for one document, by op (preview, html, model_image) and outcome (ok, timeout, error)"
+    );
+    describe_counter!(
+        "ferry_store_errors_total",
+        "Failures of the stores that are the server's, by kind (database, io: the blob store or file system, disk_full, config)"
     );
     describe_counter!(
         "ferry_jwks_fetches_total",

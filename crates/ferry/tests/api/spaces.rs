@@ -828,6 +828,9 @@ async fn operations_routes() {
     assert_eq!(health.json()["status"], "ok");
     let u = app.user("u");
     app.put("/api/spaces/s/files/m.md", &u, MD, b"x").await;
+    // An upload runs an extraction worker for its preview.
+    let t = crate::thread_support::thread(&app, "u").await;
+    crate::thread_support::upload_one(&app, &t, "table.csv", b"a,b\n1,2\n").await;
     let metrics = app.send("GET", "/metrics", None, &[], Body::empty()).await;
     metrics.expect(200, None);
     let text = metrics.text();
@@ -845,6 +848,7 @@ async fn operations_routes() {
         "ferry_http_requests_in_flight",
         "ferry_build_info",
         "ferry_extract_waiting",
+        "ferry_extract_duration_seconds",
     ] {
         assert!(text.contains(&format!("# HELP {name} ")), "{name}: {text}");
         assert!(text.contains(&format!("# TYPE {name} ")), "{name}: {text}");
@@ -854,6 +858,10 @@ async fn operations_routes() {
             "ferry_build_info{{version=\"{}\"}} 1",
             env!("CARGO_PKG_VERSION")
         )),
+        "{text}"
+    );
+    assert!(
+        text.contains("ferry_extract_duration_seconds_count{op=\"preview\",outcome=\"ok\"}"),
         "{text}"
     );
     // The scrape itself is in flight while it is answered (other tests of this process may
