@@ -15,6 +15,19 @@ pub const MAX_SEGMENT_BYTES: usize = 255;
 /// The longest a whole path may be, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
 
+/// The rules as a regular expression (ECMA-262, the dialect of OpenAPI documents), without
+/// anchors: what the OpenAPI document says a path looks like. The expression counts characters,
+/// so for text beyond ASCII the byte limits above are stricter than it is.
+pub fn path_regex() -> String {
+    const CHAR: &str = r"[^/\\\x00-\x1F\x7F]";
+    const FIRST: &str = r"[^./\\\x00-\x1F\x7F]";
+    // A segment is not `.` or `..`: it starts with something other than a dot, or with one dot
+    // and then something else, or with two dots and then at least one more character.
+    let segment =
+        format!(r"(?:{FIRST}{CHAR}{{0,254}}|\.{FIRST}{CHAR}{{0,253}}|\.\.{CHAR}{{1,253}})");
+    format!("{segment}(?:/{segment})*")
+}
+
 /// Why a path was refused. The `Display` text is the message of the `INVALID_PATH` envelope.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
@@ -206,6 +219,9 @@ fn hex_value(b: u8) -> Option<u8> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SandboxPath(ValidPath);
 
+/// The agent's scratch folder below `/sandbox/`, which relative sandbox paths start from.
+pub const WORKSPACE: &str = "workspace";
+
 /// The top-level folders every sandbox starts with (docs/reference/threads-and-sandbox.md).
 pub const SANDBOX_LAYOUT: [&str; 7] = [
     "skills",
@@ -214,7 +230,7 @@ pub const SANDBOX_LAYOUT: [&str; 7] = [
     "shared/research",
     "shared/drafts",
     "outputs",
-    "workspace",
+    WORKSPACE,
 ];
 
 impl SandboxPath {
@@ -226,7 +242,9 @@ impl SandboxPath {
         if text.starts_with('/') {
             return Err(PathError::OutsideSandbox);
         }
-        Ok(SandboxPath(ValidPath::parse(&format!("workspace/{text}"))?))
+        Ok(SandboxPath(ValidPath::parse(&format!(
+            "{WORKSPACE}/{text}"
+        ))?))
     }
 
     /// Parses a folder to list: `/sandbox` (or `/sandbox/`) is the root and gives `None`.
@@ -440,6 +458,45 @@ mod tests {
         );
     }
 
+    /// The OpenAPI document's expression says of every path what the validator says, as long
+    /// as the byte limits do not come into it (the expression counts characters).
+    fn documented(text: &str) -> bool {
+        static REGEX: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+        REGEX
+            .get_or_init(|| regex::Regex::new(&format!("^(?:{})$", path_regex())).unwrap())
+            .is_match(text)
+    }
+
+    #[test]
+    fn the_documented_expression_agrees_on_the_edge_cases() {
+        for ok in [
+            "a",
+            ".hidden",
+            "...",
+            "a..b",
+            "..a",
+            "a/.b/c",
+            &"x".repeat(255),
+        ] {
+            assert!(documented(ok), "{ok:?}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/./b",
+            "a/../b",
+            "/a",
+            "a/",
+            "a//b",
+            "a\\b",
+            "a\u{1}b",
+            &"x".repeat(256),
+        ] {
+            assert!(!documented(bad), "{bad:?}");
+        }
+    }
+
     proptest! {
         #[test]
         fn never_panics_and_accepted_paths_are_safe(text in "\\PC{0,64}|[a./\\\\%0-9A-F]{0,40}") {
@@ -453,6 +510,13 @@ mod tests {
                 prop_assert!(p.segments().all(|s| s != ".." && !s.is_empty()));
             }
             let _ = SandboxPath::parse(&text);
+        }
+
+        #[test]
+        fn the_documented_expression_matches_the_validator(
+            text in "[a./\\\\\\x01\\x7F é文]{0,40}"
+        ) {
+            prop_assert_eq!(documented(&text), ValidPath::parse(&text).is_ok(), "{:?}", text);
         }
 
         #[test]

@@ -21,6 +21,10 @@ pub enum SpaceNameError {
 /// The S3 bucket name prefix of thread sandboxes; no space may take it.
 pub const SANDBOX_BUCKET_PREFIX: &str = "sandbox-";
 
+/// The rules as a regular expression, for the OpenAPI document: 1 to 64 of the allowed
+/// characters, not starting with a dot. (The reserved `sandbox-` prefix is left out of it.)
+pub const SPACE_NAME_PATTERN: &str = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$";
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SpaceName(String);
 
@@ -65,6 +69,18 @@ impl fmt::Display for SpaceName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The OpenAPI document's expression agrees with the parser, but for the reserved
+        /// prefix, which it leaves out.
+        #[test]
+        fn the_documented_expression_matches_the_parser(text in "[a-z0-9._/ -]{0,70}") {
+            let documented = regex::Regex::new(SPACE_NAME_PATTERN).unwrap().is_match(&text);
+            // The prefix is checked last: `Reserved` means every other rule held.
+            let parsed = matches!(SpaceName::parse(&text), Ok(_) | Err(SpaceNameError::Reserved));
+            proptest::prop_assert_eq!(documented, parsed, "{:?}", text);
+        }
+    }
 
     #[test]
     fn rules() {

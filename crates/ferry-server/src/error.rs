@@ -68,14 +68,19 @@ impl ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Envelope<'a> {
+/// The body of every error answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub(crate) struct Envelope<'a> {
+    #[schema(inline)]
     error: EnvelopeBody<'a>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct EnvelopeBody<'a> {
-    code: &'a str,
+    #[schema(inline)]
+    code: ErrorCode,
+    /// What went wrong, in words meant for a person.
     message: &'a str,
 }
 
@@ -84,7 +89,7 @@ impl ApiError {
     pub fn envelope_json(&self) -> String {
         serde_json::to_string(&Envelope {
             error: EnvelopeBody {
-                code: self.code.as_str(),
+                code: self.code,
                 message: &self.message,
             },
         })
@@ -126,7 +131,7 @@ impl IntoResponse for ApiError {
             status,
             Json(Envelope {
                 error: EnvelopeBody {
-                    code: self.code.as_str(),
+                    code: self.code,
                     message: &self.message,
                 },
             }),

@@ -9,7 +9,7 @@ use serde::Serialize;
 /// Beside the codes every API answers with, five that HTTP itself needs: a wrong method, an
 /// unsatisfiable `Range`, a client over its share (too many open streams), a busy server, and
 /// a full disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     Unauthenticated,

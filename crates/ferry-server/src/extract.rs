@@ -5,6 +5,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use bytes::Bytes;
+use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
 
 use crate::auth::Principal;
@@ -38,7 +39,9 @@ impl<S: Send + Sync, T: DeserializeOwned> axum::extract::OptionalFromRequest<S> 
         let body = axum::body::to_bytes(req.into_body(), MAX_JSON_BODY)
             .await
             .map_err(|_| ApiError::too_large(MAX_JSON_BODY as u64))?;
-        if body.iter().all(u8::is_ascii_whitespace) {
+        // An optional body may be left out, sent empty, or sent as JSON `null` (what the
+        // OpenAPI document's `X | null` lets a generated client send).
+        if body.iter().all(u8::is_ascii_whitespace) || body.trim_ascii() == b"null" {
             return Ok(None);
         }
         parse_json(&body).map(|v| Some(ApiJson(v)))
@@ -49,8 +52,32 @@ fn parse_json<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     if body.is_empty() {
         return Err(ApiError::invalid_request("the request needs a JSON body"));
     }
+    // Every body is a JSON object. Without this check serde would also read a struct from an
+    // array of its fields in order (`[null, null]`), which no document promises.
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        return Err(ApiError::invalid_request("the JSON body must be an object"));
+    }
     serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid_request(format!("the JSON body is not valid: {e}")))
+}
+
+/// An optional whole number in a JSON body, written `944` or `944.0`: JSON (and the OpenAPI
+/// document's `integer`) do not tell the two apart, so neither does the server.
+pub fn whole_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    if let Some(n) = number.as_u64() {
+        return Ok(Some(n));
+    }
+    match number.as_f64() {
+        Some(f) if f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&f) => Ok(Some(f as u64)),
+        _ => Err(serde::de::Error::custom(format!(
+            "expected a whole number of at least 0, not {number}"
+        ))),
+    }
 }
 
 /// Query parameters; a bad one is `INVALID_REQUEST` naming the parameter.

@@ -36,6 +36,10 @@ pub enum TagList {
     Tags(Vec<(String, bool)>),
 }
 
+/// What [`parse_tag_list`] accepts, as a regular expression for the OpenAPI document: `*`, or
+/// quoted tags (weak ones with `W/`) separated by commas.
+pub const TAG_LIST_PATTERN: &str = r#"^\s*(\*|(W/)?"[^"]*"(\s*,\s*((W/)?"[^"]*")?)*)\s*$"#;
+
 pub fn parse_tag_list(value: &str) -> Option<TagList> {
     let value = value.trim();
     if value == "*" {

@@ -42,6 +42,7 @@ pub struct EventParams {
     get, path = "/api/threads/{id}/events", tag = "events",
     params(("id" = String, Path), EventParams, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
     responses(
+        (status = 400, description = "INVALID_REQUEST: a bad Last-Event-ID, after or format"),
         (status = 200, description = "text/event-stream (id: is the event's number in the thread), or a JSON array with format=json"),
         (status = 404, description = "NOT_FOUND"),
     ),
@@ -59,7 +60,9 @@ pub async fn events(
         Some(v) => Some(
             v.to_str()
                 .ok()
-                .and_then(|v| v.trim().parse::<i64>().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<i64>().ok())
                 .ok_or_else(|| ApiError::invalid_request("Last-Event-ID must be an event id"))?,
         ),
         None => None,
@@ -196,6 +199,7 @@ pub struct NewMessage {
     #[serde(default)]
     pub upload_ids: Vec<String>,
     /// service_role only: speak as `user` or `agent` (default `agent`).
+    #[schema(pattern = "^(user|agent)$")]
     pub role: Option<String>,
 }
 
@@ -207,6 +211,7 @@ pub struct NewMessage {
     responses(
         (status = 201, description = "The stored message event"),
         (status = 400, description = "INVALID_REQUEST"),
+        (status = 403, description = "FORBIDDEN: only service_role may choose the role"),
         (status = 404, description = "NOT_FOUND"),
         (status = 413, description = "REQUEST_TOO_LARGE: over 32 KiB as an event"),
     ),

@@ -39,6 +39,7 @@ pub struct PublishedList {
 /// Publishes a sandbox file to the user (the agent, or service_role).
 #[utoipa::path(
     post, path = "/api/threads/{id}/published", tag = "publish",
+    operation_id = "publish_file",
     params(("id" = String, Path)),
     request_body = PublishRequest,
     responses(
@@ -86,8 +87,10 @@ pub struct ListParams {
 /// Lists the thread's published files (the latest revision of each, or every revision).
 #[utoipa::path(
     get, path = "/api/threads/{id}/published", tag = "publish",
+    operation_id = "list_published",
     params(("id" = String, Path), ListParams),
-    responses((status = 200, body = PublishedList), (status = 404, description = "NOT_FOUND")),
+    responses(
+        (status = 400, description = "INVALID_REQUEST: revisions is not all or latest"),(status = 200, body = PublishedList, description = "The files the agent published, newest first"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
 )]
 pub async fn list(
@@ -139,8 +142,10 @@ pub async fn download(
 /// Downloads a published file (any revision).
 #[utoipa::path(
     get, path = "/api/threads/{id}/published/{pid}/content", tag = "publish",
+    operation_id = "published_content",
     params(("id" = String, Path), ("pid" = String, Path), RevisionParams),
-    responses((status = 200, description = "The bytes, Content-Disposition: attachment"), (status = 404, description = "NOT_FOUND")),
+    responses(
+        (status = 400, description = "INVALID_REQUEST: a bad revision"),(status = 200, description = "The bytes, Content-Disposition: attachment"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
 )]
 pub async fn content(
@@ -159,8 +164,10 @@ pub async fn content(
 /// from running on ferry's origin.
 #[utoipa::path(
     get, path = "/api/threads/{id}/published/{pid}/preview", tag = "publish",
+    operation_id = "published_preview",
     params(("id" = String, Path), ("pid" = String, Path), RevisionParams),
     responses(
+        (status = 400, description = "INVALID_REQUEST: a bad revision"),
         (status = 200, description = "image: the image; pdf: application/pdf inline; html: sanitized HTML"),
         (status = 404, description = "NOT_FOUND, or preview_kind none"),
     ),

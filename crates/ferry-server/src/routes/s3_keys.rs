@@ -40,6 +40,7 @@ fn view(key: AccessKey, secret: Option<String>) -> AccessKeyView {
 /// Makes an access key that acts as the caller, with exactly the caller's rights.
 #[utoipa::path(
     post, path = "/api/s3/keys", tag = "s3",
+    operation_id = "create_access_key",
     responses((status = 201, body = AccessKeyView, description = "The key, with its secret (shown only here)")),
     security(("bearer" = []))
 )]
@@ -55,7 +56,8 @@ pub async fn create(
 /// Lists the access keys the caller made, without their secrets.
 #[utoipa::path(
     get, path = "/api/s3/keys", tag = "s3",
-    responses((status = 200, body = AccessKeyList)),
+    operation_id = "list_access_keys",
+    responses((status = 200, body = AccessKeyList, description = "The caller's access keys")),
     security(("bearer" = []))
 )]
 pub async fn list(
@@ -72,6 +74,7 @@ pub async fn list(
 /// every node.
 #[utoipa::path(
     delete, path = "/api/s3/keys/{accessKeyId}", tag = "s3",
+    operation_id = "revoke_access_key",
     params(("accessKeyId" = String, Path)),
     responses((status = 204, description = "Revoked"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))

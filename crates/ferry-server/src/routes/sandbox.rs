@@ -16,6 +16,7 @@ use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiQuery, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
+use crate::openapi::FileBytes;
 use crate::serve::{Representation, etag, header_value, respond};
 use crate::state::AppState;
 use crate::write_headers::{check_declared_length, usable_content_type, write_condition};
@@ -49,8 +50,9 @@ fn entry_view(entry: SandboxEntry) -> FileEntry {
 /// Lists a sandbox folder; paths come back the sandbox way, ready for publish.
 #[utoipa::path(
     get, path = "/api/threads/{id}/sandbox", tag = "sandbox",
+    operation_id = "list_sandbox",
     params(("id" = String, Path), SandboxListParams),
-    responses((status = 200, body = FileList), (status = 400, description = "INVALID_PATH"), (status = 404, description = "NOT_FOUND")),
+    responses((status = 200, body = FileList, description = "The folder's entries"), (status = 400, description = "INVALID_PATH"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
 )]
 pub async fn list(
@@ -87,6 +89,7 @@ fn sandbox_path(uri: &Uri) -> ApiResult<SandboxPath> {
 /// Reads a sandbox file.
 #[utoipa::path(
     get, path = "/api/threads/{id}/sandbox/{*path}", tag = "sandbox",
+    operation_id = "read_sandbox_file",
     params(("id" = String, Path), ("path" = String, Path, description = "Relative to /sandbox/, e.g. outputs/report.md")),
     responses(
         (status = 200, description = "The bytes"),
@@ -124,8 +127,11 @@ pub async fn read(
 /// Reads a sandbox file's headers.
 #[utoipa::path(
     head, path = "/api/threads/{id}/sandbox/{*path}", tag = "sandbox",
+    operation_id = "head_sandbox_file",
     params(("id" = String, Path), ("path" = String, Path)),
-    responses((status = 200, description = "Headers only")),
+    responses(
+        (status = 400, description = "INVALID_PATH"),
+        (status = 404, description = "NOT_FOUND"),(status = 200, description = "Headers only")),
     security(("bearer" = []))
 )]
 pub async fn head(
@@ -141,13 +147,19 @@ pub async fn head(
 /// Writes a sandbox file (the agent, or service_role): atomic, with the spaces' rules.
 #[utoipa::path(
     put, path = "/api/threads/{id}/sandbox/{*path}", tag = "sandbox",
+    operation_id = "write_sandbox_file",
     params(
         ("id" = String, Path), ("path" = String, Path),
-        ("Content-Type" = String, Header), ("If-None-Match" = Option<String>, Header), ("If-Match" = Option<String>, Header),
+        ("If-None-Match" = Option<String>, Header), ("If-Match" = Option<String>, Header),
     ),
-    request_body(content = Vec<u8>, content_type = "*/*"),
+    request_body(
+        description = "The file's bytes, of any type",
+        content((FileBytes = "application/octet-stream"), (FileBytes = "*/*")),
+    ),
     responses(
-        (status = 201, body = WriteResult), (status = 200, body = WriteResult),
+        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
+        (status = 201, body = WriteResult, description = "Created: the path did not exist"), (status = 200, body = WriteResult, description = "Replaced: the path existed"),
         (status = 403, description = "FORBIDDEN: the owner, or a write into /sandbox/skills/"),
         (status = 409, description = "ALREADY_EXISTS"), (status = 412, description = "PRECONDITION_FAILED"),
         (status = 413, description = "REQUEST_TOO_LARGE"), (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),

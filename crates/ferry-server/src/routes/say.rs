@@ -30,7 +30,8 @@ pub struct SayRequest {
     params(("id" = String, Path)),
     request_body = SayRequest,
     responses(
-        (status = 200, body = SayResult),
+        (status = 400, description = "INVALID_REQUEST or INVALID_PATH: a malformed body or a bad <file> path"),
+        (status = 200, body = SayResult, description = "The messages the text became"),
         (status = 403, description = "FORBIDDEN: only the agent speaks"),
         (status = 404, description = "NOT_FOUND"),
         (status = 413, description = "REQUEST_TOO_LARGE: a <say> block over 32 KiB as an event"),
@@ -105,6 +106,7 @@ pub struct SignedParams {
     get, path = "/api/attachments/{aid}", tag = "say",
     params(("aid" = String, Path), SignedParams),
     responses(
+        (status = 400, description = "INVALID_REQUEST: the link's expires or signature is malformed"),
         (status = 200, description = "The bytes"),
         (status = 403, description = "FORBIDDEN: a tampered or expired link"),
         (status = 404, description = "NOT_FOUND"),
@@ -129,8 +131,10 @@ pub async fn signed_attachment(
 pub struct NewConnector {
     /// `webhook`
     #[serde(rename = "type")]
+    #[schema(pattern = "^webhook$")]
     pub kind: String,
     /// Where each message is POSTed (http or https).
+    #[schema(pattern = "^https?://")]
     pub url: String,
 }
 
@@ -158,7 +162,8 @@ pub struct ConnectorList {
     params(("id" = String, Path)),
     request_body = NewConnector,
     responses(
-        (status = 201, body = ConnectorView),
+        (status = 404, description = "NOT_FOUND"),
+        (status = 201, body = ConnectorView, description = "The connector"),
         (status = 400, description = "INVALID_REQUEST: not a webhook, or not an http(s) URL"),
         (status = 403, description = "FORBIDDEN: only the owner or service_role"),
     ),
@@ -199,7 +204,9 @@ pub async fn create_connector(
 #[utoipa::path(
     get, path = "/api/threads/{id}/connectors", tag = "say",
     params(("id" = String, Path)),
-    responses((status = 200, body = ConnectorList)),
+    responses(
+        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
+        (status = 404, description = "NOT_FOUND"),(status = 200, body = ConnectorList, description = "The thread's connectors")),
     security(("bearer" = []))
 )]
 pub async fn list_connectors(

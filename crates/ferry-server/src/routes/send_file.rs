@@ -25,7 +25,8 @@ pub struct SendFileRequest {
     params(("id" = String, Path)),
     request_body = SendFileRequest,
     responses(
-        (status = 200, body = SendFileResult),
+        (status = 403, description = "FORBIDDEN: only the thread's agent or service_role"),
+        (status = 200, body = SendFileResult, description = "The file was sent on the event channel"),
         (status = 400, description = "INVALID_PATH: outside the sandbox"),
         (status = 404, description = "NOT_FOUND: File not found: PATH"),
         (status = 413, description = "REQUEST_TOO_LARGE: over 20 KB"),

@@ -17,6 +17,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
+use crate::openapi::FileBytes;
 use crate::serve::{Servable, etag, header_value, serve_blob};
 use crate::state::AppState;
 use crate::write_headers::{
@@ -89,7 +90,7 @@ pub struct SpaceList {
 /// Lists the caller's spaces: those holding at least one file, sorted by name.
 #[utoipa::path(
     get, path = "/api/spaces", tag = "spaces",
-    responses((status = 200, body = SpaceList), (status = 401, description = "UNAUTHENTICATED")),
+    responses((status = 200, body = SpaceList, description = "The caller's spaces"), (status = 401, description = "UNAUTHENTICATED")),
     security(("bearer" = []))
 )]
 pub async fn list_spaces(
@@ -174,6 +175,7 @@ fn file_path(uri: &Uri) -> ApiResult<ValidPath> {
         ("Range" = Option<String>, Header, description = "One byte range; answers 206"),
     ),
     responses(
+        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
         (status = 200, description = "The bytes, with Content-Type, ETag, Content-Length, Last-Modified"),
         (status = 206, description = "The requested range"),
         (status = 304, description = "Not modified"),
@@ -212,7 +214,8 @@ pub async fn get_file(
 #[utoipa::path(
     head, path = "/api/spaces/{space}/files/{*path}", tag = "spaces",
     params(("space" = String, Path), ("path" = String, Path)),
-    responses((status = 200, description = "Headers only"), (status = 404, description = "NOT_FOUND")),
+    responses(
+        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),(status = 200, description = "Headers only"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
 )]
 pub async fn head_file(
@@ -260,11 +263,13 @@ pub async fn delete_file(
     params(
         ("space" = String, Path, description = "Space name"),
         ("path" = String, Path, description = "File path; may contain '/'"),
-        ("Content-Type" = String, Header, description = "Required; stored and served back"),
         ("If-None-Match" = Option<String>, Header, description = "'*': create only"),
         ("If-Match" = Option<String>, Header, description = "Overwrite only if the ETag matches"),
     ),
-    request_body(content = Vec<u8>, content_type = "*/*", description = "The file's bytes"),
+    request_body(
+        description = "The file's bytes, of any type; the Content-Type is stored and served back",
+        content((FileBytes = "application/octet-stream"), (FileBytes = "*/*")),
+    ),
     responses(
         (status = 201, body = WriteResult, description = "Created"),
         (status = 200, body = WriteResult, description = "Overwritten"),

@@ -21,7 +21,7 @@ pub struct Health {
 /// Liveness and readiness: answers 200 when the metadata database answers.
 #[utoipa::path(
     get, path = "/healthz", tag = "system",
-    responses((status = 200, body = Health), (status = 503, description = "UNAVAILABLE"))
+    responses((status = 200, body = Health, description = "The database and blob store answer"), (status = 503, description = "UNAVAILABLE"))
 )]
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     state.app.db.ping().await.map_err(|e| {

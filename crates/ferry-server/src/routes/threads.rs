@@ -35,9 +35,12 @@ pub struct ThreadList {
 /// Creates a thread with its sandbox.
 #[utoipa::path(
     post, path = "/api/threads", tag = "threads",
-    request_body = NewThread,
+    request_body(
+        content = Option<NewThread>,
+        description = "Optional: no body, an empty one or null makes an untitled thread for the caller",
+    ),
     responses(
-        (status = 201, body = ThreadView),
+        (status = 201, body = ThreadView, description = "The thread"),
         (status = 400, description = "INVALID_REQUEST"),
         (status = 403, description = "FORBIDDEN: agents cannot create threads"),
     ),
@@ -57,7 +60,7 @@ pub async fn create_thread(
 /// its `sub`'s threads, or every thread without one).
 #[utoipa::path(
     get, path = "/api/threads", tag = "threads",
-    responses((status = 200, body = ThreadList)),
+    responses((status = 200, body = ThreadList, description = "The caller's threads")),
     security(("bearer" = []))
 )]
 pub async fn list_threads(
@@ -72,7 +75,7 @@ pub async fn list_threads(
 #[utoipa::path(
     get, path = "/api/threads/{id}", tag = "threads",
     params(("id" = String, Path)),
-    responses((status = 200, body = ThreadView), (status = 404, description = "NOT_FOUND")),
+    responses((status = 200, body = ThreadView, description = "The thread"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
 )]
 pub async fn get_thread(
@@ -87,6 +90,8 @@ pub async fn get_thread(
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AgentTokenRequest {
     /// Seconds the token is valid (default 3600, at most 30 days).
+    #[schema(minimum = 1, maximum = 2_592_000)]
+    #[serde(default, deserialize_with = "crate::extract::whole_number")]
     pub ttl_seconds: Option<u64>,
     /// The agent's display id in events (default `agent`).
     pub agent_id: Option<String>,
@@ -105,7 +110,8 @@ pub struct AgentToken {
     params(("id" = String, Path)),
     request_body(content = Option<AgentTokenRequest>),
     responses(
-        (status = 200, body = AgentToken),
+        (status = 400, description = "INVALID_REQUEST: ttlSeconds out of range, or a malformed body"),
+        (status = 200, body = AgentToken, description = "A token for the thread's agent"),
         (status = 403, description = "FORBIDDEN: only the owner or service_role"),
         (status = 404, description = "NOT_FOUND"),
     ),

@@ -14,6 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery, raw_segment};
+use crate::openapi::{FileBytes, UploadForm};
 use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
 use crate::write_headers::{check_declared_length, usable_content_type};
@@ -33,10 +34,18 @@ pub struct RawUploadParams {
 /// Uploads one or more files.
 #[utoipa::path(
     post, path = "/api/threads/{id}/uploads", tag = "uploads",
+    operation_id = "create_upload",
     params(("id" = String, Path), RawUploadParams),
-    request_body(content = Vec<u8>, description = "multipart/form-data with one or more `file` parts, or the raw bytes with ?filename= and a Content-Type"),
+    request_body(
+        description = "multipart/form-data with one or more `file` parts, or the raw bytes with ?filename= and their Content-Type",
+        content(
+            (UploadForm = "multipart/form-data"),
+            (FileBytes = "application/octet-stream"),
+            (FileBytes = "*/*"),
+        ),
+    ),
     responses(
-        (status = 201, body = UploadList),
+        (status = 201, body = UploadList, description = "The stored uploads, with their previews"),
         (status = 400, description = "INVALID_PATH (the name) or INVALID_REQUEST"),
         (status = 403, description = "FORBIDDEN: agents do not upload"),
         (status = 404, description = "NOT_FOUND"),
@@ -99,8 +108,9 @@ pub async fn create(
 /// Lists a thread's uploads, oldest first, with their previews.
 #[utoipa::path(
     get, path = "/api/threads/{id}/uploads", tag = "uploads",
+    operation_id = "list_uploads",
     params(("id" = String, Path)),
-    responses((status = 200, body = UploadList), (status = 404, description = "NOT_FOUND")),
+    responses((status = 200, body = UploadList, description = "The thread's uploads"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))
 )]
 pub async fn list(
@@ -115,6 +125,7 @@ pub async fn list(
 /// Downloads an upload's original bytes.
 #[utoipa::path(
     get, path = "/api/threads/{id}/uploads/{upload_id}/content", tag = "uploads",
+    operation_id = "upload_content",
     params(("id" = String, Path), ("upload_id" = String, Path)),
     responses((status = 200, description = "The original bytes, as an attachment"), (status = 404, description = "NOT_FOUND")),
     security(("bearer" = []))

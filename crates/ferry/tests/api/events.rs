@@ -458,3 +458,37 @@ async fn two_hundred_subscribers_all_receive_an_event() {
         assert_eq!(event.json(), posted);
     }
 }
+
+/// `Last-Event-ID` is an event id: digits alone. Anything else, a sign included, is refused
+/// before the stream opens.
+#[tokio::test]
+async fn a_last_event_id_is_digits_alone() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    for bad in ["-1", "+3", "abc", "1.5", ""] {
+        let reply = app
+            .send(
+                "GET",
+                &t.url("/events?format=json"),
+                Some(&t.user),
+                &[("last-event-id", bad)],
+                axum::body::Body::empty(),
+            )
+            .await;
+        reply.expect(400, Some("INVALID_REQUEST"));
+        assert_eq!(
+            reply.json()["error"]["message"],
+            "Last-Event-ID must be an event id",
+            "{bad:?}"
+        );
+    }
+    app.send(
+        "GET",
+        &t.url("/events?format=json"),
+        Some(&t.user),
+        &[("last-event-id", " 0 ")],
+        axum::body::Body::empty(),
+    )
+    .await
+    .expect(200, None);
+}

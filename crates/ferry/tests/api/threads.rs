@@ -37,6 +37,25 @@ async fn create_list_and_get_with_an_optional_title() {
     bare.expect(201, None);
     assert_eq!(bare.json()["title"], serde_json::Value::Null);
     assert_eq!(bare.json()["owner"], "alice");
+    // `null` is what the document's optional body lets a generated client send.
+    let nulled = app
+        .post_json("/api/threads", &alice, serde_json::Value::Null)
+        .await;
+    nulled.expect(201, None);
+    // Anything but an object is refused, even what serde would read as the fields in order.
+    for not_an_object in [
+        json!([null, null]),
+        json!(["a title"]),
+        json!("a title"),
+        json!(3),
+    ] {
+        let refused = app.post_json("/api/threads", &alice, not_an_object).await;
+        refused.expect(400, Some("INVALID_REQUEST"));
+        assert_eq!(
+            refused.json()["error"]["message"],
+            "the JSON body must be an object"
+        );
+    }
 
     let one = app.get(&format!("/api/threads/{id}"), &alice).await;
     one.expect(200, None);
@@ -66,6 +85,7 @@ async fn create_list_and_get_with_an_optional_title() {
         id,
         untitled.json()["id"].as_str().unwrap().to_owned(),
         bare.json()["id"].as_str().unwrap().to_owned(),
+        nulled.json()["id"].as_str().unwrap().to_owned(),
     ];
     expected.sort();
     assert_eq!(ids, expected);
@@ -206,6 +226,31 @@ async fn agent_tokens_are_minted_by_the_owner_and_service_role_only() {
     mint(&app, &t, &app.user("mallory"))
         .await
         .expect(404, Some("NOT_FOUND"));
+}
+
+/// JSON does not tell `3600` from `3600.0`, and neither does the server; a fraction or a
+/// negative number is still refused.
+#[tokio::test]
+async fn a_ttl_may_be_written_as_a_whole_float() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let minted = app
+        .post_json(
+            &t.url("/agent-token"),
+            &t.user,
+            json!({ "ttlSeconds": 944.0 }),
+        )
+        .await;
+    minted.expect(200, None);
+    for bad in [json!(944.5), json!(-1), json!("944")] {
+        app.post_json(
+            &t.url("/agent-token"),
+            &t.user,
+            json!({ "ttlSeconds": bad }),
+        )
+        .await
+        .expect(400, Some("INVALID_REQUEST"));
+    }
 }
 
 #[tokio::test]

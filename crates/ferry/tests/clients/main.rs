@@ -1,5 +1,6 @@
 //! ferry through the clients people and agents use: the official MCP SDK, the examples in
-//! `examples/`, and the web UI in a real browser.
+//! `examples/`, the S3 clients, a client generated from the OpenAPI document, and the web UI in
+//! a real browser.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -8,5 +9,6 @@ mod python;
 
 mod e2e_browser;
 mod examples;
+mod generated_client;
 mod mcp_clients;
 mod s3_clients;

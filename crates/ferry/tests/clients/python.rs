@@ -11,6 +11,7 @@ use std::time::Duration;
 /// The pip command that installs every package these tests use.
 pub const INSTALL: &str = "python3 -m pip install -r crates/ferry/tests/mcp/requirements.txt \
                            -r crates/ferry/tests/s3/requirements.txt \
+                           -r crates/ferry/tests/openapi/requirements.txt \
                            -r examples/scripted-agent/requirements.txt \
                            -r examples/langgraph-agent/requirements.txt";
 
