@@ -46,6 +46,55 @@ async fn the_python_sdk_drives_both_transports() {
     assert!(out.contains("all MCP client checks passed"), "{out}");
 }
 
+/// The Python snippets of docs/mcp.md, run as they are written (inside an async function, with
+/// the server's URL and an agent token put in) against the real binary, on the SDK versions the
+/// tests pin: a reader who copies them gets code that works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_snippets_of_the_mcp_docs_run() {
+    let Some(python) = python::with_modules(
+        "the docs/mcp.md snippets",
+        &["mcp", "httpx", "langchain_mcp_adapters"],
+    ) else {
+        return;
+    };
+    let docs = include_str!("../../../../docs/mcp.md");
+    let snippets: Vec<&str> = docs
+        .split("```python\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .collect();
+    assert_eq!(
+        snippets.len(),
+        2,
+        "docs/mcp.md has the SDK and the LangGraph snippet"
+    );
+
+    let data = tempfile::tempdir().unwrap();
+    let server = binary::start(data.path(), &[]);
+    let owner = binary::token(&["--user", "docs-reader"]);
+    let thread = binary::create_thread(server.addr, &owner).await;
+    let agent = binary::token(&["--agent", "--thread", &thread, "--user", "docs-reader"]);
+    let url = format!("http://{}/mcp", server.addr);
+    for (snippet, shows) in snippets
+        .iter()
+        .zip([r#""uploads""#, "publish_file_to_user"])
+    {
+        let body: String = snippet
+            .replace("https://files.example.com/mcp", &url)
+            .lines()
+            .map(|line| format!("    {line}\n"))
+            .collect();
+        let script = format!(
+            "import asyncio, sys\ntoken = sys.argv[1]\n\nasync def main():\n{body}    \
+             print(repr(locals().get('result') or locals().get('tools')))\n\nasyncio.run(main())\n"
+        );
+        let file = data.path().join("snippet.py");
+        std::fs::write(&file, &script).unwrap();
+        let out = python::run(&python, &file, &[&agent], &[], Duration::from_secs(120)).await;
+        assert!(out.contains(shows), "the snippet\n{script}\nprinted\n{out}");
+    }
+}
+
 /// One JSON-RPC request to `/mcp`; the answer's status and body.
 async fn rpc(addr: std::net::SocketAddr, token: Option<&str>, message: Value) -> (u16, Value) {
     let mut request = reqwest::Client::new()
