@@ -196,6 +196,12 @@ step('the person gives an agent a token for the thread', async () => {
   await field.waitFor();
   S.agentToken = await field.inputValue();
   assert.match(S.agentToken, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  // The dialog names the MCP endpoint and passes the token in the environment, not a flag.
+  assert.equal(await dialog.locator('.mcp-url').textContent(), `${S.ferry.base}/mcp`);
+  const snippets = (await dialog.locator('pre.snippet').allTextContents()).join('\n');
+  assert.match(snippets, new RegExp(`FERRY_TOKEN=<the token above> ferry mcp --url ${S.ferry.base}`));
+  assert.match(snippets, /"Authorization": "Bearer <the token above>"/);
+  assert.doesNotMatch(snippets, /--token/);
   await shot(page, '04-agent-token');
   await page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'detached' });
@@ -258,6 +264,14 @@ step('a file over the limit shows the limit in words; a cancelled upload leaves 
   await page.locator('input[type=file]').setInputFiles([S.files.cancel]);
   const cancel = page.locator('.pending-file[data-name="cancel-me.bin"]');
   await cancel.waitFor();
+  // A file still uploading is listed above the ones ready to send, never below the fold.
+  const ready = page.locator('.pending-file.state-done').first();
+  assert.ok((await cancel.boundingBox()).y < (await ready.boundingBox()).y, 'the uploading file comes first');
+  assert.ok(await cancel.evaluate((el) => {
+    const list = el.closest('.pending').getBoundingClientRect();
+    const item = el.getBoundingClientRect();
+    return item.top >= list.top && item.bottom <= list.bottom;
+  }), 'the uploading file is in view in the list');
   await page.waitForFunction(() => Number(document.querySelector('.pending-file[data-name="cancel-me.bin"] progress')?.value) > 0);
   await cancel.getByRole('button', { name: 'Cancel upload of cancel-me.bin' }).click();
   assert.equal(await cancel.count(), 0);
@@ -326,6 +340,10 @@ step('files the agent publishes appear live as cards', async () => {
     await card.waitFor({ timeout: 10000 });
     assert.equal(await card.locator('.card-meta').textContent(), `${f.label} · ${fmtSize(f.bytes.length)}`);
     assert.equal(await card.locator('.card-desc').textContent(), f.desc);
+    // The line above the card says who and when; nothing repeats the card's title.
+    const event = page.locator('li.event-published', { has: card });
+    assert.equal(await event.locator('.event-caption').count(), 0);
+    assert.doesNotMatch(await event.locator('.event-meta').textContent(), /Published/);
     f.card = card.first();
   }
   assert.equal(S.published.md.answer.preview_kind, 'html');
@@ -475,6 +493,11 @@ step('a new revision appears, and the panel can show the older one', async () =>
   const card = page.locator('.card-ready', { hasText: 'Now with Chloé' });
   await card.waitFor();
   assert.equal(await card.locator('.rev-badge').textContent(), 'rev 2');
+  // The first revision's card says it is superseded; the new one does not.
+  const first = page.locator('.card-ready', { hasText: 'Weeks, tasks and owners' });
+  assert.equal(await first.locator('.superseded-note').textContent(), 'Superseded by revision 2');
+  assert.ok(await first.evaluate((el) => el.classList.contains('card-superseded')));
+  assert.equal(await card.locator('.superseded-note').count(), 0);
   await card.click({ position: { x: 24, y: 24 } });
   const panel = page.getByRole('dialog');
   const select = panel.getByLabel('Revision', { exact: true });
@@ -513,13 +536,32 @@ step('Download saves the right bytes under the right name', async () => {
     assert.equal(sha256(readFileSync(saved)), sha256(f.bytes), `${f.answer.filename} downloads intact`);
   }
   assert.equal(await page.getByRole('dialog').count(), 0, 'the Download button does not open the preview');
-  // A chip on the user's message downloads the upload.
-  const chip = page.getByRole('button', { name: /^Download shop-front\.png/ });
-  const [download] = await Promise.all([page.waitForEvent('download'), chip.click()]);
+  // A document's chip on the user's message downloads the upload.
+  const notes = page.getByRole('button', { name: /^Download meeting notes\.txt/ });
+  const [notesDownload] = await Promise.all([page.waitForEvent('download'), notes.click()]);
+  assert.equal(notesDownload.suggestedFilename(), 'meeting notes.txt');
+  // An image's chip shows the image and opens it in the panel, which downloads the original.
+  const chip = page.getByRole('button', { name: /^Preview shop-front\.png/ });
+  await chip.locator('img.thumb:not([hidden])').waitFor();
+  assert.ok(await chip.locator('img.thumb').evaluate((img) => img.naturalWidth === 120 && img.naturalHeight === 80));
+  await chip.click();
+  const panel = page.getByRole('dialog', { name: 'shop-front.png' });
+  await panel.locator('img.preview-image').waitFor();
+  assert.ok(await panel.locator('img.preview-image').evaluate((img) => img.complete && img.naturalWidth === 120));
+  assert.equal(await panel.getByLabel('Revision', { exact: true }).isDisabled(), true);
+  await shot(page, '13b-upload-preview');
+  const [download] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: 'Download shop-front.png' }).click()]);
   assert.equal(download.suggestedFilename(), 'shop-front.png');
   const saved = join(S.tmp, 'chip.png');
   await download.saveAs(saved);
   assert.equal(sha256(readFileSync(saved)), sha256(readFileSync(S.files.photo)));
+  await page.keyboard.press('Escape');
+  await panel.waitFor({ state: 'detached' });
+  assert.match(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), /^Preview shop-front\.png/);
+  // A published image's card shows the image itself.
+  const chart = page.locator('.card-ready', { hasText: 'Sales chart' });
+  await chart.locator('.card-icon img.thumb:not([hidden])').waitFor();
+  assert.ok(await chart.locator('.card-icon img.thumb').evaluate((img) => img.naturalWidth === 96));
 });
 
 step('a file the agent sends is shown inline, collapsible, with a download', async () => {
@@ -679,6 +721,39 @@ step('spaces: the person\'s spaces are listed; open one by name, browse its tree
   await page.waitForURL(`${S.ferry.base}/`);
 });
 
+step('a message that arrives while the reader is scrolled up is announced, not missed', async () => {
+  const { page, agent } = S;
+  await page.goto(`${S.ferry.base}/t/${encodeURIComponent(S.threadId)}`);
+  await page.locator('.conn-live').waitFor();
+  const hint = page.getByRole('button', { name: 'New messages' });
+  assert.equal(await hint.isVisible(), false);
+  await page.locator('.log-scroller').evaluate((s) => { s.scrollTop = 0; s.dispatchEvent(new Event('scroll')); });
+  await agent.post(`/api/threads/${S.threadId}/messages`, { text: 'While you were reading' });
+  await page.locator('.event-message', { hasText: 'While you were reading' }).waitFor({ state: 'attached' });
+  await hint.waitFor();
+  assert.equal(await page.locator('.log-scroller').evaluate((s) => s.scrollTop), 0, 'the reader was left where they were');
+  await shot(page, '17c-new-messages');
+  await hint.click();
+  await hint.waitFor({ state: 'hidden' });
+  assert.ok(await page.locator('.log-scroller').evaluate((s) => s.scrollHeight - s.scrollTop - s.clientHeight < 2));
+  await page.locator('.event-message', { hasText: 'While you were reading' }).waitFor();
+});
+
+step('a mistyped address shows the app saying so, not raw JSON', async () => {
+  const { page } = S;
+  const answer = await page.goto(`${S.ferry.base}/thread/${encodeURIComponent(S.threadId)}`);
+  assert.equal(answer.status(), 404);
+  assert.match(answer.headers()['content-type'], /^text\/html/);
+  await page.getByRole('heading', { name: 'Page not found' }).waitFor();
+  assert.doesNotMatch(await page.locator('body').textContent(), /"error"/);
+  await page.getByRole('link', { name: 'Back to your threads' }).click();
+  await page.waitForURL(`${S.ferry.base}/`);
+  // Programs asking for JSON still get the envelope.
+  const api = await fetch(`${S.ferry.base}/thread/x`, { headers: { accept: 'application/json' } });
+  assert.equal(api.status, 404);
+  assert.equal((await api.json()).error.code, 'NOT_FOUND');
+});
+
 step('keyboard alone: reach a card, open and close its preview, send a message', async () => {
   const { page } = S;
   await page.goto(`${S.ferry.base}/t/${encodeURIComponent(S.threadId)}`);
@@ -693,7 +768,13 @@ step('keyboard alone: reach a card, open and close its preview, send a message',
   assert.match(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), /^Preview Sales chart /);
   await page.keyboard.press('Tab');
   assert.match(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), /^Download chart\.png/);
-  await page.getByLabel('Message', { exact: true }).focus();
+  // From the thread's title, the next stop is a link straight to the message box, however
+  // long the thread.
+  await page.locator('#thread-title').focus();
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Write a message');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label') || document.activeElement?.labels?.[0]?.textContent), 'Message');
   await page.keyboard.type('Thanks!');
   await page.keyboard.press('Enter');
   await page.locator('.event-message.from-user', { hasText: 'Thanks!' }).waitFor();
@@ -751,6 +832,20 @@ step('readable at 375 px and at 1440 px', async () => {
   await shot(page, '19-thread-375');
   await page.locator('.log-scroller').evaluate((el) => { el.scrollTop = el.scrollHeight; });
   await shot(page, '20-thread-375-bottom');
+  // The revision picker of a file with two revisions has a row of its own, inside the screen.
+  await page.locator('.card-ready', { hasText: 'Now with Chloé' }).click({ position: { x: 20, y: 20 } });
+  const picker = page.getByRole('dialog').getByLabel('Revision', { exact: true });
+  await page.waitForFunction(() => document.querySelectorAll('#panel-revision option').length === 2);
+  const pick = await picker.boundingBox();
+  assert.ok(pick.x >= 0 && pick.x + pick.width <= 375 && pick.width >= 250, `the picker fits: ${JSON.stringify(pick)}`);
+  assert.ok(await picker.evaluate((el) => {
+    const text = el.selectedOptions[0].textContent;
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = getComputedStyle(el).font;
+    return ctx.measureText(text).width + 24 <= el.clientWidth;
+  }), 'the chosen revision is shown whole');
+  await shot(page, '21a-revisions-375');
+  await page.keyboard.press('Escape');
   await S.published.xlsx.card.click({ position: { x: 20, y: 20 } });
   await page.getByRole('dialog').waitFor();
   const box = await page.getByRole('dialog').boundingBox();
@@ -766,6 +861,19 @@ step('readable at 375 px and at 1440 px', async () => {
   await page.goto(`${S.ferry.base}/spaces/notes`);
   await page.getByRole('list', { name: 'Files in notes' }).waitFor();
   await shot(page, '23-spaces-375');
+  // Signed out on a short phone screen, the sign-in card starts on screen and scrolls whole.
+  const signedOut = await S.context.newPage();
+  await signedOut.setViewportSize({ width: 375, height: 420 });
+  await signedOut.goto(`${S.ferry.base}/`);
+  const card = signedOut.locator('.signin-card');
+  await card.waitFor();
+  assert.ok((await card.boundingBox()).y >= 0, 'the top of the sign-in card is on screen');
+  await signedOut.getByRole('button', { name: 'Sign in' }).scrollIntoViewIfNeeded();
+  assert.ok(await signedOut.getByRole('button', { name: 'Sign in' }).isVisible());
+  const sideways = await signedOut.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(sideways <= 0, `no sideways scrolling (${sideways}px)`);
+  await shot(signedOut, '24-sign-in-375');
+  await signedOut.close();
   await page.setViewportSize({ width: 1440, height: 900 });
 });
 

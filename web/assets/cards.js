@@ -13,6 +13,25 @@ function button(label, iconName, attrs = {}) {
     h('span', { class: 'label', text: label }));
 }
 
+/**
+ * A small picture of an image, fetched with the token (an <img> cannot send it) and shown from
+ * a blob: URL, released once drawn. `fallback` stays in place until it is, and if it never is.
+ */
+function thumbnail(path, alt, fallback, query) {
+  const img = h('img', { class: 'thumb', alt, hidden: true });
+  getBlob(path, query ? { query } : undefined).then((blob) => {
+    const url = URL.createObjectURL(blob);
+    img.addEventListener('load', () => {
+      URL.revokeObjectURL(url);
+      img.hidden = false;
+      fallback.remove();
+    }, { once: true });
+    img.addEventListener('error', () => URL.revokeObjectURL(url), { once: true });
+    img.src = url;
+  }).catch(() => {});
+  return [fallback, img];
+}
+
 /** The path of a published file's bytes. */
 export function publishedContentPath(threadId, fileId) {
   return route('threads', threadId, 'published', fileId, 'content');
@@ -60,7 +79,10 @@ export function publishedCard(threadId, file, { state = 'ready', error = '', onO
     'aria-labelledby': titleId,
     dataset: { fileId: file.id, revision: String(file.revision || 1), previewKind: file.preview_kind || 'none' },
   },
-  h('div', { class: 'card-icon' }, fileIcon(file.file_type || file.filename, file.mime_type)),
+  h('div', { class: 'card-icon' }, file.preview_kind === 'image'
+    ? thumbnail(route('threads', threadId, 'published', file.id, 'preview'), '',
+      fileIcon(file.file_type || file.filename, file.mime_type), { revision: file.revision })
+    : fileIcon(file.file_type || file.filename, file.mime_type)),
   h('div', { class: 'card-body' },
     h('div', { class: 'card-heading' },
       h('span', { class: 'badge-ok', title: 'File ready', 'aria-label': 'File ready', role: 'img' }, icon('check', 'icon icon-sm')),
@@ -186,15 +208,31 @@ export function fileSendView(contents) {
 }
 
 /** The chips under a user's message: the files sent with it. */
-export function uploadChips(threadId, uploads) {
+export function uploadChips(threadId, uploads, { onOpen } = {}) {
   return h('ul', { class: 'chips', 'aria-label': 'Attached files' },
     uploads.map((upload) => {
+      const content = route('threads', threadId, 'uploads', upload.id, 'content');
+      if (upload.kind === 'image' && onOpen) {
+        // An image shows what it is and opens in the panel, which also downloads it.
+        const chip = h('button', {
+          type: 'button',
+          class: 'chip chip-image',
+          title: `Preview ${upload.fileName}`,
+          'aria-label': `Preview ${upload.fileName} (${formatSize(upload.size)})`,
+          'aria-haspopup': 'dialog',
+          onclick: () => onOpen(upload, chip),
+        },
+        thumbnail(content, '', fileIcon(upload.fileName, upload.fileType)),
+        h('span', { class: 'label chip-name', text: upload.fileName }),
+        h('span', { class: 'chip-size', text: formatSize(upload.size) }));
+        return h('li', { dataset: { uploadId: upload.id } }, chip);
+      }
       const chip = h('button', {
         type: 'button',
         class: 'chip',
         title: `Download ${upload.fileName}`,
         'aria-label': `Download ${upload.fileName} (${formatSize(upload.size)})`,
-        onclick: () => downloadTo(chip, route('threads', threadId, 'uploads', upload.id, 'content'), upload.fileName).catch(() => {}),
+        onclick: () => downloadTo(chip, content, upload.fileName).catch(() => {}),
       },
       fileIcon(upload.fileName || extensionOf(upload.fileName), upload.fileType),
       h('span', { class: 'label chip-name', text: upload.fileName }),

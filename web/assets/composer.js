@@ -110,6 +110,7 @@ export class Composer {
     item.remove = remove;
     this.items.push(item);
     this.list.append(item.el);
+    this.list.scrollTop = 0;
     item.handle = uploadFile(this.threadId, file, (loaded, total) => {
       const pct = total ? Math.floor((loaded / total) * 100) : 0;
       progress.value = Math.min(pct, 99);

@@ -1,11 +1,11 @@
 // The preview panel (docs/reference/web-ui.md): opened by clicking a published file's
-// card. It shows the server's preview by `preview_kind` — an image, the browser's PDF
+// card, or the chip of an image the person uploaded. It shows the server's preview by `preview_kind` — an image, the browser's PDF
 // viewer, server-rendered HTML in a sandboxed frame, or "Preview not available — download
 // to view" — with a revision picker and Download. Escape or Close closes it, and focus goes
 // back to the card it came from.
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
-import { formatSize, typeLabel, formatWhen } from './format.js';
+import { formatSize, typeLabel, formatWhen, extensionOf } from './format.js';
 import { route, getBlob, getJson } from './api.js';
 import { downloadTo } from './download.js';
 import { publishedContentPath } from './cards.js';
@@ -30,6 +30,30 @@ export class PreviewPanel {
 
   get isOpen() {
     return this.el !== null;
+  }
+
+  /**
+   * Opens the panel on an image the person uploaded: one version (no revisions), the original
+   * bytes shown and downloaded.
+   */
+  openUpload(threadId, upload, returnFocusTo) {
+    this.open(threadId, {
+      id: upload.id,
+      upload: true,
+      display_name: upload.fileName,
+      filename: upload.fileName,
+      file_type: extensionOf(upload.fileName),
+      file_size: upload.size,
+      revision: 1,
+      preview_kind: upload.kind === 'image' ? 'image' : 'none',
+    }, returnFocusTo);
+  }
+
+  /** Where the panel's Download gets the file shown. */
+  contentPath(file) {
+    return file.upload
+      ? route('threads', this.threadId, 'uploads', file.id, 'content')
+      : publishedContentPath(this.threadId, file.id);
   }
 
   /** Opens (or re-targets) the panel on one revision of a published file. */
@@ -75,7 +99,8 @@ export class PreviewPanel {
     this.download = h('button', {
       type: 'button',
       class: 'btn btn-primary panel-download',
-      onclick: () => downloadTo(this.download, publishedContentPath(this.threadId, this.file.id), this.file.filename, { revision: this.file.revision }).catch(() => {}),
+      onclick: () => downloadTo(this.download, this.contentPath(this.file), this.file.filename,
+        this.file.upload ? {} : { revision: this.file.revision }).catch(() => {}),
     }, icon('download'), h('span', { class: 'label', text: 'Download' }));
     this.body = h('div', { class: 'panel-body', 'aria-live': 'polite' });
     this.el = h('aside', {
@@ -104,6 +129,13 @@ export class PreviewPanel {
     const parts = [file.filename, `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`];
     if (file.description) parts.push(file.description);
     this.meta.textContent = parts.join(' · ');
+    if (file.upload) {
+      // An upload has one version: the picker says so and stays disabled.
+      this.download.setAttribute('aria-label', `Download ${file.filename}`);
+      replace(this.select, h('option', { value: '1', text: 'Uploaded original' }));
+      this.select.disabled = true;
+      return;
+    }
     this.download.setAttribute('aria-label', `Download ${file.filename}, revision ${file.revision}`);
     if (!this.revisions) {
       replace(this.select, h('option', { value: String(file.revision), text: `Revision ${file.revision}` }));
@@ -113,6 +145,7 @@ export class PreviewPanel {
 
   async loadRevisions(file) {
     this.revisions = null;
+    if (file.upload) return;
     try {
       const { files } = await getJson(route('threads', this.threadId, 'published'), { query: { revisions: 'all' } });
       if (this.file?.id !== file.id || !this.el) return;
@@ -154,7 +187,9 @@ export class PreviewPanel {
     }
     let blob;
     try {
-      blob = await getBlob(route('threads', this.threadId, 'published', file.id, 'preview'), { query: { revision: file.revision } });
+      blob = file.upload
+        ? await getBlob(this.contentPath(file))
+        : await getBlob(route('threads', this.threadId, 'published', file.id, 'preview'), { query: { revision: file.revision } });
     } catch (e) {
       if (seq !== this.loadSeq) return;
       if (e.status === 404 || e.status === 422) this.showUnavailable(e.message);

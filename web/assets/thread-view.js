@@ -27,6 +27,7 @@ export class ThreadView {
     this.seen = new Map();
     this.published = new Map(); // published file id → latest revision seen
     this.publishing = new Map(); // publishId → the loading card of a publish still running
+    this.cardsByFile = new Map(); // published file id → its ready cards, to mark superseded ones
     this.stream = null;
 
     this.statusEl = h('span', { class: 'conn conn-connecting', role: 'status', text: STATUS_TEXT.connecting });
@@ -36,7 +37,13 @@ export class ThreadView {
       icon('chat', 'icon icon-xl'),
       h('p', { class: 'empty-title', text: 'No messages yet' }),
       h('p', { text: 'Write to your agent, or attach files with the paper clip or by dropping them here. What the agent sends back — messages, files, previews — appears in this thread as it happens.' }));
-    this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.empty, this.log);
+    // Shown when something arrives while the reader is scrolled up, so it is not missed; it
+    // sits at the end of the log and sticks to the bottom of the visible part.
+    this.newHint = h('button', {
+      type: 'button', class: 'btn btn-small new-hint', hidden: true,
+      onclick: () => this.toBottom(),
+    }, icon('arrow-down'), h('span', { class: 'label', text: 'New messages' }));
+    this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.empty, this.log, this.newHint);
     this.composer = new Composer(thread.id, { onSent: (event) => this.add(event) });
     this.dropZone = h('div', { class: 'drop-overlay', 'aria-hidden': 'true' },
       h('div', { class: 'drop-box' }, icon('clip', 'icon icon-xl'), h('p', { text: 'Drop files to attach them' })));
@@ -44,6 +51,11 @@ export class ThreadView {
       h('header', { class: 'thread-header' },
         h('div', { class: 'thread-heading' }, this.titleEl,
           h('p', { class: 'thread-sub', text: `Thread ${thread.id}` })),
+        // The message box comes after the whole log; this gets a keyboard there at once.
+        h('a', {
+          href: '#message', class: 'skip-to-composer',
+          onclick: (e) => { e.preventDefault(); this.composer.focus(); },
+        }, 'Write a message'),
         this.statusEl,
         h('button', {
           type: 'button', class: 'btn btn-small connect-agent', 'aria-haspopup': 'dialog', 'aria-label': 'Connect agent',
@@ -55,7 +67,10 @@ export class ThreadView {
     this.setUpDrop();
     // Stay at the bottom while it is where the reader is, also when images arrive later.
     this.stick = true;
-    this.scroller.addEventListener('scroll', () => { this.stick = this.nearBottom(); }, { passive: true });
+    this.scroller.addEventListener('scroll', () => {
+      this.stick = this.nearBottom();
+      if (this.stick) this.newHint.hidden = true;
+    }, { passive: true });
     this.log.addEventListener('load', () => {
       if (this.stick) this.scroller.scrollTop = this.scroller.scrollHeight;
     }, true);
@@ -141,9 +156,16 @@ export class ThreadView {
     this.log.insertBefore(node, before);
     this.empty.hidden = true;
     if (stick || event.role === 'user') {
-      this.scroller.scrollTop = this.scroller.scrollHeight;
-      this.stick = true;
+      this.toBottom();
+    } else {
+      this.newHint.hidden = false;
     }
+  }
+
+  toBottom() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.stick = true;
+    this.newHint.hidden = true;
   }
 
   render(event) {
@@ -178,7 +200,9 @@ export class ThreadView {
     if (!text && !uploads.length && !files.length) return null;
     return this.frame(event, 'event-message',
       text ? h('div', { class: 'bubble' }, text) : null,
-      uploads.length ? uploadChips(this.thread.id, uploads) : null,
+      uploads.length ? uploadChips(this.thread.id, uploads, {
+        onOpen: (upload, opener) => this.preview.openUpload(this.thread.id, upload, opener),
+      }) : null,
       files.length ? h('div', { class: 'attachments' }, files.map((f) => attachmentView(this.thread.id, f, {
         // An attachment is its own copy; one that says which published file it came from
         // (publishedId) opens that file's preview like a card.
@@ -220,14 +244,37 @@ export class ThreadView {
     if (state === 'ready' && this.preview.isOpen && this.preview.file?.id === file.id) {
       this.preview.loadRevisions(this.preview.file);
     }
-    return this.frame(event, 'event-published',
-      event.content ? h('p', { class: 'event-caption', text: event.content }) : null,
-      publishedCard(this.thread.id, file, {
-        state,
-        error: file.error || (file.id ? '' : 'The event carries no file'),
-        onOpen: (f, opener) => this.preview.open(this.thread.id, f, opener),
-      }));
+    // No caption: the card names the file, and the line above it who published it and when.
+    const card = publishedCard(this.thread.id, file, {
+      state,
+      error: file.error || (file.id ? '' : 'The event carries no file'),
+      onOpen: (f, opener) => this.preview.open(this.thread.id, f, opener),
+    });
+    if (state === 'ready' && file.id) this.trackRevision(file, card);
+    return this.frame(event, 'event-published', card);
   }
+
+  /** Marks every card of an older revision of the file as superseded by the newest one. */
+  trackRevision(file, card) {
+    const cards = this.cardsByFile.get(file.id) || [];
+    cards.push({ revision: file.revision || 1, card });
+    this.cardsByFile.set(file.id, cards);
+    const newest = Math.max(...cards.map((c) => c.revision));
+    for (const { revision, card: older } of cards) {
+      if (revision < newest) markSuperseded(older, newest);
+    }
+  }
+}
+
+/** Says on a card that a newer revision of its file exists (once, then kept up to date). */
+function markSuperseded(card, newest) {
+  card.classList.add('card-superseded');
+  let note = card.querySelector('.superseded-note');
+  if (!note) {
+    note = h('p', { class: 'superseded-note' });
+    card.querySelector('.card-body')?.append(note);
+  }
+  note.textContent = `Superseded by revision ${newest}`;
 }
 
 /** Loads a thread and builds its view; answers null (after calling onNotFound) when missing. */
@@ -274,8 +321,13 @@ function connectAgentDialog(thread, opener) {
         h('label', { for: 'agent-token', class: 'field-label', text: 'Agent token' }),
         h('div', { class: 'field-row' }, field, copy),
         h('p', { id: 'agent-token-exp', class: 'field-help', text: `Expires ${new Date(expiresAt).toLocaleString()}.` }),
-        h('p', { class: 'field-label', text: 'Use it from an MCP client' }),
-        h('pre', { class: 'snippet' }, `ferry mcp --url ${origin} --token <the token above>`),
+        h('p', { class: 'field-label', text: 'MCP over HTTP: the endpoint, with the token as a bearer header' }),
+        h('pre', { class: 'snippet mcp-url' }, `${origin}/mcp`),
+        h('pre', { class: 'snippet' }, JSON.stringify({
+          mcpServers: { ferry: { type: 'http', url: `${origin}/mcp`, headers: { Authorization: 'Bearer <the token above>' } } },
+        }, null, 2)),
+        h('p', { class: 'field-label', text: 'MCP over stdio, for clients that start a program' }),
+        h('pre', { class: 'snippet' }, `FERRY_TOKEN=<the token above> ferry mcp --url ${origin}`),
         h('p', { class: 'field-label', text: 'Or over HTTP' }),
         h('pre', { class: 'snippet' }, `Authorization: Bearer <the token above>\n${origin}/api/threads/${thread.id}/…`));
       field.focus();

@@ -102,8 +102,9 @@ fn version() -> &'static str {
     })
 }
 
-/// The app's page, for every address the app knows.
-async fn page() -> Response {
+/// The app's page, for every address the app knows (and, with a 404, for the addresses it
+/// does not: the page then says so).
+pub(crate) async fn page() -> Response {
     let Some(file) = Files::get("index.html") else {
         return ApiError::internal("the web UI's index.html is not embedded").into_response();
     };

@@ -4,7 +4,7 @@
 use crate::error::ErrorCode;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -21,7 +21,7 @@ pub struct Health {
 /// Liveness and readiness: answers 200 when the metadata database answers.
 #[utoipa::path(
     get, path = "/healthz", tag = "system",
-    responses((status = 200, body = Health, description = "The database and blob store answer"), (status = 503, description = "UNAVAILABLE"))
+    responses((status = 200, body = Health, description = "The metadata database answers"), (status = 503, description = "UNAVAILABLE"))
 )]
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     state.app.db.ping().await.map_err(|e| {
@@ -50,8 +50,24 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     response
 }
 
-pub async fn no_route() -> ApiError {
-    ApiError::not_found("no such route; /api/openapi.json lists them all")
+/// No route matched. A browser finding its way to an address the app does not have (a
+/// mistyped link) gets the app's page, which says "Page not found" with a way back, and a 404
+/// status; everything else, the envelope.
+pub async fn no_route(method: Method, uri: Uri, headers: HeaderMap) -> Response {
+    let browsing = matches!(method, Method::GET | Method::HEAD)
+        && headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| accept.contains("text/html"))
+        && !["/api/", "/mcp", "/s3", "/assets/", "/metrics", "/healthz"]
+            .iter()
+            .any(|prefix| uri.path().starts_with(prefix));
+    if browsing {
+        let mut page = crate::web::page().await;
+        *page.status_mut() = StatusCode::NOT_FOUND;
+        return page;
+    }
+    ApiError::not_found("no such route; /api/openapi.json lists them all").into_response()
 }
 
 pub async fn wrong_method() -> Response {

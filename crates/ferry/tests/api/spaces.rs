@@ -806,6 +806,22 @@ async fn unknown_routes_and_methods_answer_the_envelope() {
     app.send("GET", "/nowhere", None, &[], Body::empty())
         .await
         .expect(404, Some("NOT_FOUND"));
+    // A browser on a mistyped address gets the app's page (which says "Page not found"), still
+    // with a 404; an API path never does.
+    let browsing = [("accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
+    let page = app
+        .send("GET", "/thread/typo", None, &browsing, Body::empty())
+        .await;
+    assert_eq!(page.status, 404);
+    assert!(
+        page.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(page.text().contains("<html"), "{}", page.text());
+    app.send("GET", "/api/nothing", None, &browsing, Body::empty())
+        .await
+        .expect(404, Some("NOT_FOUND"));
     app.send(
         "PATCH",
         "/api/spaces/s/files/a.md",
