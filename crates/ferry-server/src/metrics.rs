@@ -84,6 +84,10 @@ fn describe() {
         "ferry_extract_waiting",
         "Documents waiting for an extraction worker, as of the last scrape"
     );
+    describe_gauge!(
+        "ferry_webhook_deliveries_pending",
+        "Webhook deliveries waiting to be made (due or retrying), across all nodes, as of the last scrape"
+    );
     describe_counter!(
         "ferry_webhook_deliveries_total",
         "Webhook delivery attempts, by outcome (ok, retry, failed: failed for good)"

@@ -222,6 +222,15 @@ impl Db {
         Ok(())
     }
 
+    /// How many deliveries wait to be made (due now or retrying later), on every node.
+    pub async fn pending_deliveries(&self) -> Result<u64, Error> {
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'")
+                .fetch_one(self.pool())
+                .await?;
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
     /// Up to `limit` connectors that have a delivery due and not claimed, oldest due first.
     pub async fn connectors_due(&self, limit: u32) -> Result<Vec<String>, Error> {
         let now = now_millis();

@@ -357,6 +357,7 @@ on_every_engine! {
         }
         let other = db.insert_connector(&t.id, "webhook", "http://y/hook", "secret").await.unwrap();
         db.queue_delivery(&other.id, &t.id, 1).await.unwrap();
+        assert_eq!(db.pending_deliveries().await.unwrap(), 21);
         let mut due = db.connectors_due(10).await.unwrap();
         due.sort();
         let mut expected = vec![c.id.clone(), other.id.clone()];
@@ -387,12 +388,16 @@ on_every_engine! {
         assert_eq!((count, all.len()), (20, 20), "each delivery claimed exactly once");
         db.finish_delivery(&all[0], Ok(())).await.unwrap();
         db.finish_delivery(&all[1], Err(("boom", Some(0)))).await.unwrap();
+        // One made, one to retry (still pending), one failed for good.
+        db.finish_delivery(&all[2], Err(("gone", None))).await.unwrap();
+        assert_eq!(db.pending_deliveries().await.unwrap(), 19);
         let again = db.claim_delivery(&c.id, 60_000).await.unwrap().expect("the retry is due");
         assert_eq!(again.attempts, 2);
         assert!(db.claim_delivery(&c.id, 60_000).await.unwrap().is_none());
         assert_eq!(db.connectors_due(10).await.unwrap(), vec![other.id.clone()]);
         assert_eq!(db.connectors(&t.id).await.unwrap().len(), 2);
         assert!(db.delete_connector(&t.id, &c.id).await.unwrap());
+        assert_eq!(db.pending_deliveries().await.unwrap(), 1, "the other connector's");
     };
 
     the_sweep_sees_every_column_that_holds_blob_keys => |db: Db| async move {

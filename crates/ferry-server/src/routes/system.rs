@@ -40,8 +40,15 @@ pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiE
     responses((status = 200, content_type = "text/plain; version=0.0.4", description = "Prometheus text"))
 )]
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    // Sampled at the scrape: the extraction queue has no event of its own to count.
+    // Sampled at the scrape: the queues have no event of their own to count. The webhook
+    // queue is the database's, so every node reports the whole of it.
     metrics::gauge!("ferry_extract_waiting").set(state.app.extractor.waiting() as f64);
+    match state.app.db.pending_deliveries().await {
+        Ok(pending) => metrics::gauge!("ferry_webhook_deliveries_pending").set(pending as f64),
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics: cannot count the pending webhook deliveries")
+        }
+    }
     let mut response = crate::metrics::handle().render().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

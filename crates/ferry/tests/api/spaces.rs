@@ -865,6 +865,7 @@ async fn operations_routes() {
         "ferry_build_info",
         "ferry_extract_waiting",
         "ferry_extract_duration_seconds",
+        "ferry_webhook_deliveries_pending",
     ] {
         assert!(text.contains(&format!("# HELP {name} ")), "{name}: {text}");
         assert!(text.contains(&format!("# TYPE {name} ")), "{name}: {text}");
