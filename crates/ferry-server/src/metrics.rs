@@ -56,7 +56,7 @@ fn describe() {
     describe_histogram!(
         "ferry_http_request_duration_seconds",
         Unit::Seconds,
-        "Time from a request's arrival to its answer's headers, by route template and method"
+        "Time from a request's arrival to its answer's headers, by route template, method and status"
     );
     describe_gauge!(
         "ferry_http_requests_in_flight",
@@ -149,12 +149,12 @@ pub async fn track(request: Request, next: Next) -> Response {
     let status = response.status().as_u16().to_string();
     metrics::counter!(
         "ferry_http_requests_total",
-        "route" => route.clone(), "method" => method.clone(), "status" => status
+        "route" => route.clone(), "method" => method.clone(), "status" => status.clone()
     )
     .increment(1);
     metrics::histogram!(
         "ferry_http_request_duration_seconds",
-        "route" => route.clone(), "method" => method
+        "route" => route.clone(), "method" => method, "status" => status
     )
     .record(elapsed.as_secs_f64());
     let bytes_out = metrics::counter!("ferry_http_response_bytes_total", "route" => route);

@@ -881,6 +881,15 @@ async fn operations_routes() {
         text.contains("ferry_extract_duration_seconds_count{op=\"preview\",outcome=\"ok\"}"),
         "{text}"
     );
+    // Durations are told apart by status, as the counts are.
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("ferry_http_request_duration_seconds_count{")
+                && l.contains("route=\"/api/spaces/{space}/files/{*path}\"")
+                && l.contains("status=\"201\"")
+        ),
+        "{text}"
+    );
     // The scrape itself is in flight while it is answered (other tests of this process may
     // be too: the recorder is the process's).
     let in_flight: f64 = text
