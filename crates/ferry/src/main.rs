@@ -5,7 +5,7 @@ mod settings;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use ferry_server::{AppState, Auth};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -123,6 +123,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let config = resolved.config;
+        let data = config.data_dir.clone();
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
             .with_context(|| format!("cannot listen on {}", config.addr))?;
@@ -148,23 +149,40 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
         let state = AppState::open(config).await?;
         if resolved.generated_secret {
-            let token = state
-                .auth
-                .mint_user("local", Duration::from_secs(30 * 86_400));
-            // The sign-in link goes to the terminal of whoever started the server, never to the log.
-            #[allow(clippy::print_stdout)]
-            {
-                println!("ferry is running at {base}/");
-                println!(
-                    "Sign in as the local user (valid 30 days): {base}/#token={}",
-                    token.token
-                );
-            }
+            sign_in_link(&state, &base, &data, resolved.created_secret);
         }
         ferry_server::serve(state, listener, shutdown_signal()).await?;
         tracing::info!("ferry stopped");
         anyhow::Ok(())
     })
+}
+
+/// Offers the person who started the server a way in. The link (a 30-day token for the user
+/// `local`) goes to standard output, never the log, and only where a person reads it: a
+/// terminal, on every start; anywhere else (a pipe, a service manager's journal) only on the
+/// start that created the secret, so that restarts do not keep writing fresh tokens into a
+/// journal. Then the server says how to get a link instead.
+fn sign_in_link(state: &AppState, base: &str, data: &Path, created_secret: bool) {
+    use std::io::IsTerminal as _;
+    #[allow(clippy::print_stdout)]
+    {
+        println!("ferry is running at {base}/");
+        if created_secret || std::io::stdout().is_terminal() {
+            let token = state
+                .auth
+                .mint_user("local", Duration::from_secs(30 * 86_400));
+            println!(
+                "Sign in as the local user (valid 30 days): {base}/#token={}",
+                token.token
+            );
+        } else {
+            println!(
+                "Sign in as the local user: open {base}/#token=TOKEN with the TOKEN that \
+                 `ferry token --user local --data {}` prints",
+                data.display()
+            );
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -221,11 +221,13 @@ impl ServeArgs {
     }
 }
 
-/// The resolved configuration, and whether the secret was generated (then the server prints
-/// a sign-in URL).
+/// The resolved configuration, and where its secret came from (with one of its own making, the
+/// server offers a sign-in link).
 pub struct Resolved {
     pub config: Config,
     pub generated_secret: bool,
+    /// The secret was created by this start (the data folder had none).
+    pub created_secret: bool,
 }
 
 impl ServeArgs {
@@ -235,9 +237,12 @@ impl ServeArgs {
         let data = settings.data.unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
         std::fs::create_dir_all(&data)
             .with_context(|| format!("cannot create the data directory {}", data.display()))?;
-        let (secret, generated_secret) = match settings.jwt_secret {
-            Some(secret) if !secret.is_empty() => (secret.into_bytes(), false),
-            _ => (load_or_create_secret(&data)?, true),
+        let (secret, generated_secret, created_secret) = match settings.jwt_secret {
+            Some(secret) if !secret.is_empty() => (secret.into_bytes(), false, false),
+            _ => match load_secret(&data)? {
+                Some(secret) => (secret, true, false),
+                None => (load_or_create_secret(&data)?, true, true),
+            },
         };
         let identity_provider = identity_provider(
             settings.jwks_url,
@@ -324,6 +329,7 @@ impl ServeArgs {
         Ok(Resolved {
             config,
             generated_secret,
+            created_secret,
         })
     }
 }

@@ -78,6 +78,24 @@ fn the_sign_in_link_uses_the_public_url() {
         sign_in.contains(": https://files.example.com/#token="),
         "{sign_in}"
     );
+
+    // A restart whose output is not a terminal (a service manager's journal, say) writes no
+    // new token there: it says how to get one.
+    let mut again = Command::new(ferry_exe())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data.path())
+        .env_remove("FERRY_JWT_SECRET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(again.stdout.take().unwrap()).lines();
+    let _running = lines.next().unwrap().unwrap();
+    let hint = lines.next().unwrap().unwrap();
+    again.kill().unwrap();
+    again.wait().unwrap();
+    assert!(!hint.contains("#token=ey"), "{hint}");
+    assert!(hint.contains("ferry token --user local --data"), "{hint}");
 }
 
 /// Every request leaves one access line: method, route template, status, size, time, and the
