@@ -2,19 +2,23 @@
 //!
 //! A composite (Type0) font with the `Identity-H` or `Identity-V` encoding shows glyphs by
 //! number; the text behind them is known only from its `/ToUnicode` map. Some writers leave
-//! that map out but embed the TrueType font itself, whose own `cmap` table says which
-//! character each glyph draws. Read backwards, that table is the missing map: this module
-//! writes it as a `/ToUnicode` CMap stream and attaches it to the font, so that the text
-//! reader decodes those glyphs like any others (as poppler and pdfminer do).
+//! that map out. Two other sources still say which character each glyph draws:
+//! - the embedded TrueType font's own `cmap` table, read backwards;
+//! - for a font of one of Adobe's CJK character collections (`/CIDSystemInfo` Adobe-Japan1,
+//!   -GB1, -CNS1 or -Korea1), often not embedded at all, that collection's published
+//!   CID → Unicode table (from the `pdfrum-cmap` crate).
+//!
+//! This module writes what it finds as a `/ToUnicode` CMap stream and attaches it to the font,
+//! so that the text reader decodes those glyphs like any others (as poppler and pdfminer do).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use pdf_extract::{Dictionary, Document, Object, ObjectId, Stream};
 
-/// Gives every Identity-encoded Type0 font that has no `/ToUnicode` but embeds a TrueType font
-/// with a Unicode `cmap` a `/ToUnicode` map made from that table. Fonts it cannot help are left
-/// as they are.
+/// Gives every Identity-encoded Type0 font that has no `/ToUnicode` a map made from its
+/// embedded TrueType font or its character collection. Fonts it cannot help are left as they
+/// are.
 pub(crate) fn add_missing_unicode_maps(doc: &mut Document) {
     let fonts: Vec<ObjectId> = doc
         .objects
@@ -56,13 +60,44 @@ fn lacks_unicode_map(doc: &Document, font: &Dictionary) -> bool {
         && !has_map
 }
 
-/// Which character each CID of `font` draws, from its embedded TrueType font.
+/// Which character each CID of `font` draws: from its embedded TrueType font when that says,
+/// else from its character collection's table.
 fn cid_to_unicode(doc: &Document, font: &Dictionary) -> Option<BTreeMap<u16, char>> {
-    let follow = |object| follow(doc, object);
-    let descendants = follow(font.get(b"DescendantFonts").ok()?)?
+    let descendants = follow(doc, font.get(b"DescendantFonts").ok()?)?
         .as_array()
         .ok()?;
-    let descendant = follow(descendants.first()?)?.as_dict().ok()?;
+    let descendant = follow(doc, descendants.first()?)?.as_dict().ok()?;
+    embedded_font_map(doc, descendant).or_else(|| collection_map(doc, descendant))
+}
+
+/// The characters of an Adobe CJK character collection by CID, for a descendant font whose
+/// `/CIDSystemInfo` names one (`Registry (Adobe)`, `Ordering (Japan1)` and the like).
+fn collection_map(doc: &Document, descendant: &Dictionary) -> Option<BTreeMap<u16, char>> {
+    use pdfrum_cmap::{Cid, charset_from_ordering, has_cid2unicode, unicode_from_cid};
+    let info = follow(doc, descendant.get(b"CIDSystemInfo").ok()?)?
+        .as_dict()
+        .ok()?;
+    let text = |key: &[u8]| follow(doc, info.get(key).ok()?)?.as_str().ok();
+    if text(b"Registry")? != b"Adobe" {
+        return None;
+    }
+    let set = charset_from_ordering(text(b"Ordering")?);
+    if !has_cid2unicode(set) {
+        return None;
+    }
+    // CID 0 is .notdef, which the tables give as U+FFFD: no character at all.
+    let map: BTreeMap<u16, char> = (1..=u16::MAX)
+        .filter_map(|cid| {
+            let ch = unicode_from_cid(set, Cid(cid))?;
+            (ch != '\u{FFFD}').then_some((cid, ch))
+        })
+        .collect();
+    (!map.is_empty()).then_some(map)
+}
+
+/// Which character each CID of a descendant font draws, from its embedded TrueType font.
+fn embedded_font_map(doc: &Document, descendant: &Dictionary) -> Option<BTreeMap<u16, char>> {
+    let follow = |object| follow(doc, object);
     let descriptor = follow(descendant.get(b"FontDescriptor").ok()?)?
         .as_dict()
         .ok()?;
@@ -193,5 +228,38 @@ mod tests {
             &font("Identity-H", Some(Object::Reference(map)))
         ));
         assert!(!lacks_unicode_map(&doc, &font("UniJIS-UCS2-H", None)));
+    }
+
+    /// A descendant font naming its character collection, the way `/CIDSystemInfo` does.
+    fn descendant(registry: &str, ordering: &str) -> Dictionary {
+        let mut info = Dictionary::new();
+        info.set("Registry", Object::string_literal(registry));
+        info.set("Ordering", Object::string_literal(ordering));
+        info.set("Supplement", Object::Integer(6));
+        let mut d = Dictionary::new();
+        d.set("Subtype", Object::Name(b"CIDFontType0".to_vec()));
+        d.set("CIDSystemInfo", Object::Dictionary(info));
+        d
+    }
+
+    #[test]
+    fn an_adobe_collection_gives_its_characters_by_cid() {
+        let doc = Document::new();
+        let japan = collection_map(&doc, &descendant("Adobe", "Japan1")).unwrap();
+        // CID 34 is the Latin A in every Adobe CJK collection; the thousands above are kana
+        // and kanji.
+        assert_eq!(japan.get(&34), Some(&'A'));
+        assert_eq!(
+            japan.get(&3_350).copied().map(char::is_alphabetic),
+            Some(true)
+        );
+        assert!(japan.len() > 10_000, "{}", japan.len());
+        assert!(!japan.contains_key(&0), "CID 0 is .notdef, no character");
+        let korea = collection_map(&doc, &descendant("Adobe", "Korea1")).unwrap();
+        assert_eq!(korea.get(&34), Some(&'A'));
+        // Another registry, or an ordering without a table, gives nothing to guess with.
+        assert!(collection_map(&doc, &descendant("Acme", "Japan1")).is_none());
+        assert!(collection_map(&doc, &descendant("Adobe", "Identity")).is_none());
+        assert!(collection_map(&doc, &Dictionary::new()).is_none());
     }
 }

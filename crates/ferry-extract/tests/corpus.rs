@@ -103,12 +103,18 @@ async fn pdf_matches_pdfminer() {
     for s in ["OSX Styles", "Arial font", "Batang font", "10.5", "72"] {
         assert!(t.contains(s), "{s} not in {t}");
     }
-    // jo.pdf's Japanese text uses a CID font with no Unicode map of its
-    // own; pdfminer maps it with Adobe's CMap tables, which pdf-extract does
-    // not ship. The preview says the text is there but undecodable, never
-    // an empty preview that reads as a blank page.
-    let e = preview("pdf/jo.pdf").await.unwrap_err().to_string();
-    assert!(e.contains("its text could not be decoded"), "{e}");
+    // jo.pdf's Japanese text uses a font of the Adobe-Japan1 collection, not embedded, with no
+    // Unicode map of its own: the collection's CID → Unicode table reads it, in order.
+    let t = text("pdf/jo.pdf").await;
+    assert!(
+        t.starts_with("\u{3000}\u{3000}序\nわたくしといふ現象は假定された有機交流電燈"),
+        "{t}"
+    );
+    assert!(
+        t.trim_end()
+            .ends_with("大正十三年一月廿日\u{3000}\u{3000}宮澤賢治"),
+        "{t}"
+    );
     // Every stream's /Filter is a reference to [/FlateDecode]: followed, the text is there.
     let t = text("pdf-samples/contrib_issue-1062-filters.pdf").await;
     assert!(t.split_whitespace().count() > 300, "{t}");

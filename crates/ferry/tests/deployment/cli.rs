@@ -47,32 +47,35 @@ fn token_refuses_to_invent_a_secret() {
     assert!(verified.is_ok());
 }
 
-/// Behind a proxy the sign-in link must be one the browser can open: the public URL, not the
-/// address the server listens on.
-#[test]
-fn the_sign_in_link_uses_the_public_url() {
+/// The first two lines `ferry serve` prints on standard output (a pipe here, not a terminal)
+/// with the generated secret of `data`; the server is stopped once they are read.
+fn first_printed_lines(data: &std::path::Path, extra: &[&str]) -> (String, String) {
     use std::io::{BufRead, BufReader};
-    let data = tempfile::tempdir().unwrap();
     let mut server = Command::new(ferry_exe())
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--public-url",
-            "https://files.example.com/",
-        ])
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(extra)
         .arg("--data")
-        .arg(data.path())
+        .arg(data)
         .env_remove("FERRY_JWT_SECRET")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let running = lines.next().unwrap().unwrap();
-    let sign_in = lines.next().unwrap().unwrap();
+    let first = lines.next().unwrap().unwrap();
+    let second = lines.next().unwrap().unwrap();
     server.kill().unwrap();
     server.wait().unwrap();
+    (first, second)
+}
+
+/// Behind a proxy the sign-in link must be one the browser can open: the public URL, not the
+/// address the server listens on.
+#[test]
+fn the_sign_in_link_uses_the_public_url() {
+    let data = tempfile::tempdir().unwrap();
+    let (running, sign_in) =
+        first_printed_lines(data.path(), &["--public-url", "https://files.example.com/"]);
     assert_eq!(running, "ferry is running at https://files.example.com/");
     assert!(
         sign_in.contains(": https://files.example.com/#token="),
@@ -81,19 +84,7 @@ fn the_sign_in_link_uses_the_public_url() {
 
     // A restart whose output is not a terminal (a service manager's journal, say) writes no
     // new token there: it says how to get one.
-    let mut again = Command::new(ferry_exe())
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data.path())
-        .env_remove("FERRY_JWT_SECRET")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(again.stdout.take().unwrap()).lines();
-    let _running = lines.next().unwrap().unwrap();
-    let hint = lines.next().unwrap().unwrap();
-    again.kill().unwrap();
-    again.wait().unwrap();
+    let (_running, hint) = first_printed_lines(data.path(), &[]);
     assert!(!hint.contains("#token=ey"), "{hint}");
     assert!(hint.contains("ferry token --user local --data"), "{hint}");
 }
