@@ -98,6 +98,7 @@ mod model_image;
 mod opc;
 mod package;
 mod pdf;
+mod pdf_predefined_cmaps;
 mod pdf_unicode;
 mod pptx;
 mod read;

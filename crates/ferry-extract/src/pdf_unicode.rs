@@ -6,7 +6,8 @@
 //! - the embedded TrueType font's own `cmap` table, read backwards;
 //! - for a font of one of Adobe's CJK character collections (`/CIDSystemInfo` Adobe-Japan1,
 //!   -GB1, -CNS1 or -Korea1), often not embedded at all, that collection's published
-//!   CID → Unicode table (from the `pdfrum-cmap` crate).
+//!   CID → Unicode table (from the `pdfrum-cmap` crate). Fonts that used a predefined CMap
+//!   arrive here as Identity copies ([`crate::pdf_predefined_cmaps`]).
 //!
 //! This module writes what it finds as a `/ToUnicode` CMap stream and attaches it to the font,
 //! so that the text reader decodes those glyphs like any others (as poppler and pdfminer do).

@@ -99,6 +99,10 @@ async fn pdf_matches_pdfminer() {
     assert!(t.contains("H e l l o"), "{t}");
     let t = text("pdf/simple3.pdf").await;
     assert!(t.starts_with("Hello"), "{t}");
+    // Its Japanese is shown through the predefined CMap `V` (JIS X 0208, vertical) in a font
+    // with no descriptor: rewritten as CIDs, it reads through the Adobe-Japan1 table.
+    assert!(t.contains("あいうえお"), "{t}");
+    assert!(t.contains("World"), "{t}");
     let t = text("pdf/font-size-test.pdf").await;
     for s in ["OSX Styles", "Arial font", "Batang font", "10.5", "72"] {
         assert!(t.contains(s), "{s} not in {t}");
