@@ -13,7 +13,7 @@
 //! Only the page's own content is rewritten: a form XObject that shows such a font keeps the
 //! original, which the reader still cannot follow.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use pdf_extract::content::Operation;
 use pdf_extract::{Dictionary, Document, Object, ObjectId};
@@ -22,47 +22,67 @@ use pdfrum_cmap::CMap;
 /// Appended to a font's resource name to name its Identity copy.
 const COPY_SUFFIX: &[u8] = b"-ferry-cid";
 
-/// Rewrites the text of every page that shows a font with a predefined CMap.
+/// Rewrites the text of every page that shows a font with a predefined CMap. A font object
+/// shared by many pages gets one Identity copy, which they all share too (and so one Unicode
+/// map, made once).
 pub(crate) fn transcode_predefined_cmaps(doc: &mut Document) {
     let pages: Vec<ObjectId> = doc.get_pages().into_values().collect();
+    let mut copies = HashMap::new();
     for page in pages {
-        transcode_page(doc, page);
+        transcode_page(doc, page, &mut copies);
     }
 }
 
-fn transcode_page(doc: &mut Document, page: ObjectId) -> Option<()> {
-    let fonts: BTreeMap<Vec<u8>, (CMap, Dictionary)> = doc
-        .get_page_fonts(page)
-        .ok()?
-        .into_iter()
-        .filter_map(|(name, font)| Some((name, (predefined_cmap(font)?, font.clone()))))
-        .collect();
-    if fonts.is_empty() {
-        return None;
-    }
-    let mut content = doc.get_and_decode_page_content(page).ok()?;
-    rewrite(&mut content.operations, &fonts);
-    let bytes = content.encode().ok()?;
+/// Rewrites one page; `copies` holds the Identity copy already made of each font object.
+fn transcode_page(
+    doc: &mut Document,
+    page: ObjectId,
+    copies: &mut HashMap<ObjectId, ObjectId>,
+) -> Option<()> {
     let mut resources = effective_resources(doc, page);
     let mut font_names = match resources.get(b"Font") {
         Ok(Object::Reference(id)) => doc.get_dictionary(*id).ok()?.clone(),
         Ok(Object::Dictionary(d)) => d.clone(),
-        _ => Dictionary::new(),
+        _ => return None,
     };
-    for (name, (cmap, font)) in fonts {
-        let mut copy = font;
-        let identity: &[u8] = if cmap.is_vertical() {
-            b"Identity-V"
-        } else {
-            b"Identity-H"
+    // The page's fonts with a predefined CMap, by resource name: the CMap, and where the font
+    // is (an object, or written in place).
+    let mut cmaps = BTreeMap::new();
+    let mut fonts = Vec::new();
+    for (name, value) in font_names.iter() {
+        let font = match value {
+            Object::Reference(id) => doc.get_dictionary(*id).ok(),
+            Object::Dictionary(d) => Some(d),
+            _ => None,
         };
-        copy.set("Encoding", Object::Name(identity.to_vec()));
-        copy.remove(b"ToUnicode");
-        give_descriptor(doc, &mut copy);
-        let id = doc.add_object(Object::Dictionary(copy));
+        if let Some(cmap) = font.and_then(predefined_cmap) {
+            fonts.push((name.clone(), cmap.is_vertical(), value.clone()));
+            cmaps.insert(name.clone(), cmap);
+        }
+    }
+    if cmaps.is_empty() {
+        return None;
+    }
+    let mut content = doc.get_and_decode_page_content(page).ok()?;
+    rewrite(&mut content.operations, &cmaps);
+    let bytes = content.encode().ok()?;
+    for (name, vertical, value) in fonts {
+        let copy = match value {
+            Object::Reference(id) => match copies.get(&id) {
+                Some(copy) => *copy,
+                None => {
+                    let font = doc.get_dictionary(id).ok()?.clone();
+                    let copy = identity_copy(doc, font, vertical);
+                    copies.insert(id, copy);
+                    copy
+                }
+            },
+            Object::Dictionary(font) => identity_copy(doc, font, vertical),
+            _ => continue,
+        };
         font_names.set(
             [name.as_slice(), COPY_SUFFIX].concat(),
-            Object::Reference(id),
+            Object::Reference(copy),
         );
     }
     resources.set("Font", Object::Dictionary(font_names));
@@ -71,6 +91,20 @@ fn transcode_page(doc: &mut Document, page: ObjectId) -> Option<()> {
         .ok()?
         .set("Resources", Object::Dictionary(resources));
     Some(())
+}
+
+/// A copy of `font` set to the Identity encoding of its writing direction, without the
+/// `/ToUnicode` that spoke of its old codes; answers the copy's object id.
+fn identity_copy(doc: &mut Document, mut font: Dictionary, vertical: bool) -> ObjectId {
+    let identity: &[u8] = if vertical {
+        b"Identity-V"
+    } else {
+        b"Identity-H"
+    };
+    font.set("Encoding", Object::Name(identity.to_vec()));
+    font.remove(b"ToUnicode");
+    give_descriptor(doc, &mut font);
+    doc.add_object(Object::Dictionary(font))
 }
 
 /// Gives the copy's CIDFont a `/FontDescriptor` when it has none. ISO 32000 requires one, and
@@ -124,16 +158,16 @@ fn predefined_cmap(font: &Dictionary) -> Option<CMap> {
     pdfrum_cmap::predefined(&pdfrum_object::Name::from(encoding))
 }
 
-/// Points every `Tf` that selects one of `fonts` at its Identity copy, and writes each string
-/// shown while one is selected as its CIDs.
-fn rewrite(operations: &mut [Operation], fonts: &BTreeMap<Vec<u8>, (CMap, Dictionary)>) {
+/// Points every `Tf` that selects one of the fonts in `cmaps` (by resource name) at its
+/// Identity copy, and writes each string shown while one is selected as its CIDs.
+fn rewrite(operations: &mut [Operation], cmaps: &BTreeMap<Vec<u8>, CMap>) {
     let mut current: Option<&CMap> = None;
     for operation in operations {
         match operation.operator.as_str() {
             "Tf" => {
                 current = None;
                 if let Some(Object::Name(name)) = operation.operands.first_mut()
-                    && let Some((cmap, _)) = fonts.get(name.as_slice())
+                    && let Some(cmap) = cmaps.get(name.as_slice())
                 {
                     current = Some(cmap);
                     name.extend_from_slice(COPY_SUFFIX);
@@ -219,7 +253,7 @@ mod tests {
     #[test]
     fn strings_shown_in_such_a_font_are_rewritten_and_others_are_not() {
         let h = pdfrum_cmap::predefined(&pdfrum_object::Name::from("H")).unwrap();
-        let fonts = BTreeMap::from([(b"F2".to_vec(), (h, Dictionary::new()))]);
+        let fonts = BTreeMap::from([(b"F2".to_vec(), h)]);
         let string = |b: &[u8]| Object::string_literal(b.to_vec());
         let mut ops = vec![
             Operation::new(
