@@ -61,13 +61,16 @@ pub async fn find(
 }
 
 /// Stores one part (replacing an earlier one of the same number), refused once it passes the
-/// size limit of the destination.
+/// size limit of the destination. `checksum` is asked once the whole body has been read: the
+/// door's record of the checksum the part was verified against (one sent after the body, as a
+/// trailer, is only known then), kept with the part.
 pub async fn upload_part<S, E>(
     app: &App,
     upload: &Upload,
     destination: &Destination,
     part_number: u32,
     body: S,
+    checksum: impl FnOnce() -> Option<String>,
 ) -> Result<Part>
 where
     S: Stream<Item = std::result::Result<Bytes, E>>,
@@ -79,9 +82,10 @@ where
         )));
     }
     let blob = app.blobs.write(body, destination.limit(app)).await?;
+    let checksum = checksum();
     let replaced = app
         .db
-        .put_part(&upload.upload_id, part_number, &blob)
+        .put_part(&upload.upload_id, part_number, &blob, checksum.as_deref())
         .await?;
     if let Some(old) = replaced {
         let _ = app.blobs.delete(&old).await;
@@ -91,6 +95,7 @@ where
         blob_key: blob.key,
         size: blob.size,
         sha256: blob.sha256,
+        checksum,
         created_at: ferry_core::Timestamp::now(),
     })
 }

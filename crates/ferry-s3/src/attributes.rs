@@ -12,14 +12,18 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::checksum::StoredChecksum;
+use crate::upload_checksum::{UploadChecksum, type_of};
 
 /// The multipart upload an object was completed from: its id (a repeated
-/// `CompleteMultipartUpload` of it answers as the first did) and its parts' sizes, in order
-/// (`partNumber` reads one of them).
+/// `CompleteMultipartUpload` of it answers as the first did), its parts' sizes, in order
+/// (`partNumber` reads one of them), and their checksums when the upload named an algorithm
+/// (the object's [`Attributes::checksum`] is of that algorithm).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Assembled {
     pub(crate) upload_id: String,
     pub(crate) part_sizes: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) part_checksums: Vec<String>,
 }
 
 impl Assembled {
@@ -51,6 +55,9 @@ pub(crate) struct Attributes {
     pub(crate) checksum: Option<StoredChecksum>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) assembled: Option<Assembled>,
+    /// Of a multipart upload in progress: how its object will be checksummed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) upload_checksum: Option<UploadChecksum>,
 }
 
 /// The headers a write sends about its object, borrowed from whichever input carries them
@@ -109,6 +116,7 @@ impl Attributes {
                 .map(|at| OffsetDateTime::from(at.clone()).unix_timestamp()),
             checksum: None,
             assembled: None,
+            upload_checksum: None,
         }
     }
 
@@ -147,11 +155,27 @@ impl Attributes {
             .map(Timestamp::from)
     }
 
-    /// The stored checksum, in the field of its algorithm.
+    /// The stored checksum, in the field of its algorithm, with its type.
     pub(crate) fn checksum(&self) -> Checksum {
         let mut answer = Checksum::default();
         if let Some(stored) = &self.checksum {
             crate::checksum::set(&mut answer, &stored.algorithm, stored.value.clone());
+            answer.checksum_type = Some(type_of(&stored.value));
+        }
+        answer
+    }
+
+    /// The checksum of part `number` (from 1) of a multipart object, if its upload kept one.
+    pub(crate) fn part_checksum(&self, number: usize) -> Checksum {
+        let mut answer = Checksum::default();
+        let value = self
+            .assembled
+            .as_ref()
+            .and_then(|a| a.part_checksums.get(number.checked_sub(1)?));
+        if let (Some(stored), Some(value)) = (&self.checksum, value) {
+            crate::checksum::set(&mut answer, &stored.algorithm, value.clone());
+            // A part's checksum is answered with the type of the object's.
+            answer.checksum_type = Some(type_of(&stored.value));
         }
         answer
     }
@@ -192,6 +216,7 @@ mod tests {
         let assembled = Assembled {
             upload_id: "u".into(),
             part_sizes: vec![5, 3, 1],
+            part_checksums: Vec::new(),
         };
         assert_eq!(assembled.part(1), Some(0..5));
         assert_eq!(assembled.part(3), Some(8..9));

@@ -1,7 +1,9 @@
 //! Integrity checks of a written body (docs/s3.md, checksums): `Content-MD5` and one
 //! `x-amz-checksum-*` value, sent as a header or as a trailer of an aws-chunked body. The body
 //! is hashed as it streams to the blob store; a mismatch ends the stream with an error before
-//! the write is committed, so a body that fails its checksum is never stored.
+//! the write is committed, so a body that fails its checksum is never stored. A part of a
+//! multipart upload that names an algorithm is hashed with it even when the client sent no
+//! value, so that every part of such an upload has a checksum to build the object's from.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -19,7 +21,7 @@ use s3s::{S3Error, S3Result, StdError, s3_error};
 use crate::forward::Trailers;
 
 /// The algorithms of `x-amz-checksum-*`, by header name.
-const ALGORITHMS: [&str; 5] = ["crc32", "crc32c", "crc64nvme", "sha1", "sha256"];
+pub(crate) const ALGORITHMS: [&str; 5] = ["crc32", "crc32c", "crc64nvme", "sha1", "sha256"];
 
 /// The checksum an object was written with, as it is kept: its algorithm (`crc32`, `crc32c`,
 /// `crc64nvme`, `sha1`, `sha256`) and its base64 value.
@@ -27,6 +29,18 @@ const ALGORITHMS: [&str; 5] = ["crc32", "crc32c", "crc64nvme", "sha1", "sha256"]
 pub(crate) struct StoredChecksum {
     pub(crate) algorithm: String,
     pub(crate) value: String,
+}
+
+impl StoredChecksum {
+    /// The stored form of a part's checksum.
+    pub(crate) fn to_text(&self) -> String {
+        serde_json::to_string(self).expect("a checksum serializes")
+    }
+
+    /// Reads a part's stored checksum; an unreadable one is as if none was kept.
+    pub(crate) fn from_text(text: Option<&str>) -> Option<StoredChecksum> {
+        text.and_then(|t| serde_json::from_str(t).ok())
+    }
 }
 
 /// The checksum value a body must have, if the client sent one.
@@ -37,6 +51,9 @@ pub(crate) struct Expected {
     header: Option<(&'static str, String)>,
     /// The algorithm named by `x-amz-trailer`, whose value comes after the body.
     trailer: Option<(&'static str, s3s::TrailingHeaders)>,
+    /// The algorithm to hash with when the request names none (a part of an upload that
+    /// named one): its value is recorded, with nothing to compare it against.
+    computed: Option<&'static str>,
 }
 
 impl Expected {
@@ -91,7 +108,34 @@ impl Expected {
             md5,
             header,
             trailer,
+            computed: None,
         })
+    }
+
+    /// What a body for a multipart upload must have: a checksum of the upload's `algorithm`
+    /// (one of [`ALGORITHMS`]), computed here when the request sends none; a request with
+    /// another algorithm is refused.
+    pub(crate) fn for_upload(mut self, algorithm: Option<&str>) -> S3Result<Expected> {
+        let Some(algorithm) = algorithm else {
+            return Ok(self);
+        };
+        let known = ALGORITHMS
+            .into_iter()
+            .find(|a| *a == algorithm)
+            .ok_or_else(|| s3_error!(InternalError, "an upload names an unknown checksum"))?;
+        match self.algorithm() {
+            None => self.computed = Some(known),
+            Some(sent) if sent == known => {}
+            Some(sent) => {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "the upload was started with the {} checksum; this part sends {}",
+                    known.to_ascii_uppercase(),
+                    sent.to_ascii_uppercase()
+                ));
+            }
+        }
+        Ok(self)
     }
 
     fn algorithm(&self) -> Option<&'static str> {
@@ -99,6 +143,7 @@ impl Expected {
             .as_ref()
             .map(|(a, _)| *a)
             .or(self.trailer.as_ref().map(|(a, _)| *a))
+            .or(self.computed)
     }
 
     /// The checksum to keep with the object once the body verified: one sent as a header.
@@ -123,7 +168,7 @@ impl Expected {
     }
 }
 
-fn hasher_for(algorithm: &str) -> ChecksumHasher {
+pub(crate) fn hasher_for(algorithm: &str) -> ChecksumHasher {
     let mut hasher = ChecksumHasher::default();
     match algorithm {
         "crc32" => hasher.crc32 = Some(Default::default()),
@@ -135,7 +180,7 @@ fn hasher_for(algorithm: &str) -> ChecksumHasher {
     hasher
 }
 
-fn value_of(checksum: &Checksum, algorithm: &str) -> Option<String> {
+pub(crate) fn value_of(checksum: &Checksum, algorithm: &str) -> Option<String> {
     match algorithm {
         "crc32" => checksum.checksum_crc32.clone(),
         "crc32c" => checksum.checksum_crc32c.clone(),
@@ -155,9 +200,35 @@ pub(crate) fn set(checksum: &mut Checksum, algorithm: &str, value: String) {
     }
 }
 
-/// Where a failed check is told: the stream can only end with an error, which the store
-/// reports as a broken body; the door answers this instead.
-pub(crate) type Failure = Arc<Mutex<Option<S3Error>>>;
+/// What a checked body came to, known once it has ended: the refusal of a failed check (the
+/// stream can only end with an error, which the store reports as a broken body; the door
+/// answers this instead), or the checksum the body verified against (or was hashed with).
+#[derive(Clone, Default)]
+pub(crate) struct Outcome(Arc<Mutex<Ended>>);
+
+#[derive(Default)]
+struct Ended {
+    refusal: Option<S3Error>,
+    checksum: Option<StoredChecksum>,
+}
+
+impl Outcome {
+    fn record(&self, ended: Ended) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = ended;
+        }
+    }
+
+    /// The refusal of a body that failed its check.
+    pub(crate) fn refusal(&self) -> Option<S3Error> {
+        self.0.lock().ok().and_then(|mut e| e.refusal.take())
+    }
+
+    /// The checksum of a body that passed its check, if it was hashed.
+    pub(crate) fn checksum(&self) -> Option<StoredChecksum> {
+        self.0.lock().ok().and_then(|e| e.checksum.clone())
+    }
+}
 
 /// `body`, checked against `expected` as it passes.
 pub(crate) struct Verified<S> {
@@ -165,61 +236,69 @@ pub(crate) struct Verified<S> {
     expected: Expected,
     md5: Option<Md5>,
     hasher: Option<ChecksumHasher>,
-    failure: Failure,
+    outcome: Outcome,
     ended: bool,
 }
 
 impl<S> Verified<S> {
-    pub(crate) fn new(body: S, expected: Expected) -> (Verified<S>, Failure) {
-        let failure = Failure::default();
+    pub(crate) fn new(body: S, expected: Expected) -> (Verified<S>, Outcome) {
+        let outcome = Outcome::default();
         let verified = Verified {
             body: Box::pin(body),
             md5: expected.md5.as_ref().map(|_| Md5::new()),
             hasher: expected.algorithm().map(hasher_for),
             expected,
-            failure: failure.clone(),
+            outcome: outcome.clone(),
             ended: false,
         };
-        (verified, failure)
+        (verified, outcome)
     }
 
-    /// The check at the end of the body: `None` when every promised value matched.
-    fn verdict(&mut self) -> Option<S3Error> {
+    /// The check at the end of the body: the checksum it has when every promised value
+    /// matched, the refusal otherwise.
+    fn verdict(&mut self) -> Result<Option<StoredChecksum>, S3Error> {
         if let (Some(md5), Some(want)) = (self.md5.take(), &self.expected.md5)
             && md5.finalize().as_slice() != want.as_slice()
         {
-            return Some(s3_error!(
+            return Err(s3_error!(
                 BadDigest,
                 "the Content-MD5 you specified did not match what was received"
             ));
         }
-        let hasher = self.hasher.take()?;
-        let algorithm = self.expected.algorithm()?;
+        let (Some(hasher), Some(algorithm)) = (self.hasher.take(), self.expected.algorithm())
+        else {
+            return Ok(None);
+        };
+        // `None`: nothing was sent to compare with (the checksum is only computed).
         let want = match (&self.expected.header, &self.expected.trailer) {
-            (Some((_, value)), _) => Some(value.clone()),
-            (None, Some((_, trailers))) => trailers
-                .read(|headers| {
-                    headers
-                        .get(format!("x-amz-checksum-{algorithm}"))
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_owned)
-                })
-                .flatten(),
+            (Some((_, value)), _) => Some(Some(value.clone())),
+            (None, Some((_, trailers))) => Some(
+                trailers
+                    .read(|headers| {
+                        headers
+                            .get(format!("x-amz-checksum-{algorithm}"))
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned)
+                    })
+                    .flatten(),
+            ),
             (None, None) => None,
         };
-        let Some(want) = want else {
-            return Some(s3_error!(
+        let got = value_of(&hasher.finalize(), algorithm).unwrap_or_default();
+        match want {
+            Some(None) => Err(s3_error!(
                 InvalidRequest,
                 "the body ended without the x-amz-checksum-{algorithm} trailer it announced"
-            ));
-        };
-        let got = value_of(&hasher.finalize(), algorithm).unwrap_or_default();
-        (got != want.trim()).then(|| {
-            s3_error!(
+            )),
+            Some(Some(want)) if got != want.trim() => Err(s3_error!(
                 BadDigest,
                 "the x-amz-checksum-{algorithm} you specified did not match what was received"
-            )
-        })
+            )),
+            _ => Ok(Some(StoredChecksum {
+                algorithm: algorithm.to_owned(),
+                value: got,
+            })),
+        }
     }
 }
 
@@ -246,12 +325,19 @@ where
             Poll::Ready(None) => {
                 self.ended = true;
                 match self.verdict() {
-                    None => Poll::Ready(None),
-                    Some(refusal) => {
+                    Ok(checksum) => {
+                        self.outcome.record(Ended {
+                            refusal: None,
+                            checksum,
+                        });
+                        Poll::Ready(None)
+                    }
+                    Err(refusal) => {
                         let message = refusal.message().unwrap_or("bad digest").to_owned();
-                        if let Ok(mut slot) = self.failure.lock() {
-                            *slot = Some(refusal);
-                        }
+                        self.outcome.record(Ended {
+                            refusal: Some(refusal),
+                            checksum: None,
+                        });
                         Poll::Ready(Some(Err(message.into())))
                     }
                 }
@@ -273,13 +359,12 @@ mod tests {
                 .map(|p| Ok::<_, StdError>(Bytes::from_static(p)))
                 .collect::<Vec<_>>(),
         );
-        let (mut verified, failure) = Verified::new(body, expected);
+        let (mut verified, outcome) = Verified::new(body, expected);
         let mut broke = false;
         while let Some(item) = verified.next().await {
             broke |= item.is_err();
         }
-        let refusal = failure.lock().unwrap().take();
-        (broke, refusal)
+        (broke, outcome.refusal())
     }
 
     #[tokio::test]
@@ -306,5 +391,25 @@ mod tests {
         assert!(!run(expected.clone(), &[b"a", b"bc"]).await.0);
         assert!(run(expected, &[b"abd"]).await.0);
         assert!(Expected::of_request(Some("not-md5"), &right, &Default::default(), None).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_part_of_an_upload_with_an_algorithm_is_hashed_with_it() {
+        let nothing_sent = Expected::default().for_upload(Some("crc32")).unwrap();
+        let body = futures::stream::iter([Ok::<_, StdError>(Bytes::from_static(b"abc"))]);
+        let (mut verified, outcome) = Verified::new(body, nothing_sent);
+        while verified.next().await.is_some() {}
+        let mut hasher = hasher_for("crc32");
+        hasher.update(b"abc");
+        let kept = outcome.checksum().unwrap();
+        assert_eq!(kept.algorithm, "crc32");
+        assert_eq!(Some(kept.value), hasher.finalize().checksum_crc32);
+        let sha256_sent = Checksum {
+            checksum_sha256: Some("x".into()),
+            ..Default::default()
+        };
+        let other = Expected::of_request(None, &sha256_sent, &Default::default(), None).unwrap();
+        let refused = other.for_upload(Some("crc32")).unwrap_err();
+        assert_eq!(refused.code(), &s3s::S3ErrorCode::InvalidRequest);
     }
 }

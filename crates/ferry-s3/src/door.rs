@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 
 use crate::attributes::{Assembled, Attributes, sent};
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
-use crate::checksum::{Expected, Verified};
+use crate::checksum::{Expected, Outcome, Verified};
 use crate::errors::{Condition, bucket_error, no_such_bucket, precondition_failed, to_s3};
 use crate::forward::{Caller, Trailers};
 use crate::listing::{self, After, Listed, MAX_KEYS, Source};
@@ -95,6 +95,11 @@ impl Found {
         &self.etag
     }
 
+    /// The object's kept checksum, whole.
+    pub(crate) fn checksum(&self) -> Checksum {
+        self.attributes.checksum()
+    }
+
     /// The multipart upload the object was completed from, if it was.
     pub(crate) fn assembled(&self) -> Option<&Assembled> {
         self.attributes.assembled.as_ref()
@@ -128,11 +133,24 @@ impl Found {
         }
     }
 
-    /// The object's checksum, when the request asks for it (`x-amz-checksum-mode: ENABLED`).
-    fn checksum_if(&self, mode: Option<&ChecksumMode>) -> Checksum {
-        match mode {
-            Some(mode) if mode.as_str() == ChecksumMode::ENABLED => self.attributes.checksum(),
-            _ => Checksum::default(),
+    /// The checksum of what a read answers, when it asks for one (`x-amz-checksum-mode:
+    /// ENABLED`): the object's when it reads it whole, a part's when it names a part of a
+    /// multipart object, none for a range.
+    fn checksum_if(
+        &self,
+        mode: Option<&ChecksumMode>,
+        span: Option<&std::ops::Range<u64>>,
+        part_number: Option<i32>,
+    ) -> Checksum {
+        if mode.is_none_or(|m| m.as_str() != ChecksumMode::ENABLED) {
+            return Checksum::default();
+        }
+        match (span, part_number) {
+            (None, _) => self.attributes.checksum(),
+            (Some(_), Some(number)) => self
+                .attributes
+                .part_checksum(usize::try_from(number).unwrap_or(0)),
+            (Some(_), None) => Checksum::default(),
         }
     }
 }
@@ -225,7 +243,7 @@ pub(crate) struct Reading {
     /// The bytes asked for (a range or a part), if not all.
     span: Option<std::ops::Range<u64>>,
     parts_count: Option<i32>,
-    /// The kept checksum when asked for; none for a part of the object.
+    /// The kept checksum of what is answered, when asked for (see [`Found::checksum_if`]).
     checksum: Checksum,
 }
 
@@ -268,6 +286,7 @@ macro_rules! read_output {
             checksum_crc64nvme: checksum.checksum_crc64nvme,
             checksum_sha1: checksum.checksum_sha1,
             checksum_sha256: checksum.checksum_sha256,
+            checksum_type: checksum.checksum_type,
             $($field: $value,)*
             ..Default::default()
         }
@@ -290,11 +309,7 @@ impl Door {
         let found = self.find(principal, &bucket, key).await?;
         conditions.check(&found)?;
         let (span, parts_count) = found.span(range, part_number)?;
-        // A checksum covers the whole object: a part of it is answered without one.
-        let checksum = match span {
-            Some(_) => Checksum::default(),
-            None => found.checksum_if(checksum_mode),
-        };
+        let checksum = found.checksum_if(checksum_mode, span.as_ref(), part_number);
         Ok(Reading {
             found,
             span,
@@ -912,10 +927,17 @@ impl S3 for Door {
                     .map(|(i, size)| (i + 1, *size))
                     .filter(|(number, _)| *number > marker)
                     .take(max)
-                    .map(|(number, size)| ObjectPart {
-                        part_number: Some(number as i32),
-                        size: Some(size as i64),
-                        ..Default::default()
+                    .map(|(number, size)| {
+                        let checksum = found.attributes.part_checksum(number);
+                        ObjectPart {
+                            part_number: Some(number as i32),
+                            size: Some(size as i64),
+                            checksum_crc32: checksum.checksum_crc32,
+                            checksum_crc32c: checksum.checksum_crc32c,
+                            checksum_crc64nvme: checksum.checksum_crc64nvme,
+                            checksum_sha1: checksum.checksum_sha1,
+                            checksum_sha256: checksum.checksum_sha256,
+                        }
                     })
                     .collect();
                 let last = listed.last().and_then(|p| p.part_number).unwrap_or(0);
@@ -1016,7 +1038,7 @@ impl S3 for Door {
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| ferry_core::mime::mime_for_name(&input.key));
         let destination = Door::destination(&bucket, &input.key)?;
-        let etag = checked(input.body, expected, |body| {
+        let etag = checked(input.body, expected, |body, _| {
             objects::write(
                 &self.app,
                 &principal,
@@ -1267,29 +1289,26 @@ impl S3 for Door {
     }
 }
 
-/// Runs `write` over `body` checked against `expected`; a body that fails its checksum is
-/// answered with the checksum's refusal rather than the write's "broken body".
+/// Runs `write` over `body` checked against `expected` (with the check's [`Outcome`], read
+/// once the body has ended); a body that fails its checksum is answered with the checksum's
+/// refusal rather than the write's "broken body".
 pub(crate) async fn checked<T, W, F>(
     body: Option<StreamingBlob>,
     expected: Expected,
     write: W,
 ) -> S3Result<T>
 where
-    W: FnOnce(Verified<Body>) -> F,
+    W: FnOnce(Verified<Body>, Outcome) -> F,
     F: std::future::Future<Output = Result<T, ferry_app::Error>>,
 {
     let body: Body = match body {
         Some(body) => body.boxed(),
         None => futures::stream::empty().boxed(),
     };
-    let (verified, failure) = Verified::new(body, expected);
-    write(verified).await.map_err(|e| {
-        failure
-            .lock()
-            .ok()
-            .and_then(|mut slot| slot.take())
-            .unwrap_or_else(|| to_s3(e))
-    })
+    let (verified, outcome) = Verified::new(body, expected);
+    write(verified, outcome.clone())
+        .await
+        .map_err(|e| outcome.refusal().unwrap_or_else(|| to_s3(e)))
 }
 
 /// Deletes one object. A key with nothing there is no error (S3 answers 204 alike).

@@ -93,25 +93,6 @@ fn unquoted_etag(xml: &[u8]) -> bytes::Bytes {
     bytes::Bytes::from(unquoted)
 }
 
-/// The longest life of a presigned URL, as S3 allows: a week.
-const MAX_PRESIGNED_SECONDS: u64 = 7 * 24 * 3600;
-
-/// A presigned URL may live at most a week (the signature layer checks that it has not
-/// expired, not how long it was made to last).
-fn check_lifetime(uri: &Uri) -> S3Result<()> {
-    let expires = uri.query().unwrap_or("").split('&').find_map(|pair| {
-        let (name, value) = pair.split_once('=')?;
-        (name == "X-Amz-Expires").then_some(value)
-    });
-    match expires.map(str::parse::<u64>) {
-        Some(Ok(seconds)) if seconds > MAX_PRESIGNED_SECONDS => Err(s3_error!(
-            AccessDenied,
-            "X-Amz-Expires must be at most a week ({MAX_PRESIGNED_SECONDS} seconds)"
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// The request's path below `/s3` (at least `/`), and its query without signature parameters.
 fn inner_uri(uri: &Uri) -> S3Result<Uri> {
     let path = uri.path().strip_prefix(PREFIX).unwrap_or(uri.path());
@@ -148,7 +129,6 @@ impl S3Route for Forward {
                  or a bearer token as X-Amz-Security-Token with the access key 'ferry'"
             ));
         };
-        check_lifetime(&req.uri)?;
         let token = session_token(&req.headers, &req.uri);
         let principal = crate::auth::principal(
             &self.app,
@@ -258,18 +238,6 @@ mod tests {
             &unquoted_etag(b"<ETag>\"ab\"</ETag>")[..],
             b"<ETag>ab</ETag>"
         );
-    }
-
-    #[test]
-    fn a_presigned_url_lives_at_most_a_week() {
-        let week: Uri = "/s3/b/k?X-Amz-Expires=604800&X-Amz-Date=1".parse().unwrap();
-        assert!(check_lifetime(&week).is_ok());
-        let longer: Uri = "/s3/b/k?X-Amz-Expires=604801".parse().unwrap();
-        assert_eq!(
-            *check_lifetime(&longer).unwrap_err().code(),
-            s3s::S3ErrorCode::AccessDenied
-        );
-        assert!(check_lifetime(&"/s3/b/k".parse().unwrap()).is_ok());
     }
 
     #[test]

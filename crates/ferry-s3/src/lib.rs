@@ -19,6 +19,8 @@ mod errors;
 mod forward;
 mod listing;
 mod multipart;
+mod service;
+mod upload_checksum;
 
 use std::sync::Arc;
 
@@ -28,9 +30,7 @@ use ferry_app::App;
 /// Where the door is mounted on ferry's port.
 pub const PREFIX: &str = "/s3";
 
-/// The S3 service to mount at [`PREFIX`] (both `/s3` and `/s3/{*rest}`): a tower service over
-/// any request body, without stripping the prefix.
-pub type Service = s3s::service::S3Service;
+pub use service::Service;
 
 /// What the door needs from the server it runs in.
 #[derive(Clone)]
@@ -70,5 +70,5 @@ pub fn service(setup: Setup) -> Service {
     ));
     // The outer service sees `s3` as the bucket of every request; the inner one checks names.
     outer.set_validation(bucket::AnyName);
-    outer.build()
+    Service(outer.build())
 }

@@ -6,12 +6,15 @@ use ferry_app::Principal;
 use ferry_app::multipart;
 use ferry_store::multipart::{Part, Upload};
 use ferry_store::spaces::FileMeta;
+use futures::TryStreamExt;
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
 use crate::attributes::{Assembled, Attributes, sent};
+use crate::checksum::{Expected, StoredChecksum, Verified};
 use crate::door::{Door, ReadConditions, checked, time_of};
 use crate::errors::to_s3;
+use crate::upload_checksum::UploadChecksum;
 use ferry_app::objects::Destination;
 
 /// The least size of every part but the last, as in S3.
@@ -64,7 +67,13 @@ impl Door {
     ) -> S3Result<CreateMultipartUploadOutput> {
         let bucket = self.bucket(principal, &input.bucket).await?;
         let destination = Door::destination(&bucket, &input.key)?;
-        let attributes = Attributes::of(sent!(input)).to_json();
+        let checksum = UploadChecksum::of_request(
+            input.checksum_algorithm.as_ref(),
+            input.checksum_type.as_ref(),
+        )?;
+        let mut attributes = Attributes::of(sent!(input));
+        attributes.upload_checksum = checksum.clone();
+        let attributes = attributes.to_json();
         let content_type = input
             .content_type
             .filter(|t| !t.is_empty())
@@ -86,6 +95,8 @@ impl Door {
             bucket: Some(input.bucket),
             key: Some(input.key),
             upload_id: Some(upload.upload_id),
+            checksum_algorithm: checksum.as_ref().map(UploadChecksum::algorithm_name),
+            checksum_type: checksum.as_ref().map(UploadChecksum::checksum_type),
             ..Default::default()
         })
     }
@@ -94,7 +105,7 @@ impl Door {
         &self,
         principal: &Principal,
         input: UploadPartInput,
-        expected: crate::checksum::Expected,
+        expected: Expected,
     ) -> S3Result<UploadPartOutput> {
         let (destination, upload, number) = self
             .staged(
@@ -105,11 +116,14 @@ impl Door {
                 input.part_number,
             )
             .await?;
-        let answer = expected.answer();
-        let part = checked(input.body, expected, |body| {
-            multipart::upload_part(self.app(), &upload, &destination, number, body)
+        let expected = expected.for_upload(upload_algorithm(&upload).as_deref())?;
+        let part = checked(input.body, expected, |body, outcome| {
+            multipart::upload_part(self.app(), &upload, &destination, number, body, move || {
+                outcome.checksum().map(|c| c.to_text())
+            })
         })
         .await?;
+        let answer = part_checksum(&part);
         Ok(UploadPartOutput {
             e_tag: Some(ETag::Strong(part.sha256)),
             checksum_crc32: answer.checksum_crc32,
@@ -152,14 +166,24 @@ impl Door {
             Some(text) => Some(copy_range(text, found.size)?),
         };
         let body = self.read(found.reader, span).await?;
-        let part = multipart::upload_part(self.app(), &upload, &destination, number, body)
-            .await
-            .map_err(to_s3)?;
+        // The copied bytes are hashed with the upload's algorithm, as a sent part's are.
+        let expected = Expected::default().for_upload(upload_algorithm(&upload).as_deref())?;
+        let (body, outcome) = Verified::new(body.map_err(s3s::StdError::from), expected);
+        let part = multipart::upload_part(self.app(), &upload, &destination, number, body, || {
+            outcome.checksum().map(|c| c.to_text())
+        })
+        .await
+        .map_err(to_s3)?;
+        let answer = part_checksum(&part);
         Ok(UploadPartCopyOutput {
             copy_part_result: Some(CopyPartResult {
                 e_tag: Some(ETag::Strong(part.sha256)),
                 last_modified: Some(time_of(part.created_at)),
-                ..Default::default()
+                checksum_crc32: answer.checksum_crc32,
+                checksum_crc32c: answer.checksum_crc32c,
+                checksum_crc64nvme: answer.checksum_crc64nvme,
+                checksum_sha1: answer.checksum_sha1,
+                checksum_sha256: answer.checksum_sha256,
             }),
             ..Default::default()
         })
@@ -187,11 +211,24 @@ impl Door {
             }
         };
         let stored = multipart::parts(self.app(), &upload).await.map_err(to_s3)?;
-        let requested = input
-            .multipart_upload
-            .and_then(|m| m.parts)
-            .unwrap_or_default();
+        let requested = last_listings(
+            input
+                .multipart_upload
+                .as_ref()
+                .and_then(|m| m.parts.clone())
+                .unwrap_or_default(),
+        );
         let chosen = choose_parts(&stored, &requested)?;
+        let mut attributes = Attributes::from_json(upload.attributes.as_deref());
+        let checksum = match attributes.upload_checksum.take() {
+            Some(upload_checksum) => Some(upload_checksum.of_object(
+                &chosen,
+                &requested,
+                &sent_checksum(&input),
+                input.checksum_type.as_ref(),
+            )?),
+            None => None,
+        };
         self.check_write_preconditions(
             principal,
             &bucket,
@@ -202,11 +239,16 @@ impl Door {
         .await?;
         let condition =
             crate::door::write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
-        let mut attributes = Attributes::from_json(upload.attributes.as_deref());
         attributes.assembled = Some(Assembled {
             upload_id: upload.upload_id.clone(),
             part_sizes: chosen.iter().map(|p| p.size).collect(),
+            part_checksums: checksum
+                .as_ref()
+                .map(|c| c.parts.clone())
+                .unwrap_or_default(),
         });
+        attributes.checksum = checksum.map(|c| c.object);
+        let answer = attributes.checksum();
         let attributes = attributes.to_json();
         let meta = FileMeta {
             content_type: &upload.content_type,
@@ -223,13 +265,7 @@ impl Door {
         )
         .await
         .map_err(to_s3)?;
-        Ok(CompleteMultipartUploadOutput {
-            location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
-            bucket: Some(input.bucket),
-            key: Some(input.key),
-            e_tag: Some(ETag::Strong(etag)),
-            ..Default::default()
-        })
+        Ok(completed(input, etag, answer))
     }
 
     /// The answer to a completion of an upload that is gone, if the object at its key was
@@ -244,12 +280,9 @@ impl Door {
         let made_by_it = found
             .assembled()
             .is_some_and(|a| a.upload_id == input.upload_id);
-        made_by_it.then(|| CompleteMultipartUploadOutput {
-            location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
-            bucket: Some(input.bucket),
-            key: Some(input.key),
-            e_tag: Some(ETag::Strong(found.etag().to_owned())),
-            ..Default::default()
+        made_by_it.then(|| {
+            let etag = found.etag().to_owned();
+            completed(input, etag, found.checksum())
         })
     }
 
@@ -283,7 +316,10 @@ impl Door {
         let after: Vec<&Part> = stored.iter().filter(|p| p.part_number > marker).collect();
         let page = &after[..after.len().min(max)];
         let truncated = after.len() > page.len();
+        let checksum = Attributes::from_json(upload.attributes.as_deref()).upload_checksum;
         Ok(ListPartsOutput {
+            checksum_algorithm: checksum.as_ref().map(UploadChecksum::algorithm_name),
+            checksum_type: checksum.as_ref().map(UploadChecksum::checksum_type),
             bucket: Some(input.bucket),
             key: Some(input.key),
             upload_id: Some(input.upload_id),
@@ -293,12 +329,19 @@ impl Door {
             is_truncated: Some(truncated),
             parts: Some(
                 page.iter()
-                    .map(|p| s3s::dto::Part {
-                        part_number: Some(p.part_number as i32),
-                        size: Some(p.size as i64),
-                        e_tag: Some(ETag::Strong(p.sha256.clone())),
-                        last_modified: Some(time_of(p.created_at)),
-                        ..Default::default()
+                    .map(|p| {
+                        let checksum = part_checksum(p);
+                        s3s::dto::Part {
+                            part_number: Some(p.part_number as i32),
+                            size: Some(p.size as i64),
+                            e_tag: Some(ETag::Strong(p.sha256.clone())),
+                            last_modified: Some(time_of(p.created_at)),
+                            checksum_crc32: checksum.checksum_crc32,
+                            checksum_crc32c: checksum.checksum_crc32c,
+                            checksum_crc64nvme: checksum.checksum_crc64nvme,
+                            checksum_sha1: checksum.checksum_sha1,
+                            checksum_sha256: checksum.checksum_sha256,
+                        }
                     })
                     .collect(),
             ),
@@ -380,6 +423,55 @@ impl Door {
     }
 }
 
+/// The answer to a completion: where the object is, its ETag and its checksum, if it has one.
+fn completed(
+    input: CompleteMultipartUploadInput,
+    etag: String,
+    checksum: Checksum,
+) -> CompleteMultipartUploadOutput {
+    CompleteMultipartUploadOutput {
+        location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
+        bucket: Some(input.bucket),
+        key: Some(input.key),
+        e_tag: Some(ETag::Strong(etag)),
+        checksum_crc32: checksum.checksum_crc32,
+        checksum_crc32c: checksum.checksum_crc32c,
+        checksum_crc64nvme: checksum.checksum_crc64nvme,
+        checksum_sha1: checksum.checksum_sha1,
+        checksum_sha256: checksum.checksum_sha256,
+        checksum_type: checksum.checksum_type,
+        ..Default::default()
+    }
+}
+
+/// The object checksum a completion claims.
+fn sent_checksum(input: &CompleteMultipartUploadInput) -> Checksum {
+    Checksum {
+        checksum_crc32: input.checksum_crc32.clone(),
+        checksum_crc32c: input.checksum_crc32c.clone(),
+        checksum_crc64nvme: input.checksum_crc64nvme.clone(),
+        checksum_sha1: input.checksum_sha1.clone(),
+        checksum_sha256: input.checksum_sha256.clone(),
+        ..Default::default()
+    }
+}
+
+/// The checksum algorithm the upload was started with, if any.
+fn upload_algorithm(upload: &Upload) -> Option<String> {
+    Attributes::from_json(upload.attributes.as_deref())
+        .upload_checksum
+        .map(|c| c.algorithm)
+}
+
+/// A stored part's checksum, in the field of its algorithm.
+fn part_checksum(part: &Part) -> Checksum {
+    let mut answer = Checksum::default();
+    if let Some(stored) = StoredChecksum::from_text(part.checksum.as_deref()) {
+        crate::checksum::set(&mut answer, &stored.algorithm, stored.value);
+    }
+    answer
+}
+
 fn part_number(number: i32) -> S3Result<u32> {
     u32::try_from(number)
         .ok()
@@ -414,6 +506,22 @@ fn copy_range(text: &str, size: u64) -> S3Result<std::ops::Range<u64>> {
         ));
     }
     Ok(first..last + 1)
+}
+
+/// The parts a completion lists, a part listed again right after itself counting once, as
+/// its last listing: a client that sent a part again (a retry, or a race between two sends)
+/// may list each ETag it was answered, and the part stored is the send that finished last.
+fn last_listings(listed: Vec<CompletedPart>) -> Vec<CompletedPart> {
+    let mut kept: Vec<CompletedPart> = Vec::with_capacity(listed.len());
+    for part in listed {
+        match kept.last_mut() {
+            Some(last) if last.part_number.is_some() && last.part_number == part.part_number => {
+                *last = part;
+            }
+            _ => kept.push(part),
+        }
+    }
+    kept
 }
 
 /// The stored parts `requested` names, in order: numbers must ascend, each must have been
@@ -475,6 +583,7 @@ mod tests {
             blob_key: format!("b{number}"),
             size,
             sha256: format!("s{number}"),
+            checksum: None,
             created_at: ferry_core::Timestamp(0),
         }
     }
@@ -532,6 +641,24 @@ mod tests {
             S3ErrorCode::EntityTooSmall
         );
         assert_eq!(code(choose_parts(&stored, &[])), S3ErrorCode::MalformedXML);
+    }
+
+    #[test]
+    fn a_part_listed_again_counts_as_its_last_listing() {
+        let stored = [part(1, MIN_PART_SIZE), part(2, 10)];
+        let listed = last_listings(vec![
+            wanted(1, Some("an earlier send")),
+            wanted(1, Some("s1")),
+            wanted(2, None),
+        ]);
+        assert_eq!(listed.len(), 2);
+        assert_eq!(choose_parts(&stored, &listed).unwrap().len(), 2);
+        // Listed again after another part, it is out of order.
+        let apart = last_listings(vec![wanted(1, None), wanted(2, None), wanted(1, None)]);
+        assert_eq!(
+            code(choose_parts(&stored, &apart)),
+            S3ErrorCode::InvalidPartOrder
+        );
     }
 
     #[test]

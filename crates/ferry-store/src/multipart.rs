@@ -27,12 +27,14 @@ pub struct Part {
     pub blob_key: String,
     pub size: u64,
     pub sha256: String,
+    /// The checksum the part was verified against, as the door that stored it wrote it.
+    pub checksum: Option<String>,
     pub created_at: Timestamp,
 }
 
 const UPLOAD_COLUMNS: &str =
     "upload_id, made_by, bucket, object_path, content_type, attributes, created_at";
-const PART_COLUMNS: &str = "part_number, blob_key, size, sha256, created_at";
+const PART_COLUMNS: &str = "part_number, blob_key, size, sha256, checksum, created_at";
 
 fn upload_from_row(row: &AnyRow) -> Result<Upload, sqlx::Error> {
     Ok(Upload {
@@ -52,6 +54,7 @@ fn part_from_row(row: &AnyRow) -> Result<Part, sqlx::Error> {
         blob_key: row.try_get("blob_key")?,
         size: row.try_get::<i64, _>("size")? as u64,
         sha256: row.try_get("sha256")?,
+        checksum: row.try_get("checksum")?,
         created_at: Timestamp(row.try_get("created_at")?),
     })
 }
@@ -128,12 +131,14 @@ impl Db {
             .collect::<Result<_, sqlx::Error>>()?)
     }
 
-    /// Records (or replaces) a part; answers the blob key of the part it replaced, if any.
+    /// Records (or replaces) a part, with the checksum it was verified against, if any;
+    /// answers the blob key of the part it replaced, if any.
     pub async fn put_part(
         &self,
         upload_id: &str,
         part_number: u32,
         blob: &StoredBlob,
+        checksum: Option<&str>,
     ) -> Result<Option<String>, Error> {
         let mut tx = self.begin_write().await?;
         let replaced: Option<String> = sqlx::query_scalar(
@@ -144,15 +149,17 @@ impl Db {
         .fetch_optional(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO s3_parts (upload_id, part_number, blob_key, size, sha256, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (upload_id, part_number) DO UPDATE SET \
-             blob_key = $3, size = $4, sha256 = $5, created_at = $6",
+            "INSERT INTO s3_parts \
+             (upload_id, part_number, blob_key, size, sha256, checksum, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (upload_id, part_number) DO UPDATE \
+             SET blob_key = $3, size = $4, sha256 = $5, checksum = $6, created_at = $7",
         )
         .bind(upload_id)
         .bind(i64::from(part_number))
         .bind(&blob.key)
         .bind(blob.size as i64)
         .bind(&blob.sha256)
+        .bind(checksum)
         .bind(now_millis())
         .execute(&mut *tx)
         .await?;

@@ -94,6 +94,26 @@ async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)
 }
 
 on_every_engine! {
+    // A multipart part keeps the checksum it was verified against; sending the part again
+    // replaces it (and its checksum) and answers the blob it replaced; the upload's end
+    // answers every part's blob.
+    multipart_parts_keep_their_checksums => |db: Db| async move {
+        let meta = FileMeta { content_type: "text/plain", attributes: Some("{}") };
+        let upload = db.insert_multipart("u", "notes", "big.bin", meta).await.unwrap();
+        let replaced = db.put_part(&upload.upload_id, 2, &blob(2), Some("crc-2")).await.unwrap();
+        assert_eq!(replaced, None);
+        db.put_part(&upload.upload_id, 1, &blob(1), None).await.unwrap();
+        let parts = db.parts(&upload.upload_id).await.unwrap();
+        let kept: Vec<_> = parts.iter().map(|p| (p.part_number, p.checksum.as_deref())).collect();
+        assert_eq!(kept, [(1, None), (2, Some("crc-2"))]);
+        let replaced = db.put_part(&upload.upload_id, 2, &blob(3), Some("crc-3")).await.unwrap();
+        assert_eq!(replaced.as_deref(), Some("key-2"));
+        let again = db.parts(&upload.upload_id).await.unwrap();
+        assert_eq!((again[1].blob_key.as_str(), again[1].checksum.as_deref()), ("key-3", Some("crc-3")));
+        let mut gone = db.delete_multipart(&upload.upload_id).await.unwrap();
+        gone.sort();
+        assert_eq!(gone, ["key-1", "key-3"]);
+    };
     // The owner's spaces with their counts and sizes (Postgres sums BIGINT into NUMERIC, which
     // the query casts back).
     spaces_are_summed => |db: Db| async move {

@@ -12,6 +12,8 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
+from email.utils import formatdate
 
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -217,6 +219,21 @@ try:
 except urllib.error.HTTPError as e:
     check(e.code == 403 and b"AccessDenied" in e.read(), "a presigned URL made to last over a week is refused", e.code)
 
+url = s3.generate_presigned_url("get_object", Params={"Bucket": "notes", "Key": "ideas/tea.md"}, ExpiresIn=-1000)
+try:
+    urllib.request.urlopen(url)
+    check(False, "a presigned URL made to last a negative time is refused")
+except urllib.error.HTTPError as e:
+    check(e.code == 403 and b"AccessDenied" in e.read(), "a presigned URL made to last a negative time is refused", e.code)
+
+# A request dated by its Date header instead of X-Amz-Date (boto3 signs it that way when the
+# caller sets Date).
+dated = client(alice_key)
+dated.meta.events.register("before-call.s3.PutObject", lambda params, **kw: params["headers"].update({"Date": formatdate(usegmt=True)}))
+dated.put_object(Bucket="notes", Key="dated.txt", Body=b"dated")
+check(s3.get_object(Bucket="notes", Key="dated.txt")["Body"].read() == b"dated", "a request dated by Date")
+s3.delete_object(Bucket="notes", Key="dated.txt")
+
 # A wrong secret; a revoked key; no signature at all.
 wrong = client({"accessKeyId": alice_key["accessKeyId"], "secretAccessKey": "x" * 43})
 check(error_code(lambda: wrong.list_buckets()) == "SignatureDoesNotMatch", "a wrong signature")
@@ -299,6 +316,62 @@ attributes = s3.get_object_attributes(Bucket="notes", Key="parts.txt", ObjectAtt
 check(attributes["ObjectSize"] == (5 << 20) + 3 and attributes["ObjectParts"]["TotalPartsCount"] == 2, "GetObjectAttributes", attributes)
 check(attributes["ETag"] == done["ETag"].strip('"'), "GetObjectAttributes names the ETag without quotes, as S3 does", attributes)
 check([p["Size"] for p in attributes["ObjectParts"]["Parts"]] == [5 << 20, 3], "and its parts", attributes)
+# Multipart checksums: an upload that names an algorithm gets its object's checksum from its
+# parts'. FULL_OBJECT is the CRC of every byte (boto3 checks it again on the way down);
+# COMPOSITE is the digest of the parts' digests, "-N"; a part read answers the part's own.
+pieces = [b"A" * (5 << 20), b"B" * (5 << 20), b"tail"]
+whole = b"".join(pieces)
+
+
+def b64(raw):
+    return base64.b64encode(raw).decode()
+
+
+def sent_in_parts(key, algorithm, kind=None):
+    extra = {"ChecksumType": kind} if kind else {}
+    started = s3.create_multipart_upload(Bucket="notes", Key=key, ChecksumAlgorithm=algorithm, **extra)
+    check(started["ChecksumAlgorithm"] == algorithm and started["ChecksumType"] == (kind or "COMPOSITE"), "the upload's checksum", started)
+    field = "Checksum" + algorithm
+    listed = []
+    for number, piece in enumerate(pieces, 1):
+        part = s3.upload_part(Bucket="notes", Key=key, UploadId=started["UploadId"], PartNumber=number, Body=piece, ChecksumAlgorithm=algorithm)
+        listed.append({"PartNumber": number, "ETag": part["ETag"], field: part[field]})
+    return started["UploadId"], listed
+
+
+crc = b64(zlib.crc32(whole).to_bytes(4, "big"))
+upload, listed = sent_in_parts("sums/full.bin", "CRC32", "FULL_OBJECT")
+check(listed[2]["ChecksumCRC32"] == b64(zlib.crc32(b"tail").to_bytes(4, "big")), "a part's CRC32", listed)
+check(error_code(lambda: s3.complete_multipart_upload(Bucket="notes", Key="sums/full.bin", UploadId=upload, ChecksumCRC32="AAAAAA==", MultipartUpload={"Parts": listed})) == "BadDigest", "a wrong object checksum")
+misread = [dict(p, ChecksumCRC32="AAAAAA==") if p["PartNumber"] == 2 else p for p in listed]
+check(error_code(lambda: s3.complete_multipart_upload(Bucket="notes", Key="sums/full.bin", UploadId=upload, MultipartUpload={"Parts": misread})) == "BadDigest", "a part listed with another checksum")
+done = s3.complete_multipart_upload(Bucket="notes", Key="sums/full.bin", UploadId=upload, ChecksumCRC32=crc, MultipartUpload={"Parts": listed})
+check(done["ChecksumCRC32"] == crc and done["ChecksumType"] == "FULL_OBJECT", "a FULL_OBJECT CRC32 is the CRC32 of the object", done)
+head = s3.head_object(Bucket="notes", Key="sums/full.bin", ChecksumMode="ENABLED")
+check(head["ChecksumCRC32"] == crc and head["ChecksumType"] == "FULL_OBJECT", "and HEAD answers it", head)
+got = s3.get_object(Bucket="notes", Key="sums/full.bin", ChecksumMode="ENABLED")
+check(got["Body"].read() == whole and got["ChecksumCRC32"] == crc, "GET answers it and boto3 validates the body against it", got)
+second = s3.get_object(Bucket="notes", Key="sums/full.bin", PartNumber=2, ChecksumMode="ENABLED")
+check(second["Body"].read() == pieces[1] and second["ChecksumCRC32"] == listed[1]["ChecksumCRC32"], "a part read answers the part's CRC32", second)
+ranged = s3.get_object(Bucket="notes", Key="sums/full.bin", Range="bytes=0-9", ChecksumMode="ENABLED")
+check("ChecksumCRC32" not in ranged, "a range has no checksum", ranged)
+
+upload, listed = sent_in_parts("sums/composite.bin", "SHA256")
+composite = b64(hashlib.sha256(b"".join(hashlib.sha256(p).digest() for p in pieces)).digest()) + "-3"
+# Parts listed without their checksums stand for the parts as stored.
+unlisted = [{"PartNumber": p["PartNumber"], "ETag": p["ETag"]} for p in listed]
+done = s3.complete_multipart_upload(Bucket="notes", Key="sums/composite.bin", UploadId=upload, MultipartUpload={"Parts": unlisted})
+check(done["ChecksumSHA256"] == composite and done["ChecksumType"] == "COMPOSITE", "a COMPOSITE SHA-256 is the digest of the parts' digests", done)
+attributes = s3.get_object_attributes(Bucket="notes", Key="sums/composite.bin", ObjectAttributes=["Checksum", "ObjectParts"])
+check(attributes["Checksum"]["ChecksumSHA256"] == composite and attributes["Checksum"]["ChecksumType"] == "COMPOSITE", "GetObjectAttributes: the object's checksum", attributes)
+check([p["ChecksumSHA256"] for p in attributes["ObjectParts"]["Parts"]] == [b64(hashlib.sha256(p).digest()) for p in pieces], "and each part's", attributes)
+check("ChecksumSHA256" not in s3.head_object(Bucket="notes", Key="sums/composite.bin"), "only when asked for")
+check(error_code(lambda: s3.create_multipart_upload(Bucket="notes", Key="sums/no.bin", ChecksumAlgorithm="SHA1", ChecksumType="FULL_OBJECT")) == "InvalidRequest", "a SHA-1 cannot cover the full object")
+mixed = s3.create_multipart_upload(Bucket="notes", Key="sums/mixed.bin", ChecksumAlgorithm="SHA256")["UploadId"]
+check(error_code(lambda: s3.upload_part(Bucket="notes", Key="sums/mixed.bin", UploadId=mixed, PartNumber=1, Body=b"x", ChecksumAlgorithm="CRC32")) == "InvalidRequest", "a part with another algorithm than its upload's")
+s3.abort_multipart_upload(Bucket="notes", Key="sums/mixed.bin", UploadId=mixed)
+s3.delete_objects(Bucket="notes", Delete={"Objects": [{"Key": "sums/full.bin"}, {"Key": "sums/composite.bin"}]})
+
 tiny = s3.create_multipart_upload(Bucket="notes", Key="tiny.txt")["UploadId"]
 t1 = s3.upload_part(Bucket="notes", Key="tiny.txt", UploadId=tiny, PartNumber=1, Body=b"small")
 t2 = s3.upload_part(Bucket="notes", Key="tiny.txt", UploadId=tiny, PartNumber=2, Body=b"parts")
