@@ -30,6 +30,10 @@ pub use ferry_app::Principal;
 
 #[derive(Debug, Deserialize)]
 struct Claims {
+    /// Required by the validation (which names it when missing); kept to know how long a
+    /// verified token may be remembered.
+    #[serde(default)]
+    exp: u64,
     sub: Option<String>,
     role: Option<String>,
     #[serde(default)]
@@ -84,6 +88,48 @@ pub struct Auth {
     encoding: EncodingKey,
     validation: Validation,
     provider: Option<Arc<Provider>>,
+    verified: Arc<Verified>,
+}
+
+/// How many verified tokens are remembered at most.
+const VERIFIED_KEPT: usize = 4096;
+
+/// Tokens signed with the secret that verified, by their text, with whom they speak for and
+/// when they expire. A client sends the same token with every request, and verifying it again
+/// costs the HMAC and the parse of its claims each time; a remembered token answers until its
+/// `exp` (with the same leeway as the check). Only the secret's tokens are remembered: the
+/// secret cannot change while the server runs, whereas a provider may withdraw a key, after
+/// which its tokens must stop working at once.
+#[derive(Default)]
+struct Verified {
+    tokens: std::sync::Mutex<std::collections::HashMap<String, (Principal, u64)>>,
+}
+
+impl Verified {
+    fn get(&self, token: &str, now: u64) -> Option<Principal> {
+        let tokens = self.tokens.lock().ok()?;
+        let (principal, exp) = tokens.get(token)?;
+        (now <= exp.saturating_add(LEEWAY_SECONDS)).then(|| principal.clone())
+    }
+
+    fn put(&self, token: &str, principal: &Principal, exp: u64, now: u64) {
+        let Ok(mut tokens) = self.tokens.lock() else {
+            return;
+        };
+        if tokens.len() >= VERIFIED_KEPT {
+            tokens.retain(|_, (_, exp)| now <= exp.saturating_add(LEEWAY_SECONDS));
+            if tokens.len() >= VERIFIED_KEPT {
+                tokens.clear();
+            }
+        }
+        tokens.insert(token.to_owned(), (principal.clone(), exp));
+    }
+}
+
+fn now_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// An identity provider's keys and the claims its tokens must carry.
@@ -113,6 +159,7 @@ impl Auth {
             encoding: EncodingKey::from_secret(secret),
             validation,
             provider: None,
+            verified: Arc::default(),
         }
     }
 
@@ -138,6 +185,9 @@ impl Auth {
 
     /// Checks a token and says who it speaks for.
     pub async fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+        if let Some(principal) = self.verified.get(token, now_seconds()) {
+            return Ok(principal);
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|e| refusal(&e))?;
         match (header.alg, &self.provider) {
             (Algorithm::HS256, _) => self.verify_signed_with_secret(token),
@@ -159,46 +209,55 @@ impl Auth {
     fn verify_signed_with_secret(&self, token: &str) -> Result<Principal, ApiError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|e| refusal(&e))?;
-        let claims = data.claims;
-        let sub = claims.sub.filter(|s| !s.is_empty());
-        let audience_ok = claims.aud.as_ref().is_some_and(|a| a.contains(AUDIENCE));
-        match claims.role.as_deref() {
-            Some("service_role") => Ok(Principal::Service { sub }),
-            Some("authenticated") | Some("agent") => {
-                let sub = sub.ok_or_else(|| {
-                    ApiError::invalid_token("the token has no 'sub' claim naming the user")
-                })?;
-                if !audience_ok {
-                    return Err(ApiError::invalid_token(
-                        "the token's 'aud' claim must contain 'authenticated'",
-                    ));
-                }
-                if claims.role.as_deref() == Some("agent") {
-                    let thread = claims.thread.filter(|t| !t.is_empty()).ok_or_else(|| {
-                        ApiError::invalid_token(
-                            "an agent token must name its thread in the 'thread' claim",
-                        )
-                    })?;
-                    let agent_id = claims
-                        .agent
-                        .filter(|a| !a.is_empty())
-                        .unwrap_or_else(|| DEFAULT_AGENT_ID.to_owned());
-                    Ok(Principal::Agent {
-                        sub,
-                        thread,
-                        agent_id,
-                    })
-                } else {
-                    Ok(Principal::User { sub })
-                }
-            }
-            Some(other) => Err(ApiError::invalid_token(format!(
-                "role '{other}' cannot use ferry: use an authenticated, agent or service_role token"
-            ))),
-            None => Err(ApiError::invalid_token("the token has no 'role' claim")),
-        }
+        let exp = data.claims.exp;
+        let principal = principal_of(data.claims)?;
+        self.verified.put(token, &principal, exp, now_seconds());
+        Ok(principal)
     }
+}
 
+/// Whom the verified claims of a secret-signed token speak for.
+fn principal_of(claims: Claims) -> Result<Principal, ApiError> {
+    let sub = claims.sub.filter(|s| !s.is_empty());
+    let audience_ok = claims.aud.as_ref().is_some_and(|a| a.contains(AUDIENCE));
+    match claims.role.as_deref() {
+        Some("service_role") => Ok(Principal::Service { sub }),
+        Some("authenticated") | Some("agent") => {
+            let sub = sub.ok_or_else(|| {
+                ApiError::invalid_token("the token has no 'sub' claim naming the user")
+            })?;
+            if !audience_ok {
+                return Err(ApiError::invalid_token(
+                    "the token's 'aud' claim must contain 'authenticated'",
+                ));
+            }
+            if claims.role.as_deref() == Some("agent") {
+                let thread = claims.thread.filter(|t| !t.is_empty()).ok_or_else(|| {
+                    ApiError::invalid_token(
+                        "an agent token must name its thread in the 'thread' claim",
+                    )
+                })?;
+                let agent_id = claims
+                    .agent
+                    .filter(|a| !a.is_empty())
+                    .unwrap_or_else(|| DEFAULT_AGENT_ID.to_owned());
+                Ok(Principal::Agent {
+                    sub,
+                    thread,
+                    agent_id,
+                })
+            } else {
+                Ok(Principal::User { sub })
+            }
+        }
+        Some(other) => Err(ApiError::invalid_token(format!(
+            "role '{other}' cannot use ferry: use an authenticated, agent or service_role token"
+        ))),
+        None => Err(ApiError::invalid_token("the token has no 'role' claim")),
+    }
+}
+
+impl Auth {
     /// A token for a person.
     pub fn mint_user(&self, sub: &str, ttl: Duration) -> MintedToken {
         self.mint("authenticated", Some(sub), Some(AUDIENCE), None, None, ttl)
@@ -363,6 +422,44 @@ mod tests {
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_secs()
+    }
+
+    #[test]
+    fn a_verified_token_is_remembered_until_it_expires_and_no_longer() {
+        let verified = Verified::default();
+        let alice = Principal::User {
+            sub: "alice".into(),
+        };
+        verified.put("t", &alice, 1_000, 900);
+        assert_eq!(verified.get("t", 1_000), Some(alice.clone()));
+        assert_eq!(
+            verified.get("t", 1_000 + LEEWAY_SECONDS),
+            Some(alice.clone())
+        );
+        assert_eq!(verified.get("t", 1_001 + LEEWAY_SECONDS), None);
+        assert_eq!(verified.get("other", 900), None);
+        // Full: the expired go first, then everything if that is not enough.
+        for i in 0..VERIFIED_KEPT {
+            verified.put(&format!("k{i}"), &alice, 950, 900);
+        }
+        verified.put("fresh", &alice, 5_000, 2_000);
+        assert!(verified.tokens.lock().unwrap().len() <= VERIFIED_KEPT);
+        assert_eq!(verified.get("fresh", 2_000), Some(alice));
+    }
+
+    #[test]
+    fn only_the_secrets_tokens_are_remembered_and_a_refused_one_never() {
+        let auth = Auth::new(SECRET);
+        let token = auth.mint_user("alice", Duration::from_secs(60)).token;
+        assert!(auth.verify_now(&token).is_ok());
+        assert!(auth.verified.tokens.lock().unwrap().contains_key(&token));
+        // A character inside the signature, changed (the last one may carry unused bits).
+        let mut bytes = token.clone().into_bytes();
+        let i = bytes.len() - 10;
+        bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(bytes).unwrap();
+        assert!(auth.verify_now(&forged).is_err());
+        assert!(!auth.verified.tokens.lock().unwrap().contains_key(&forged));
     }
 
     fn sign(claims: serde_json::Value) -> String {

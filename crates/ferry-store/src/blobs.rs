@@ -18,6 +18,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 
 use crate::Error;
 
+mod cached;
+
 /// How many bytes to gather before handing them to the file system: fewer, larger writes.
 const WRITE_BUFFER: usize = 1 << 20;
 /// The chunk size of blob reads.
@@ -268,6 +270,14 @@ impl Blobs {
         match self {
             Blobs::Local(local) => {
                 let path = local.path_of(key);
+                // A small blob the kernel holds in its caches is read right here: the trip to
+                // the blocking pool and back would cost more than the read.
+                if let Some(bytes) = cached::read_small(&path, range.clone(), SMALL_READ) {
+                    return Ok(BlobRead {
+                        len: bytes.len() as u64,
+                        stream: futures::stream::once(async move { Ok(bytes) }).boxed(),
+                    });
+                }
                 // One trip to the blocking pool opens, sizes and positions the file, and for a
                 // small read also reads it: each tokio::fs call is a trip of its own, and for a
                 // 4 KiB file the trips, not the bytes, are the cost.

@@ -14,6 +14,7 @@ use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use crate::Error;
+use crate::sqlite_reads::Readers;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
@@ -138,6 +139,9 @@ pub struct Db {
     /// each starts as soon as the previous one ends. `None` on Postgres, which writes rows
     /// concurrently.
     write_turn: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// SQLite's hot point reads, off the pool (see [`crate::sqlite_reads`]). `None` on
+    /// Postgres.
+    readers: Option<Readers>,
 }
 
 impl Db {
@@ -189,11 +193,24 @@ impl Db {
         accept_reworded_migrations(&pool, engine, migrator).await?;
         migrator.run(&pool).await?;
         let write_turn = (engine == Engine::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
+        let readers = match engine {
+            Engine::Sqlite => {
+                let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)?;
+                Some(Readers::new(options.get_filename()))
+            }
+            Engine::Postgres => None,
+        };
         Ok(Db {
             pool,
             engine,
             write_turn,
+            readers,
         })
+    }
+
+    /// The off-pool readers, on SQLite.
+    pub(crate) fn readers(&self) -> Option<&Readers> {
+        self.readers.as_ref()
     }
 
     pub fn pool(&self) -> &AnyPool {

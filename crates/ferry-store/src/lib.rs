@@ -15,6 +15,7 @@ pub mod sandbox;
 pub mod say;
 pub mod space_names;
 pub mod spaces;
+mod sqlite_reads;
 pub mod sweep;
 pub mod threads;
 pub mod uploads;

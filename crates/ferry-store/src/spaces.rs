@@ -124,6 +124,8 @@ pub struct WriteOutcome {
 }
 
 const FILE_COLUMNS: &str = "path, blob_key, size, content_type, sha256, updated_at, attributes";
+const SPACE_FILE: &str = "SELECT path, blob_key, size, content_type, sha256, updated_at, attributes \
+     FROM space_files WHERE owner = $1 AND space = $2 AND path = $3";
 
 fn file_from_row(row: &AnyRow) -> Result<SpaceFile, sqlx::Error> {
     Ok(SpaceFile {
@@ -145,6 +147,25 @@ impl Db {
         space: &SpaceName,
         path: &ValidPath,
     ) -> Result<Option<SpaceFile>, Error> {
+        if let Some(readers) = self.readers() {
+            let (space, path) = (space.as_str(), path.as_str());
+            let read = || {
+                readers.with(|conn| {
+                    crate::sqlite_reads::one(conn, SPACE_FILE, &[&owner, &space, &path], |row| {
+                        Ok(SpaceFile {
+                            path: row.get(0)?,
+                            blob_key: row.get(1)?,
+                            size: row.get::<_, i64>(2)? as u64,
+                            content_type: row.get(3)?,
+                            sha256: row.get(4)?,
+                            updated_at: Timestamp(row.get(5)?),
+                            attributes: row.get(6)?,
+                        })
+                    })
+                })
+            };
+            return read();
+        }
         let sql = format!(
             "SELECT {FILE_COLUMNS} FROM space_files WHERE owner = $1 AND space = $2 AND path = $3"
         );

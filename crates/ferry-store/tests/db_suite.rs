@@ -94,6 +94,20 @@ async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)
 }
 
 on_every_engine! {
+    // A write that has answered is read back by the next read, with its new ETag, and a
+    // removed file is gone at once (SQLite's point reads run off the pool, on connections of
+    // their own).
+    a_write_is_read_back_at_once => |db: Db| async move {
+        let space = SpaceName::parse("s").unwrap();
+        for n in 1..=20u32 {
+            put(&db, "hot.md", n, WriteCondition::None).await.unwrap();
+            let read = db.space_file("u", &space, &path("hot.md")).await.unwrap().unwrap();
+            assert_eq!((read.blob_key, read.size), (format!("key-{n}"), u64::from(n)));
+        }
+        db.space_delete("u", &space, &path("hot.md"), None).await.unwrap();
+        assert!(db.space_file("u", &space, &path("hot.md")).await.unwrap().is_none());
+        assert!(db.space_file("someone-else", &space, &path("a.md")).await.unwrap().is_none());
+    };
     // A multipart part keeps the checksum it was verified against; sending the part again
     // replaces it (and its checksum) and answers the blob it replaced; the upload's end
     // answers every part's blob.
