@@ -517,6 +517,33 @@ mod tests {
     }
 
     #[test]
+    fn text_drawn_by_a_form_in_a_font_with_a_predefined_cmap_is_read() {
+        // The page draws form X1, which shows JIS codes 0x2422 0x2424 (あい) in a Type0 font
+        // encoded by the predefined CMap `H`, over a non-embedded Adobe-Japan1 CIDFont.
+        let page = "q /X1 Do Q";
+        let form = "BT /F1 24 Tf 72 700 Td <24222424> Tj ET";
+        let pdf = format!(
+            "%PDF-1.4\n\
+             1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+             2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n\
+             3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
+             /Resources << /XObject << /X1 5 0 R >> >> >> endobj\n\
+             4 0 obj << /Length {} >>\nstream\n{page}\nendstream\nendobj\n\
+             5 0 obj << /Type /XObject /Subtype /Form /BBox [0 0 612 792] \
+             /Resources << /Font << /F1 6 0 R >> >> /Length {} >>\nstream\n{form}\nendstream\nendobj\n\
+             6 0 obj << /Type /Font /Subtype /Type0 /BaseFont /Ryumin-Light-H /Encoding /H \
+             /DescendantFonts [7 0 R] >> endobj\n\
+             7 0 obj << /Type /Font /Subtype /CIDFontType0 /BaseFont /Ryumin-Light \
+             /CIDSystemInfo << /Registry (Adobe) /Ordering (Japan1) /Supplement 2 >> >> endobj\n\
+             trailer << /Root 1 0 R >>\n%%EOF\n",
+            page.len(),
+            form.len()
+        );
+        let text = preview(pdf.as_bytes(), 100).unwrap();
+        assert!(text.contains("あい"), "{text:?}");
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         for bytes in [
             &b""[..],

@@ -8,28 +8,36 @@
 //! as the CIDs it selects, and has it shown in a copy of the font set to the Identity encoding
 //! of the same writing direction — without the font's `/ToUnicode`, which spoke of the old
 //! codes. The copy then gets its Unicode map like any Identity font ([`crate::pdf_unicode`]),
-//! from its character collection. A page whose content cannot be read is left as it was.
-//!
-//! Only the page's own content is rewritten: a form XObject that shows such a font keeps the
-//! original, which the reader still cannot follow.
+//! from its character collection. Pages are rewritten, and so are form XObjects (content
+//! drawn by `Do`, at any depth) with fonts of their own. A page or form whose content cannot
+//! be read is left as it was.
 
 use std::collections::{BTreeMap, HashMap};
 
-use pdf_extract::content::Operation;
+use pdf_extract::content::{Content, Operation};
 use pdf_extract::{Dictionary, Document, Object, ObjectId};
 use pdfrum_cmap::CMap;
 
 /// Appended to a font's resource name to name its Identity copy.
 const COPY_SUFFIX: &[u8] = b"-ferry-cid";
 
-/// Rewrites the text of every page that shows a font with a predefined CMap. A font object
-/// shared by many pages gets one Identity copy, which they all share too (and so one Unicode
-/// map, made once).
+/// Rewrites the text of every page and form XObject that shows a font with a predefined
+/// CMap. A font object shared by many pages and forms gets one Identity copy, which they all
+/// share too (and so one Unicode map, made once).
 pub(crate) fn transcode_predefined_cmaps(doc: &mut Document) {
-    let pages: Vec<ObjectId> = doc.get_pages().into_values().collect();
     let mut copies = HashMap::new();
+    let pages: Vec<ObjectId> = doc.get_pages().into_values().collect();
     for page in pages {
         transcode_page(doc, page, &mut copies);
+    }
+    let forms: Vec<ObjectId> = doc
+        .objects
+        .iter()
+        .filter(|(_, object)| is_form(object))
+        .map(|(id, _)| *id)
+        .collect();
+    for form in forms {
+        transcode_form(doc, form, &mut copies);
     }
 }
 
@@ -40,13 +48,66 @@ fn transcode_page(
     copies: &mut HashMap<ObjectId, ObjectId>,
 ) -> Option<()> {
     let mut resources = effective_resources(doc, page);
-    let mut font_names = match resources.get(b"Font") {
-        Ok(Object::Reference(id)) => doc.get_dictionary(*id).ok()?.clone(),
-        Ok(Object::Dictionary(d)) => d.clone(),
-        _ => return None,
-    };
-    // The page's fonts with a predefined CMap, by resource name: the CMap, and where the font
-    // is (an object, or written in place).
+    let mut font_names = dictionary(doc, resources.get(b"Font").ok()?)?;
+    let mut content = doc.get_and_decode_page_content(page).ok()?;
+    let cmaps = add_identity_copies(doc, &mut font_names, copies)?;
+    rewrite(&mut content.operations, &cmaps);
+    let bytes = content.encode().ok()?;
+    resources.set("Font", Object::Dictionary(font_names));
+    doc.change_page_content(page, bytes).ok()?;
+    doc.get_dictionary_mut(page)
+        .ok()?
+        .set("Resources", Object::Dictionary(resources));
+    Some(())
+}
+
+/// Rewrites one form XObject that has fonts of its own.
+fn transcode_form(
+    doc: &mut Document,
+    form: ObjectId,
+    copies: &mut HashMap<ObjectId, ObjectId>,
+) -> Option<()> {
+    let stream = doc.get_object(form).ok()?.as_stream().ok()?;
+    let mut resources = dictionary(doc, stream.dict.get(b"Resources").ok()?)?;
+    let mut font_names = dictionary(doc, resources.get(b"Font").ok()?)?;
+    let mut content = Content::decode(&stream.get_plain_content().ok()?).ok()?;
+    let cmaps = add_identity_copies(doc, &mut font_names, copies)?;
+    rewrite(&mut content.operations, &cmaps);
+    let bytes = content.encode().ok()?;
+    resources.set("Font", Object::Dictionary(font_names));
+    let stream = doc.get_object_mut(form).ok()?.as_stream_mut().ok()?;
+    stream.set_plain_content(bytes);
+    stream.dict.set("Resources", Object::Dictionary(resources));
+    Some(())
+}
+
+fn is_form(object: &Object) -> bool {
+    object.as_stream().is_ok_and(|stream| {
+        stream
+            .dict
+            .get(b"Subtype")
+            .and_then(Object::as_name)
+            .is_ok_and(|subtype| subtype == b"Form")
+    })
+}
+
+/// A dictionary written in place, or the one a reference names (copied).
+fn dictionary(doc: &Document, value: &Object) -> Option<Dictionary> {
+    match value {
+        Object::Reference(id) => doc.get_dictionary(*id).ok().cloned(),
+        Object::Dictionary(d) => Some(d.clone()),
+        _ => None,
+    }
+}
+
+/// Finds the fonts of `font_names` (a `/Font` resource dictionary) whose encoding is a
+/// predefined CMap, and adds each one's Identity copy beside it, under its name with
+/// [`COPY_SUFFIX`]. Answers their CMaps by resource name; `None` when there is no such font.
+fn add_identity_copies(
+    doc: &mut Document,
+    font_names: &mut Dictionary,
+    copies: &mut HashMap<ObjectId, ObjectId>,
+) -> Option<BTreeMap<Vec<u8>, CMap>> {
     let mut cmaps = BTreeMap::new();
     let mut fonts = Vec::new();
     for (name, value) in font_names.iter() {
@@ -63,9 +124,6 @@ fn transcode_page(
     if cmaps.is_empty() {
         return None;
     }
-    let mut content = doc.get_and_decode_page_content(page).ok()?;
-    rewrite(&mut content.operations, &cmaps);
-    let bytes = content.encode().ok()?;
     for (name, vertical, value) in fonts {
         let copy = match value {
             Object::Reference(id) => match copies.get(&id) {
@@ -85,12 +143,7 @@ fn transcode_page(
             Object::Reference(copy),
         );
     }
-    resources.set("Font", Object::Dictionary(font_names));
-    doc.change_page_content(page, bytes).ok()?;
-    doc.get_dictionary_mut(page)
-        .ok()?
-        .set("Resources", Object::Dictionary(resources));
-    Some(())
+    Some(cmaps)
 }
 
 /// A copy of `font` set to the Identity encoding of its writing direction, without the
