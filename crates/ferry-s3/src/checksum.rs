@@ -43,6 +43,22 @@ impl StoredChecksum {
     }
 }
 
+/// The `x-amz-checksum-*` values of any input that has S3's checksum fields, as a
+/// [`Checksum`].
+macro_rules! sent_checksum {
+    ($input:expr) => {
+        s3s::dto::Checksum {
+            checksum_crc32: $input.checksum_crc32.clone(),
+            checksum_crc32c: $input.checksum_crc32c.clone(),
+            checksum_crc64nvme: $input.checksum_crc64nvme.clone(),
+            checksum_sha1: $input.checksum_sha1.clone(),
+            checksum_sha256: $input.checksum_sha256.clone(),
+            ..Default::default()
+        }
+    };
+}
+pub(crate) use sent_checksum;
+
 /// The checksum value a body must have, if the client sent one.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Expected {

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 
 use crate::attributes::{Assembled, Attributes, sent};
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
-use crate::checksum::{Expected, Outcome, Verified};
+use crate::checksum::{Expected, Outcome, Verified, sent_checksum};
 use crate::errors::{Condition, bucket_error, no_such_bucket, precondition_failed, to_s3};
 use crate::forward::{Caller, Trailers};
 use crate::listing::{self, After, Listed, MAX_KEYS, Source};
@@ -1014,14 +1014,7 @@ impl S3 for Door {
         )
         .await?;
         let condition = write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
-        let sent = Checksum {
-            checksum_crc32: input.checksum_crc32.clone(),
-            checksum_crc32c: input.checksum_crc32c.clone(),
-            checksum_crc64nvme: input.checksum_crc64nvme.clone(),
-            checksum_sha1: input.checksum_sha1.clone(),
-            checksum_sha256: input.checksum_sha256.clone(),
-            ..Default::default()
-        };
+        let sent = sent_checksum!(input);
         let expected = Expected::of_request(
             input.content_md5.as_deref(),
             &sent,
@@ -1151,14 +1144,7 @@ impl S3 for Door {
         let principal = caller(&req)?;
         let trailers = req.extensions.get::<Trailers>().cloned();
         let input = req.input;
-        let sent = Checksum {
-            checksum_crc32: input.checksum_crc32.clone(),
-            checksum_crc32c: input.checksum_crc32c.clone(),
-            checksum_crc64nvme: input.checksum_crc64nvme.clone(),
-            checksum_sha1: input.checksum_sha1.clone(),
-            checksum_sha256: input.checksum_sha256.clone(),
-            ..Default::default()
-        };
+        let sent = sent_checksum!(input);
         let expected = Expected::of_request(
             input.content_md5.as_deref(),
             &sent,

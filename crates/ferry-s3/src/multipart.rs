@@ -11,7 +11,7 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
 use crate::attributes::{Assembled, Attributes, sent};
-use crate::checksum::{Expected, StoredChecksum, Verified};
+use crate::checksum::{Expected, StoredChecksum, Verified, sent_checksum};
 use crate::door::{Door, ReadConditions, checked, time_of};
 use crate::errors::to_s3;
 use crate::upload_checksum::UploadChecksum;
@@ -224,7 +224,7 @@ impl Door {
             Some(upload_checksum) => Some(upload_checksum.of_object(
                 &chosen,
                 &requested,
-                &sent_checksum(&input),
+                &sent_checksum!(input),
                 input.checksum_type.as_ref(),
             )?),
             None => None,
@@ -440,18 +440,6 @@ fn completed(
         checksum_sha1: checksum.checksum_sha1,
         checksum_sha256: checksum.checksum_sha256,
         checksum_type: checksum.checksum_type,
-        ..Default::default()
-    }
-}
-
-/// The object checksum a completion claims.
-fn sent_checksum(input: &CompleteMultipartUploadInput) -> Checksum {
-    Checksum {
-        checksum_crc32: input.checksum_crc32.clone(),
-        checksum_crc32c: input.checksum_crc32c.clone(),
-        checksum_crc64nvme: input.checksum_crc64nvme.clone(),
-        checksum_sha1: input.checksum_sha1.clone(),
-        checksum_sha256: input.checksum_sha256.clone(),
         ..Default::default()
     }
 }
