@@ -59,6 +59,32 @@ macro_rules! sent_checksum {
 }
 pub(crate) use sent_checksum;
 
+/// The answer `$output { fields… }` with a [`Checksum`]'s values in its `checksum_*` fields —
+/// and in `checksum_type` too, for the answers that have one (`typed`) — and the rest default.
+macro_rules! with_checksum {
+    ($($output:ident)::+ { $($field:ident: $value:expr),* $(,)? }, $checksum:expr) => {{
+        let checksum: s3s::dto::Checksum = $checksum;
+        // Some answers have no field beyond these.
+        #[allow(clippy::needless_update)]
+        let answer = $($output)::+ {
+            $($field: $value,)*
+            checksum_crc32: checksum.checksum_crc32,
+            checksum_crc32c: checksum.checksum_crc32c,
+            checksum_crc64nvme: checksum.checksum_crc64nvme,
+            checksum_sha1: checksum.checksum_sha1,
+            checksum_sha256: checksum.checksum_sha256,
+            ..Default::default()
+        };
+        answer
+    }};
+    (typed $($output:ident)::+ { $($field:ident: $value:expr),* $(,)? }, $checksum:expr) => {{
+        let checksum: s3s::dto::Checksum = $checksum;
+        let kind = checksum.checksum_type.clone();
+        $crate::checksum::with_checksum!($($output)::+ { $($field: $value,)* checksum_type: kind }, checksum)
+    }};
+}
+pub(crate) use with_checksum;
+
 /// The checksum value a body must have, if the client sent one.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Expected {

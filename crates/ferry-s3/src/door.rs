@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 
 use crate::attributes::{Assembled, Attributes, sent};
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
-use crate::checksum::{Expected, Outcome, Verified, sent_checksum};
+use crate::checksum::{Expected, Outcome, Verified, sent_checksum, with_checksum};
 use crate::errors::{Condition, bucket_error, no_such_bucket, precondition_failed, to_s3};
 use crate::forward::{Caller, Trailers};
 use crate::listing::{self, After, Listed, MAX_KEYS, Source};
@@ -265,7 +265,7 @@ macro_rules! read_output {
     ($output:ident, $reading:ident, { $($field:ident: $value:expr),* $(,)? }) => {{
         // Field by field, so that a reader already taken out of `found` is no obstacle.
         let (span, checksum, kept) = ($reading.span, $reading.checksum, $reading.found.attributes);
-        $output {
+        with_checksum!(typed $output {
             content_length: Some(span.as_ref().map_or($reading.found.size, |s| s.end - s.start) as i64),
             content_range: span
                 .as_ref()
@@ -281,15 +281,8 @@ macro_rules! read_output {
             content_disposition: kept.content_disposition,
             content_encoding: kept.content_encoding,
             content_language: kept.content_language,
-            checksum_crc32: checksum.checksum_crc32,
-            checksum_crc32c: checksum.checksum_crc32c,
-            checksum_crc64nvme: checksum.checksum_crc64nvme,
-            checksum_sha1: checksum.checksum_sha1,
-            checksum_sha256: checksum.checksum_sha256,
-            checksum_type: checksum.checksum_type,
             $($field: $value,)*
-            ..Default::default()
-        }
+        }, checksum)
     }};
 }
 
@@ -928,16 +921,13 @@ impl S3 for Door {
                     .filter(|(number, _)| *number > marker)
                     .take(max)
                     .map(|(number, size)| {
-                        let checksum = found.attributes.part_checksum(number);
-                        ObjectPart {
-                            part_number: Some(number as i32),
-                            size: Some(size as i64),
-                            checksum_crc32: checksum.checksum_crc32,
-                            checksum_crc32c: checksum.checksum_crc32c,
-                            checksum_crc64nvme: checksum.checksum_crc64nvme,
-                            checksum_sha1: checksum.checksum_sha1,
-                            checksum_sha256: checksum.checksum_sha256,
-                        }
+                        with_checksum!(
+                            ObjectPart {
+                                part_number: Some(number as i32),
+                                size: Some(size as i64),
+                            },
+                            found.attributes.part_checksum(number)
+                        )
                     })
                     .collect();
                 let last = listed.last().and_then(|p| p.part_number).unwrap_or(0);
@@ -1045,15 +1035,12 @@ impl S3 for Door {
             )
         })
         .await?;
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(etag_of(&etag)),
-            checksum_crc32: answer.checksum_crc32,
-            checksum_crc32c: answer.checksum_crc32c,
-            checksum_crc64nvme: answer.checksum_crc64nvme,
-            checksum_sha1: answer.checksum_sha1,
-            checksum_sha256: answer.checksum_sha256,
-            ..Default::default()
-        }))
+        Ok(S3Response::new(with_checksum!(
+            typed PutObjectOutput {
+                e_tag: Some(etag_of(&etag)),
+            },
+            answer
+        )))
     }
 
     async fn copy_object(

@@ -11,7 +11,7 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
 use crate::attributes::{Assembled, Attributes, sent};
-use crate::checksum::{Expected, StoredChecksum, Verified, sent_checksum};
+use crate::checksum::{Expected, StoredChecksum, Verified, sent_checksum, with_checksum};
 use crate::door::{Door, ReadConditions, checked, time_of};
 use crate::errors::to_s3;
 use crate::upload_checksum::UploadChecksum;
@@ -123,16 +123,12 @@ impl Door {
             })
         })
         .await?;
-        let answer = part_checksum(&part);
-        Ok(UploadPartOutput {
-            e_tag: Some(ETag::Strong(part.sha256)),
-            checksum_crc32: answer.checksum_crc32,
-            checksum_crc32c: answer.checksum_crc32c,
-            checksum_crc64nvme: answer.checksum_crc64nvme,
-            checksum_sha1: answer.checksum_sha1,
-            checksum_sha256: answer.checksum_sha256,
-            ..Default::default()
-        })
+        Ok(with_checksum!(
+            UploadPartOutput {
+                e_tag: Some(ETag::Strong(part.sha256.clone())),
+            },
+            part_checksum(&part)
+        ))
     }
 
     pub(crate) async fn copy_part(
@@ -174,17 +170,14 @@ impl Door {
         })
         .await
         .map_err(to_s3)?;
-        let answer = part_checksum(&part);
         Ok(UploadPartCopyOutput {
-            copy_part_result: Some(CopyPartResult {
-                e_tag: Some(ETag::Strong(part.sha256)),
-                last_modified: Some(time_of(part.created_at)),
-                checksum_crc32: answer.checksum_crc32,
-                checksum_crc32c: answer.checksum_crc32c,
-                checksum_crc64nvme: answer.checksum_crc64nvme,
-                checksum_sha1: answer.checksum_sha1,
-                checksum_sha256: answer.checksum_sha256,
-            }),
+            copy_part_result: Some(with_checksum!(
+                CopyPartResult {
+                    e_tag: Some(ETag::Strong(part.sha256.clone())),
+                    last_modified: Some(time_of(part.created_at)),
+                },
+                part_checksum(&part)
+            )),
             ..Default::default()
         })
     }
@@ -330,18 +323,15 @@ impl Door {
             parts: Some(
                 page.iter()
                     .map(|p| {
-                        let checksum = part_checksum(p);
-                        s3s::dto::Part {
-                            part_number: Some(p.part_number as i32),
-                            size: Some(p.size as i64),
-                            e_tag: Some(ETag::Strong(p.sha256.clone())),
-                            last_modified: Some(time_of(p.created_at)),
-                            checksum_crc32: checksum.checksum_crc32,
-                            checksum_crc32c: checksum.checksum_crc32c,
-                            checksum_crc64nvme: checksum.checksum_crc64nvme,
-                            checksum_sha1: checksum.checksum_sha1,
-                            checksum_sha256: checksum.checksum_sha256,
-                        }
+                        with_checksum!(
+                            s3s::dto::Part {
+                                part_number: Some(p.part_number as i32),
+                                size: Some(p.size as i64),
+                                e_tag: Some(ETag::Strong(p.sha256.clone())),
+                                last_modified: Some(time_of(p.created_at)),
+                            },
+                            part_checksum(p)
+                        )
                     })
                     .collect(),
             ),
@@ -429,19 +419,15 @@ fn completed(
     etag: String,
     checksum: Checksum,
 ) -> CompleteMultipartUploadOutput {
-    CompleteMultipartUploadOutput {
-        location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
-        bucket: Some(input.bucket),
-        key: Some(input.key),
-        e_tag: Some(ETag::Strong(etag)),
-        checksum_crc32: checksum.checksum_crc32,
-        checksum_crc32c: checksum.checksum_crc32c,
-        checksum_crc64nvme: checksum.checksum_crc64nvme,
-        checksum_sha1: checksum.checksum_sha1,
-        checksum_sha256: checksum.checksum_sha256,
-        checksum_type: checksum.checksum_type,
-        ..Default::default()
-    }
+    with_checksum!(
+        typed CompleteMultipartUploadOutput {
+            location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            e_tag: Some(ETag::Strong(etag)),
+        },
+        checksum
+    )
 }
 
 /// The checksum algorithm the upload was started with, if any.
