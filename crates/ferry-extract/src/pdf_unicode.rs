@@ -12,10 +12,11 @@
 //! This module writes what it finds as a `/ToUnicode` CMap stream and attaches it to the font,
 //! so that the text reader decodes those glyphs like any others (as poppler and pdfminer do).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use pdf_extract::{Dictionary, Document, Object, ObjectId, Stream};
+use pdfrum_cmap::CidSet;
 
 /// Gives every Identity-encoded Type0 font that has no `/ToUnicode` a map made from its
 /// embedded TrueType font or its character collection. Fonts it cannot help are left as they
@@ -31,15 +32,33 @@ pub(crate) fn add_missing_unicode_maps(doc: &mut Document) {
         })
         .map(|(id, _)| *id)
         .collect();
+    // Fonts of one character collection share one map, made once.
+    let mut collections: HashMap<CidSet, ObjectId> = HashMap::new();
     for id in fonts {
-        let Some(map) = doc
+        let Some(source) = doc
             .get_dictionary(id)
             .ok()
-            .and_then(|font| cid_to_unicode(doc, font))
+            .and_then(|font| map_source(doc, font))
         else {
             continue;
         };
-        let cmap = doc.add_object(Stream::new(Dictionary::new(), to_unicode_cmap(&map)));
+        let cmap = match source {
+            MapSource::Embedded(map) => {
+                doc.add_object(Stream::new(Dictionary::new(), to_unicode_cmap(&map)))
+            }
+            MapSource::Collection(set) => match collections.get(&set) {
+                Some(cmap) => *cmap,
+                None => {
+                    let Some(map) = collection_map(set) else {
+                        continue;
+                    };
+                    let cmap =
+                        doc.add_object(Stream::new(Dictionary::new(), to_unicode_cmap(&map)));
+                    collections.insert(set, cmap);
+                    cmap
+                }
+            },
+        };
         // Replaces a /ToUnicode that is not a map, if there was one.
         if let Ok(font) = doc.get_dictionary_mut(id) {
             font.set("ToUnicode", Object::Reference(cmap));
@@ -61,20 +80,29 @@ fn lacks_unicode_map(doc: &Document, font: &Dictionary) -> bool {
         && !has_map
 }
 
+/// Where a font's missing map comes from.
+enum MapSource {
+    /// Its embedded TrueType font's `cmap`, read backwards.
+    Embedded(BTreeMap<u16, char>),
+    /// The published table of the Adobe CJK character collection it names.
+    Collection(CidSet),
+}
+
 /// Which character each CID of `font` draws: from its embedded TrueType font when that says,
 /// else from its character collection's table.
-fn cid_to_unicode(doc: &Document, font: &Dictionary) -> Option<BTreeMap<u16, char>> {
+fn map_source(doc: &Document, font: &Dictionary) -> Option<MapSource> {
     let descendants = follow(doc, font.get(b"DescendantFonts").ok()?)?
         .as_array()
         .ok()?;
     let descendant = follow(doc, descendants.first()?)?.as_dict().ok()?;
-    embedded_font_map(doc, descendant).or_else(|| collection_map(doc, descendant))
+    embedded_font_map(doc, descendant)
+        .map(MapSource::Embedded)
+        .or_else(|| collection_of(doc, descendant).map(MapSource::Collection))
 }
 
-/// The characters of an Adobe CJK character collection by CID, for a descendant font whose
-/// `/CIDSystemInfo` names one (`Registry (Adobe)`, `Ordering (Japan1)` and the like).
-fn collection_map(doc: &Document, descendant: &Dictionary) -> Option<BTreeMap<u16, char>> {
-    use pdfrum_cmap::{Cid, charset_from_ordering, has_cid2unicode, unicode_from_cid};
+/// The Adobe CJK character collection a descendant font's `/CIDSystemInfo` names
+/// (`Registry (Adobe)`, `Ordering (Japan1)` and the like), if its table is known.
+fn collection_of(doc: &Document, descendant: &Dictionary) -> Option<CidSet> {
     let info = follow(doc, descendant.get(b"CIDSystemInfo").ok()?)?
         .as_dict()
         .ok()?;
@@ -82,10 +110,13 @@ fn collection_map(doc: &Document, descendant: &Dictionary) -> Option<BTreeMap<u1
     if text(b"Registry")? != b"Adobe" {
         return None;
     }
-    let set = charset_from_ordering(text(b"Ordering")?);
-    if !has_cid2unicode(set) {
-        return None;
-    }
+    let set = pdfrum_cmap::charset_from_ordering(text(b"Ordering")?);
+    pdfrum_cmap::has_cid2unicode(set).then_some(set)
+}
+
+/// The characters of a character collection by CID.
+fn collection_map(set: CidSet) -> Option<BTreeMap<u16, char>> {
+    use pdfrum_cmap::{Cid, unicode_from_cid};
     // CID 0 is .notdef, which the tables give as U+FFFD: no character at all.
     let map: BTreeMap<u16, char> = (1..=u16::MAX)
         .filter_map(|cid| {
@@ -246,7 +277,10 @@ mod tests {
     #[test]
     fn an_adobe_collection_gives_its_characters_by_cid() {
         let doc = Document::new();
-        let japan = collection_map(&doc, &descendant("Adobe", "Japan1")).unwrap();
+        let of = |registry, ordering| {
+            collection_of(&doc, &descendant(registry, ordering)).and_then(collection_map)
+        };
+        let japan = of("Adobe", "Japan1").unwrap();
         // CID 34 is the Latin A in every Adobe CJK collection; the thousands above are kana
         // and kanji.
         assert_eq!(japan.get(&34), Some(&'A'));
@@ -256,11 +290,11 @@ mod tests {
         );
         assert!(japan.len() > 10_000, "{}", japan.len());
         assert!(!japan.contains_key(&0), "CID 0 is .notdef, no character");
-        let korea = collection_map(&doc, &descendant("Adobe", "Korea1")).unwrap();
+        let korea = of("Adobe", "Korea1").unwrap();
         assert_eq!(korea.get(&34), Some(&'A'));
         // Another registry, or an ordering without a table, gives nothing to guess with.
-        assert!(collection_map(&doc, &descendant("Acme", "Japan1")).is_none());
-        assert!(collection_map(&doc, &descendant("Adobe", "Identity")).is_none());
-        assert!(collection_map(&doc, &Dictionary::new()).is_none());
+        assert!(of("Acme", "Japan1").is_none());
+        assert!(of("Adobe", "Identity").is_none());
+        assert!(collection_of(&doc, &Dictionary::new()).is_none());
     }
 }
