@@ -24,6 +24,8 @@ mod cached;
 const WRITE_BUFFER: usize = 1 << 20;
 /// The chunk size of blob reads.
 const READ_CHUNK: usize = 256 * 1024;
+/// Bodies up to this size are gathered in memory and written to their file in one go.
+const SMALL_BODY: usize = 64 * 1024;
 
 /// A blob that is durable in the store and may now be referenced by metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,15 +218,18 @@ impl Blobs {
         match self {
             Blobs::Local(local) => {
                 let target = local.path_of(&key);
-                let dir = target.parent().map(Path::to_path_buf).unwrap_or_default();
-                async {
-                    tokio::fs::create_dir_all(&dir).await?;
-                    tokio::fs::rename(&spooled.path, &target).await?;
-                    spooled.committed = true;
-                    sync_dir(dir).await
-                }
+                let from = spooled.path.clone();
+                // One trip to the blocking pool for the three steps, not one each.
+                tokio::task::spawn_blocking(move || {
+                    let dir = target.parent().unwrap_or(Path::new("/"));
+                    std::fs::create_dir_all(dir)?;
+                    std::fs::rename(&from, &target)?;
+                    std::fs::File::open(dir)?.sync_all()
+                })
                 .await
+                .map_err(|e| Error::Io(io::Error::other(e)))?
                 .map_err(Error::Io)?;
+                spooled.committed = true;
             }
             Blobs::Object(object) => {
                 let file = tokio::fs::File::open(&spooled.path)
@@ -534,25 +539,54 @@ where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
-    let path = dir.join(new_key());
-    let file = tokio::fs::File::create(&path).await.map_err(Error::Io)?;
     // From here on, dropping `spooled` removes the file, whatever goes wrong.
     let mut spooled = Spooled {
-        path,
+        path: dir.join(new_key()),
         size: 0,
         sha256: String::new(),
         committed: false,
     };
-    let mut writer = BufWriter::with_capacity(WRITE_BUFFER, file);
     let mut hasher = Sha256::new();
     let mut body = std::pin::pin!(body);
+    // The first bytes are gathered in memory: a body that ends within them is written, flushed
+    // and closed in one trip to the blocking pool (each tokio::fs call is a trip of its own,
+    // and for a small body the trips, not the bytes, are the cost).
+    let mut head = Vec::new();
+    let mut head_len = 0;
+    let mut overflow = None;
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| Error::Body(e.to_string()))?;
-        spooled.size += chunk.len() as u64;
-        if spooled.size > limit {
-            return Err(Error::TooLarge { limit });
+        let chunk = received(&mut spooled, &mut hasher, chunk, limit)?;
+        if head_len + chunk.len() > SMALL_BODY {
+            overflow = Some(chunk);
+            break;
         }
-        hasher.update(&chunk);
+        head_len += chunk.len();
+        head.push(chunk);
+    }
+    let Some(overflow) = overflow else {
+        let path = spooled.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut file = std::fs::File::create(&path)?;
+            for chunk in head {
+                std::io::Write::write_all(&mut file, &chunk)?;
+            }
+            file.sync_all()
+        })
+        .await
+        .map_err(|e| Error::Io(io::Error::other(e)))?
+        .map_err(Error::Io)?;
+        spooled.sha256 = hex::encode(hasher.finalize());
+        return Ok(spooled);
+    };
+    let file = tokio::fs::File::create(&spooled.path)
+        .await
+        .map_err(Error::Io)?;
+    let mut writer = BufWriter::with_capacity(WRITE_BUFFER, file);
+    for chunk in head.iter().chain(std::iter::once(&overflow)) {
+        writer.write_all(chunk).await.map_err(Error::Io)?;
+    }
+    while let Some(chunk) = body.next().await {
+        let chunk = received(&mut spooled, &mut hasher, chunk, limit)?;
         writer.write_all(&chunk).await.map_err(Error::Io)?;
     }
     writer.flush().await.map_err(Error::Io)?;
@@ -562,11 +596,21 @@ where
     Ok(spooled)
 }
 
-/// Fsyncs a directory so that a rename into it survives a crash.
-async fn sync_dir(dir: PathBuf) -> io::Result<()> {
-    tokio::task::spawn_blocking(move || std::fs::File::open(dir)?.sync_all())
-        .await
-        .map_err(io::Error::other)?
+/// Counts and hashes one chunk of a body being spooled, refusing it once the body passes
+/// `limit`.
+fn received<E: std::fmt::Display>(
+    spooled: &mut Spooled,
+    hasher: &mut Sha256,
+    chunk: Result<Bytes, E>,
+    limit: u64,
+) -> Result<Bytes, Error> {
+    let chunk = chunk.map_err(|e| Error::Body(e.to_string()))?;
+    spooled.size += chunk.len() as u64;
+    if spooled.size > limit {
+        return Err(Error::TooLarge { limit });
+    }
+    hasher.update(&chunk);
+    Ok(chunk)
 }
 
 /// Reads of at most this many bytes are done in one go, as one chunk.

@@ -14,7 +14,9 @@ use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use crate::Error;
+use crate::group_commit::GroupCommit;
 use crate::sqlite_reads::Readers;
+use crate::write_plan::Plan;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
@@ -142,6 +144,9 @@ pub struct Db {
     /// SQLite's hot point reads, off the pool (see [`crate::sqlite_reads`]). `None` on
     /// Postgres.
     readers: Option<Readers>,
+    /// SQLite's writer that commits concurrent writes together (see
+    /// [`crate::group_commit`]). `None` on Postgres.
+    group: Option<GroupCommit>,
 }
 
 impl Db {
@@ -193,18 +198,23 @@ impl Db {
         accept_reworded_migrations(&pool, engine, migrator).await?;
         migrator.run(&pool).await?;
         let write_turn = (engine == Engine::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        let readers = match engine {
-            Engine::Sqlite => {
+        let (readers, group) = match (&write_turn, engine) {
+            (Some(turn), Engine::Sqlite) => {
                 let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)?;
-                Some(Readers::new(options.get_filename()))
+                let file = options.get_filename();
+                (
+                    Some(Readers::new(file)),
+                    Some(GroupCommit::start(file, turn.clone())?),
+                )
             }
-            Engine::Postgres => None,
+            _ => (None, None),
         };
         Ok(Db {
             pool,
             engine,
             write_turn,
             readers,
+            group,
         })
     }
 
@@ -260,6 +270,23 @@ impl Db {
             return Err(e.into());
         }
         Ok(tx)
+    }
+
+    /// Runs a write's statements in a transaction and commits it; `verdict` turns the plan's
+    /// result into the answer, and an error from it undoes the plan. On SQLite the write joins
+    /// the next group commit; on PostgreSQL it is a transaction of its own.
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        plan: Plan,
+        verdict: impl FnOnce(Option<i64>) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        if let Some(group) = &self.group {
+            return group.write(plan, verdict).await;
+        }
+        let mut tx = self.begin_write().await?;
+        let answer = verdict(plan.run_pooled(&mut tx).await?)?;
+        tx.commit().await?;
+        Ok(answer)
     }
 
     /// Whether the database answers.

@@ -72,7 +72,8 @@ pub fn is_disk_full(e: &std::io::Error) -> bool {
     if matches!(
         e.raw_os_error(),
         Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG)
-    ) {
+    ) || e.kind() == std::io::ErrorKind::StorageFull
+    {
         return true;
     }
     // Errors wrapped on their way up (an object store's, a task's) keep the original inside.

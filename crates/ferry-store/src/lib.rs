@@ -9,6 +9,7 @@ pub mod blobs;
 pub mod db;
 mod error;
 pub mod events;
+mod group_commit;
 pub mod multipart;
 pub mod published;
 pub mod sandbox;
@@ -19,6 +20,7 @@ mod sqlite_reads;
 pub mod sweep;
 pub mod threads;
 pub mod uploads;
+mod write_plan;
 
 pub use blobs::{BlobRead, Blobs, LocalBlobs, ObjectBlobs, Spooled, StoredBlob};
 pub use db::{Db, Engine};

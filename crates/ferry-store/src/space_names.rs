@@ -5,7 +5,8 @@
 use ferry_core::SpaceName;
 
 use crate::Error;
-use crate::db::{Db, WriteTx, now_millis};
+use crate::db::{Db, now_millis};
+use crate::write_plan::Statement;
 
 /// What removing a space did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,17 +18,13 @@ pub enum Removal {
     Missing,
 }
 
-/// Records that `space` exists, inside a write that puts something into it.
-pub(crate) async fn record(tx: &mut WriteTx, owner: &str, space: &SpaceName) -> Result<(), Error> {
-    sqlx::query(
+/// The statement that records that `space` exists, inside a write that puts something into
+/// it.
+pub(crate) fn record(owner: &str, space: &SpaceName, now: i64) -> Statement {
+    Statement::new(
         "INSERT INTO spaces (owner, name, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        vec![owner.into(), space.as_str().into(), now.into()],
     )
-    .bind(owner)
-    .bind(space.as_str())
-    .bind(now_millis())
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 impl Db {

@@ -12,6 +12,7 @@ use sqlx::{AssertSqlSafe, Row};
 use crate::Error;
 use crate::blobs::StoredBlob;
 use crate::db::{Db, now_millis};
+use crate::write_plan::{Plan, Statement, Value};
 
 /// A stored space file's metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,101 +190,106 @@ impl Db {
         condition: &WriteCondition,
     ) -> Result<WriteOutcome, Error> {
         let now = now_millis();
-        let mut tx = self.begin_write().await?;
-        crate::space_names::record(&mut tx, owner, space).await?;
-        record_dirs(&mut tx, owner, space, path.ancestors()).await?;
         let parent = path.parent().unwrap_or("");
+        let mut plan = Plan::default();
+        plan.setup
+            .push(crate::space_names::record(owner, space, now));
+        plan.setup
+            .extend(dir_records(owner, space, path.ancestors()));
+        // $1–$10: the row as written; $11: an ETag it must have.
+        let row = |sql: String, tag: Option<&str>| {
+            let mut params: Vec<Value> = vec![
+                owner.into(),
+                space.as_str().into(),
+                path.as_str().into(),
+                parent.into(),
+                blob.key.as_str().into(),
+                (blob.size as i64).into(),
+                meta.content_type.into(),
+                blob.sha256.as_str().into(),
+                now.into(),
+                meta.attributes.into(),
+            ];
+            params.extend(tag.map(Value::from));
+            Statement::new(sql, params)
+        };
         let insert = "INSERT INTO space_files \
              (owner, space, path, parent, blob_key, size, content_type, sha256, version, updated_at, \
              attributes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10)";
         let update_set = "blob_key = $5, size = $6, content_type = $7, sha256 = $8, \
              version = space_files.version + 1, updated_at = $9, attributes = $10";
-        let version: Option<i64> = match condition {
-            WriteCondition::None => {
-                let sql = format!(
-                    "{insert} ON CONFLICT (owner, space, path) DO UPDATE SET {update_set} \
-                     RETURNING version"
-                );
-                Some(
-                    bind_write(
-                        sqlx::query_scalar(AssertSqlSafe(sql)),
-                        owner,
-                        space,
-                        path,
-                        parent,
-                        blob,
-                        meta,
-                        now,
-                    )
-                    .fetch_one(&mut *tx)
-                    .await?,
-                )
-            }
-            WriteCondition::CreateOnly => {
-                let sql = format!(
-                    "{insert} ON CONFLICT (owner, space, path) DO NOTHING RETURNING version"
-                );
-                let created = bind_write(
-                    sqlx::query_scalar(AssertSqlSafe(sql)),
-                    owner,
-                    space,
-                    path,
-                    parent,
-                    blob,
-                    meta,
-                    now,
-                )
-                .fetch_optional(&mut *tx)
-                .await?;
-                if created.is_none() {
-                    return Err(Error::AlreadyExists);
-                }
-                created
-            }
-            WriteCondition::IfMatch(tags) | WriteCondition::IfMatchAndCreateOnly(tags) => {
-                let mut updated = None;
-                for tag in tags {
-                    let matches = if tag == "*" { "" } else { " AND sha256 = $11" };
-                    let sql = format!(
-                        "UPDATE space_files SET {} WHERE owner = $1 AND space = $2 AND path = $3 \
-                         AND parent = $4{matches} RETURNING version",
-                        update_set.replace("space_files.version", "version")
-                    );
-                    let mut query = bind_write(
-                        sqlx::query_scalar(AssertSqlSafe(sql)),
-                        owner,
-                        space,
-                        path,
-                        parent,
-                        blob,
-                        meta,
-                        now,
-                    );
-                    if tag != "*" {
-                        query = query.bind(tag.as_str());
-                    }
-                    if matches!(condition, WriteCondition::IfMatchAndCreateOnly(_)) {
-                        // The file exists and matches, so `If-None-Match: *` is what fails.
-                        let current = self.space_file(owner, space, path).await?;
-                        if current.is_some_and(|f| tag == "*" || f.sha256 == *tag) {
-                            return Err(Error::AlreadyExists);
-                        }
-                        continue;
-                    }
-                    updated = query.fetch_optional(&mut *tx).await?;
-                    if updated.is_some() {
-                        break;
-                    }
-                }
-                if updated.is_none() {
-                    return Err(Error::PreconditionFailed);
-                }
-                updated
-            }
-        };
-        tx.commit().await?;
+        let matches = |tag: &str| if tag == "*" { "" } else { " AND sha256 = $11" };
+        let tag_param = |tag: &str| (tag != "*").then(|| tag.to_owned());
+        // What the decisive statements return: the version written, or (both headers at once)
+        // a sign that the file exists and matches, which refuses the write.
+        let (decide, found_means_written, none_means): (Vec<Statement>, bool, fn() -> Error) =
+            match condition {
+                WriteCondition::None => (
+                    vec![row(
+                        format!(
+                            "{insert} ON CONFLICT (owner, space, path) DO UPDATE SET {update_set} \
+                             RETURNING version"
+                        ),
+                        None,
+                    )],
+                    true,
+                    || Error::PreconditionFailed,
+                ),
+                WriteCondition::CreateOnly => (
+                    vec![row(
+                        format!(
+                            "{insert} ON CONFLICT (owner, space, path) DO NOTHING RETURNING version"
+                        ),
+                        None,
+                    )],
+                    true,
+                    || Error::AlreadyExists,
+                ),
+                WriteCondition::IfMatch(tags) => (
+                    tags.iter()
+                        .map(|tag| {
+                            let sql = format!(
+                                "UPDATE space_files SET {} WHERE owner = $1 AND space = $2 \
+                                 AND path = $3 AND parent = $4{} RETURNING version",
+                                update_set.replace("space_files.version", "version"),
+                                matches(tag)
+                            );
+                            row(sql, tag_param(tag).as_deref())
+                        })
+                        .collect(),
+                    true,
+                    || Error::PreconditionFailed,
+                ),
+                // The file must exist and match, and must not exist: when it exists and
+                // matches, `If-None-Match: *` is the rule that fails; otherwise `If-Match`.
+                WriteCondition::IfMatchAndCreateOnly(tags) => (
+                    tags.iter()
+                        .map(|tag| {
+                            let sql = format!(
+                                "SELECT version FROM space_files WHERE owner = $1 AND space = $2 \
+                                 AND path = $3{}",
+                                matches(tag).replace("$11", "$4")
+                            );
+                            let mut params: Vec<Value> =
+                                vec![owner.into(), space.as_str().into(), path.as_str().into()];
+                            params.extend(tag_param(tag).as_deref().map(Value::from));
+                            Statement::new(sql, params)
+                        })
+                        .collect(),
+                    false,
+                    || Error::PreconditionFailed,
+                ),
+            };
+        plan.decide = decide;
+        let version = self
+            .write(plan, move |found| match found {
+                Some(version) if found_means_written => Ok(version),
+                Some(_) => Err(Error::AlreadyExists),
+                None => Err(none_means()),
+            })
+            .await?;
         Ok(WriteOutcome {
-            created: version == Some(1),
+            created: version == 1,
             file: SpaceFile {
                 path: path.as_str().to_owned(),
                 blob_key: blob.key.clone(),
@@ -486,62 +492,39 @@ impl Db {
         space: &SpaceName,
         dirs: &[&str],
     ) -> Result<(), Error> {
-        let mut tx = self.begin_write().await?;
-        crate::space_names::record(&mut tx, owner, space).await?;
+        let mut plan = Plan::default();
+        plan.setup
+            .push(crate::space_names::record(owner, space, now_millis()));
         for dir in dirs {
             let dir =
                 ValidPath::parse(dir).map_err(|e| Error::Config(format!("folder '{dir}': {e}")))?;
             let with_ancestors = dir.ancestors().chain(std::iter::once(dir.as_str()));
-            record_dirs(&mut tx, owner, space, with_ancestors).await?;
+            plan.setup.extend(dir_records(owner, space, with_ancestors));
         }
-        tx.commit().await?;
-        Ok(())
+        self.write(plan, |_| Ok(())).await
     }
 }
 
 /// Records folders so that they are listed (and listed while empty); each folder's parent is
 /// what its listing query finds it by.
-async fn record_dirs<'a>(
-    tx: &mut crate::db::WriteTx,
-    owner: &str,
-    space: &SpaceName,
-    dirs: impl Iterator<Item = &'a str>,
-) -> Result<(), Error> {
-    for dir in dirs {
-        sqlx::query(
+fn dir_records<'a>(
+    owner: &'a str,
+    space: &'a SpaceName,
+    dirs: impl Iterator<Item = &'a str> + 'a,
+) -> impl Iterator<Item = Statement> + 'a {
+    dirs.map(move |dir| {
+        Statement::new(
             "INSERT INTO space_dirs (owner, space, path, parent) VALUES ($1, $2, $3, $4) \
              ON CONFLICT DO NOTHING",
+            vec![
+                owner.into(),
+                space.as_str().into(),
+                dir.into(),
+                dir.rsplit_once('/')
+                    .map(|(parent, _)| parent)
+                    .unwrap_or("")
+                    .into(),
+            ],
         )
-        .bind(owner)
-        .bind(space.as_str())
-        .bind(dir)
-        .bind(dir.rsplit_once('/').map(|(parent, _)| parent).unwrap_or(""))
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn bind_write<'q, O>(
-    query: sqlx::query::QueryScalar<'q, sqlx::Any, O, sqlx::any::AnyArguments>,
-    owner: &'q str,
-    space: &'q SpaceName,
-    path: &'q ValidPath,
-    parent: &'q str,
-    blob: &'q StoredBlob,
-    meta: FileMeta<'q>,
-    now: i64,
-) -> sqlx::query::QueryScalar<'q, sqlx::Any, O, sqlx::any::AnyArguments> {
-    query
-        .bind(owner)
-        .bind(space.as_str())
-        .bind(path.as_str())
-        .bind(parent)
-        .bind(blob.key.as_str())
-        .bind(blob.size as i64)
-        .bind(meta.content_type)
-        .bind(blob.sha256.as_str())
-        .bind(now)
-        .bind(meta.attributes)
+    })
 }

@@ -219,6 +219,37 @@ on_every_engine! {
         assert_eq!(created, 1);
     };
 
+    // Concurrent writes may share one transaction (SQLite's group commit): a refused one is
+    // undone alone — its folder is not recorded — and the others it shared a commit with stay.
+    a_refused_write_undoes_only_itself => |db: Db| async move {
+        let db = Arc::new(db);
+        put(&db, "taken.md", 0, WriteCondition::None).await.unwrap();
+        let tasks: Vec<_> = (0..48u32)
+            .map(|i| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    match i % 3 {
+                        0 => put(&db, &format!("kept/{i}.md"), i, WriteCondition::None).await,
+                        1 => put(&db, &format!("missing-{i}/x.md"), i, WriteCondition::IfMatch(vec!["*".into()])).await,
+                        _ => put(&db, "taken.md", i, WriteCondition::IfMatchAndCreateOnly(vec!["*".into()])).await,
+                    }
+                })
+            })
+            .collect();
+        for (i, task) in tasks.into_iter().enumerate() {
+            let outcome = task.await.unwrap();
+            match i % 3 {
+                0 => assert!(outcome.unwrap(), "kept/{i}.md is new"),
+                1 => assert!(matches!(outcome, Err(Error::PreconditionFailed)), "{outcome:?}"),
+                _ => assert!(matches!(outcome, Err(Error::AlreadyExists)), "{outcome:?}"),
+            }
+        }
+        assert_eq!(list(&db, None, false).await, vec![("kept".to_owned(), true), ("taken.md".to_owned(), false)]);
+        assert_eq!(list(&db, Some("kept"), false).await.len(), 16);
+        let taken = db.space_file("u", &SpaceName::parse("s").unwrap(), &path("taken.md")).await.unwrap().unwrap();
+        assert_eq!(taken.blob_key, "key-0");
+    };
+
     listings_sort_bytewise_with_folders => |db: Db| async move {
         for (i, p) in ["b.md", "a/2.md", "a/1.md", "a/deep/x.md", "B.md", "a-b.md", "é.md"].iter().enumerate() {
             put(&db, p, i as u32 + 1, WriteCondition::None).await.unwrap();

@@ -1,0 +1,144 @@
+//! A write as data: the statements of one transaction, written once in the SQL both engines
+//! share, and run either through the pool (PostgreSQL, and SQLite's rarer writes) or by
+//! SQLite's group-committing writer ([`crate::group_commit`]).
+//!
+//! A plan is owned data (SQL and values, no borrows), so it can be handed to the writer's
+//! thread and run there inside a transaction shared with other writes.
+
+use sqlx::AssertSqlSafe;
+
+use crate::Error;
+use crate::db::WriteTx;
+
+/// A value bound to a placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Value {
+    Text(String),
+    Int(i64),
+    Null,
+}
+
+impl From<&str> for Value {
+    fn from(text: &str) -> Value {
+        Value::Text(text.to_owned())
+    }
+}
+
+impl From<i64> for Value {
+    fn from(n: i64) -> Value {
+        Value::Int(n)
+    }
+}
+
+impl From<Option<&str>> for Value {
+    fn from(text: Option<&str>) -> Value {
+        text.map_or(Value::Null, Value::from)
+    }
+}
+
+/// Binds every value of `params` to a sqlx query (plain or scalar), in order.
+macro_rules! bind_all {
+    ($query:expr, $params:expr) => {{
+        let mut query = $query;
+        for value in $params {
+            query = match value {
+                Value::Text(text) => query.bind(text.as_str()),
+                Value::Int(n) => query.bind(*n),
+                Value::Null => query.bind(None::<&str>),
+            };
+        }
+        query
+    }};
+}
+
+/// One statement: SQL with `$1, $2, …` placeholders and the values for them, in order.
+#[derive(Debug, Clone)]
+pub(crate) struct Statement {
+    sql: String,
+    params: Vec<Value>,
+}
+
+impl Statement {
+    pub(crate) fn new(sql: impl Into<String>, params: Vec<Value>) -> Statement {
+        Statement {
+            sql: sql.into(),
+            params,
+        }
+    }
+
+    /// Runs the statement through the pool's connection, ignoring any rows.
+    pub(crate) async fn execute(&self, tx: &mut WriteTx) -> Result<(), Error> {
+        bind_all!(sqlx::query(AssertSqlSafe(self.sql.as_str())), &self.params)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// The first column of the first row, if the statement returns one.
+    async fn first_int(&self, tx: &mut WriteTx) -> Result<Option<i64>, Error> {
+        let query = sqlx::query_scalar::<_, i64>(AssertSqlSafe(self.sql.as_str()));
+        Ok(bind_all!(query, &self.params)
+            .fetch_optional(&mut **tx)
+            .await?)
+    }
+
+    /// The same on a rusqlite connection. SQLite reads `$1` as a parameter *named* "$1" and
+    /// numbers named parameters by first appearance, so a statement whose `$5` comes before its
+    /// `$1` would bind the wrong values by position; `?N` is numbered by its digits.
+    fn prepared<'c>(
+        &self,
+        conn: &'c rusqlite::Connection,
+    ) -> rusqlite::Result<rusqlite::CachedStatement<'c>> {
+        let mut stmt = conn.prepare_cached(&self.sql.replace('$', "?"))?;
+        for (i, value) in self.params.iter().enumerate() {
+            match value {
+                Value::Text(text) => stmt.raw_bind_parameter(i + 1, text.as_str())?,
+                Value::Int(n) => stmt.raw_bind_parameter(i + 1, n)?,
+                Value::Null => stmt.raw_bind_parameter(i + 1, rusqlite::types::Null)?,
+            }
+        }
+        Ok(stmt)
+    }
+}
+
+/// The statements of one write: `setup` runs first, in order; then each of `decide` in turn
+/// until one returns a row, whose first column (an integer) is the write's result. The plan's
+/// verdict (see [`Plan::run_pooled`]) turns that result into the caller's answer or an error,
+/// and an error undoes everything the plan did.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Plan {
+    pub(crate) setup: Vec<Statement>,
+    pub(crate) decide: Vec<Statement>,
+}
+
+impl Plan {
+    /// Runs the plan in an open transaction of the pool; `None` when no decisive statement
+    /// returned a row.
+    pub(crate) async fn run_pooled(&self, tx: &mut WriteTx) -> Result<Option<i64>, Error> {
+        for statement in &self.setup {
+            statement.execute(tx).await?;
+        }
+        for statement in &self.decide {
+            if let Some(found) = statement.first_int(tx).await? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The same on a rusqlite connection inside an open transaction.
+    pub(crate) fn run_sqlite(&self, conn: &rusqlite::Connection) -> rusqlite::Result<Option<i64>> {
+        for statement in &self.setup {
+            let mut stmt = statement.prepared(conn)?;
+            stmt.raw_execute()?;
+        }
+        for statement in &self.decide {
+            let mut stmt = statement.prepared(conn)?;
+            let mut rows = stmt.raw_query();
+            if let Some(row) = rows.next()? {
+                return row.get(0).map(Some);
+            }
+        }
+        Ok(None)
+    }
+}
