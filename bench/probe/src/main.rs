@@ -1,7 +1,9 @@
 //! Load clients for `bench/run` that need more than wrk or curl can do:
 //!
 //! - `events`: opens N SSE subscriptions to one thread, posts messages one at a time and
-//!   records when each subscriber receives each message (POST → SSE receipt latency);
+//!   records when each subscriber receives each message (POST → SSE receipt latency); with
+//!   `--sub`/`--pub` instead of `--thread`, the same against any server that publishes a POSTed
+//!   body to SSE subscribers (nchan, the peer);
 //! - `seed`: writes N small files into a space with C concurrent keep-alive connections;
 //! - `list`: walks a recursive listing through its cursor, timing the first page and the whole.
 //!
@@ -22,6 +24,7 @@ type Conn = BufReader<TcpStream>;
 fn usage() -> ! {
     eprintln!(
         "usage:\n  probe events --addr HOST:PORT --token T --thread ID --subscribers N --messages M\n  \
+         probe events --addr HOST:PORT --sub PATH --pub PATH --subscribers N --messages M\n  \
          probe seed   --addr HOST:PORT --token T --space S --prefix P --count N [--concurrency C] [--size BYTES]\n  \
          probe list   --addr HOST:PORT --token T --space S [--limit L]"
     );
@@ -213,30 +216,40 @@ fn summary(name: &str, mut xs: Vec<f64>) -> String {
 
 const NOT_YET: u64 = u64::MAX;
 
-async fn events(args: &Args) -> io::Result<String> {
-    let addr = args.need("addr");
-    let token = args.need("token");
-    let thread = args.need("thread");
-    let subscribers = args.num("subscribers", 1).max(1);
-    let messages = args.num("messages", 100).max(1);
-    let gap = Duration::from_millis(args.num("gap-ms", 20) as u64);
-    let timeout = Duration::from_millis(args.num("timeout-ms", 5000) as u64);
+/// Where the events workload subscribes and publishes: a ferry thread, or a peer's paths.
+struct EventPaths {
+    /// The subscription's path (with its query).
+    sub: String,
+    /// Where a message is POSTed.
+    publish: String,
+    /// `Authorization` and `Content-Type` lines for the POST (and the first for the GET).
+    auth: String,
+    content_type: &'static str,
+    /// Whether the message is ferry's JSON `{"text": …}` or the body itself.
+    json: bool,
+}
 
-    let base = Instant::now();
-    // received[s * messages + k]: nanoseconds since `base` when subscriber s saw message k.
-    let received: Arc<Vec<AtomicU64>> =
-        Arc::new((0..subscribers * messages).map(|_| AtomicU64::new(NOT_YET)).collect());
-    let counts: Arc<Vec<AtomicUsize>> =
-        Arc::new((0..messages).map(|_| AtomicUsize::new(0)).collect());
-    let ready = Arc::new(AtomicUsize::new(0));
-    let failed = Arc::new(AtomicUsize::new(0));
-
-    // Every subscriber starts after the last event already in the thread, so the replay is empty.
-    let mut conn = connect(&addr).await?;
+async fn event_paths(args: &Args, addr: &str) -> io::Result<EventPaths> {
+    let auth = args
+        .get("token")
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let Some(thread) = args.get("thread") else {
+        return Ok(EventPaths {
+            sub: args.need("sub"),
+            publish: args.need("pub"),
+            auth,
+            content_type: "text/plain",
+            json: false,
+        });
+    };
+    // Every subscriber starts after the last event already in the thread, so the replay is
+    // empty.
+    let mut conn = connect(addr).await?;
     let (status, body) = request(
         &mut conn,
         &format!(
-            "GET /api/threads/{thread}/events?format=json&after=0&limit=1000 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n"
+            "GET /api/threads/{thread}/events?format=json&after=0&limit=1000 HTTP/1.1\r\nHost: {addr}\r\n{auth}\r\n"
         ),
         b"",
     )
@@ -245,31 +258,76 @@ async fn events(args: &Args) -> io::Result<String> {
         return Err(io::Error::other(format!("event list answered {status}")));
     }
     let after = last_event_id(&body);
+    Ok(EventPaths {
+        sub: format!("/api/threads/{thread}/events?after={after}"),
+        publish: format!("/api/threads/{thread}/messages"),
+        auth,
+        content_type: "application/json",
+        json: true,
+    })
+}
+
+async fn events(args: &Args) -> io::Result<String> {
+    let addr = args.need("addr");
+    let subscribers = args.num("subscribers", 1).max(1);
+    let messages = args.num("messages", 100).max(1);
+    let gap = Duration::from_millis(args.num("gap-ms", 20) as u64);
+    let timeout = Duration::from_millis(args.num("timeout-ms", 5000) as u64);
+
+    let base = Instant::now();
+    // received[s * messages + k]: nanoseconds since `base` when subscriber s saw message k.
+    let received: Arc<Vec<AtomicU64>> = Arc::new(
+        (0..subscribers * messages)
+            .map(|_| AtomicU64::new(NOT_YET))
+            .collect(),
+    );
+    let counts: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..messages).map(|_| AtomicUsize::new(0)).collect());
+    let ready = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(AtomicUsize::new(0));
+
+    let paths = Arc::new(event_paths(args, &addr).await?);
+    let mut conn = connect(&addr).await?;
 
     let mut tasks = Vec::with_capacity(subscribers);
     for s in 0..subscribers {
-        let (addr, token, thread) = (addr.clone(), token.clone(), thread.clone());
-        let (received, counts, ready, failed) =
-            (received.clone(), counts.clone(), ready.clone(), failed.clone());
+        let (addr, paths) = (addr.clone(), paths.clone());
+        let (received, counts, ready, failed) = (
+            received.clone(),
+            counts.clone(),
+            ready.clone(),
+            failed.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let run = async {
                 let mut conn = connect(&addr).await?;
                 let head = format!(
-                    "GET /api/threads/{thread}/events?after={after} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+                    "GET {} HTTP/1.1\r\nHost: {addr}\r\n{}Accept: text/event-stream\r\n\r\n",
+                    paths.sub, paths.auth
                 );
                 conn.get_mut().write_all(head.as_bytes()).await?;
                 let h = read_head(&mut conn).await?;
-                if h.status != 200 || !h.chunked {
+                if h.status != 200 {
                     return Err(io::Error::other(format!(
-                        "subscription answered {} (chunked: {})",
-                        h.status, h.chunked
+                        "subscription answered {}",
+                        h.status
                     )));
                 }
                 ready.fetch_add(1, Ordering::SeqCst);
                 let mut buf = Vec::with_capacity(8192);
                 let mut seen = 0usize;
                 while seen < messages {
-                    if read_chunk(&mut conn, &mut buf).await? == 0 {
+                    // A chunked stream (ferry) or one that runs until the connection closes
+                    // (nchan).
+                    let got = if h.chunked {
+                        read_chunk(&mut conn, &mut buf).await?
+                    } else {
+                        let mut block = [0u8; 8192];
+                        let n = conn.read(&mut block).await?;
+                        buf.extend_from_slice(&block[..n]);
+                        n
+                    };
+                    if got == 0 {
                         return Err(io::Error::other("the event stream ended"));
                     }
                     let at = base.elapsed().as_nanos() as u64;
@@ -314,15 +372,30 @@ async fn events(args: &Args) -> io::Result<String> {
     if failed.load(Ordering::SeqCst) > 0 {
         return Err(io::Error::other("some subscriptions failed"));
     }
-    // Let the server's subscriber tasks reach their live wait.
+    // Let the server's subscriber tasks reach their live wait, and tell the harness that the
+    // subscriptions are open and idle (it reads the server's memory then).
     tokio::time::sleep(Duration::from_millis(200)).await;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "subscribed")?;
+        out.flush()?;
+    }
+    tokio::time::sleep(Duration::from_millis(args.num("idle-ms", 300) as u64)).await;
 
     let mut sent = vec![0u64; messages];
     let mut lost = 0usize;
     for k in 0..messages {
-        let body = format!("{{\"text\":\"bench#{k}#\"}}");
+        let body = if paths.json {
+            format!("{{\"text\":\"bench#{k}#\"}}")
+        } else {
+            format!("bench#{k}#")
+        };
         let head = format!(
-            "POST /api/threads/{thread}/messages HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            "POST {} HTTP/1.1\r\nHost: {addr}\r\n{}Content-Type: {}\r\nContent-Length: {}\r\n\r\n",
+            paths.publish,
+            paths.auth,
+            paths.content_type,
             body.len()
         );
         sent[k] = base.elapsed().as_nanos() as u64;

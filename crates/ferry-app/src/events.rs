@@ -6,9 +6,10 @@
 //! told it lagged and catches up from the database, so a slow or vanished subscriber never
 //! slows a publisher or makes the hub grow.
 
+use bytes::Bytes;
 use ferry_store::events::StoredEvent;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::broadcast;
 
 /// The agent id shown in events when an agent token names none.
@@ -17,6 +18,38 @@ pub const DEFAULT_AGENT_ID: &str = "agent";
 /// Events buffered per thread for subscribers that are momentarily behind.
 const CHANNEL_CAPACITY: usize = 256;
 
+/// An event on its way to subscribers: stored, and framed for an event stream once for all
+/// of them (a thousand subscribers share one buffer rather than format a thousand copies).
+#[derive(Debug)]
+pub struct Delivered {
+    pub event: StoredEvent,
+    frame: OnceLock<Bytes>,
+}
+
+impl From<StoredEvent> for Delivered {
+    fn from(event: StoredEvent) -> Delivered {
+        Delivered {
+            event,
+            frame: OnceLock::new(),
+        }
+    }
+}
+
+impl Delivered {
+    /// The event as one server-sent event: `id:` its number in the thread, `data:` its JSON
+    /// (compact JSON holds no line break, so one `data:` line carries it).
+    pub fn sse_frame(&self) -> Bytes {
+        self.frame
+            .get_or_init(|| {
+                Bytes::from(format!(
+                    "id: {}\ndata: {}\n\n",
+                    self.event.id, self.event.json
+                ))
+            })
+            .clone()
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct EventHub {
     channels: Mutex<HashMap<String, Channel>>,
@@ -24,7 +57,7 @@ pub struct EventHub {
 
 #[derive(Debug)]
 struct Channel {
-    sender: broadcast::Sender<Arc<StoredEvent>>,
+    sender: broadcast::Sender<Arc<Delivered>>,
     /// The highest event id sent, so a notification of an event this node already sent
     /// (its own, echoed back by Postgres) is not read and sent again.
     last_sent: i64,
@@ -39,7 +72,7 @@ impl EventHub {
                 channels.remove(&event.thread_id);
             } else {
                 channel.last_sent = channel.last_sent.max(event.id);
-                let _ = channel.sender.send(Arc::new(event));
+                let _ = channel.sender.send(Arc::new(Delivered::from(event)));
             }
         }
     }
@@ -53,7 +86,7 @@ impl EventHub {
     }
 
     /// Subscribes to a thread's events from now on.
-    pub fn subscribe(&self, thread_id: &str) -> broadcast::Receiver<Arc<StoredEvent>> {
+    pub fn subscribe(&self, thread_id: &str) -> broadcast::Receiver<Arc<Delivered>> {
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         channels.retain(|_, channel| channel.sender.receiver_count() > 0);
         channels
@@ -76,6 +109,32 @@ pub const MAX_EVENT_BYTES: usize = 32 * 1024;
 pub enum Role<'a> {
     User,
     Agent(&'a str),
+}
+
+/// A [`Role`] that owns its agent id: what an event renderer keeps, since it runs where the
+/// event is stored, after the request's borrows have ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Speaker {
+    User,
+    Agent(String),
+}
+
+impl Speaker {
+    pub fn role(&self) -> Role<'_> {
+        match self {
+            Speaker::User => Role::User,
+            Speaker::Agent(agent) => Role::Agent(agent),
+        }
+    }
+}
+
+impl From<Role<'_>> for Speaker {
+    fn from(role: Role<'_>) -> Speaker {
+        match role {
+            Role::User => Speaker::User,
+            Role::Agent(agent) => Speaker::Agent(agent.to_owned()),
+        }
+    }
 }
 
 /// Builds an event's JSON: the common fields of every event (docs/reference/events.md) followed by `extra`.

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use crate::App;
 use crate::access::{self, Action};
 use crate::error::{Error, Result};
-use crate::events::{DEFAULT_AGENT_ID, MAX_EVENT_BYTES, Role, event_json};
+use crate::events::{DEFAULT_AGENT_ID, MAX_EVENT_BYTES, Role, Speaker, event_json};
 use crate::principal::Principal;
 use crate::uploads::UploadView;
 
@@ -109,10 +109,23 @@ pub async fn post(
             MAX_EVENT_BYTES / 1024
         )));
     }
+    let (speaker, thread_id, text) = (
+        Speaker::from(role),
+        thread.id.clone(),
+        message.text.to_owned(),
+    );
     let event = app
         .db
-        .append_event(&thread.id, "message", |id, at| {
-            message_json(id, at, role, &thread.id, content, &uploads, &[])
+        .append_event(&thread.id, "message", move |id, at| {
+            message_json(
+                id,
+                at,
+                speaker.role(),
+                &thread_id,
+                Some(&text),
+                &uploads,
+                &[],
+            )
         })
         .await?;
     app.announce(event.clone());

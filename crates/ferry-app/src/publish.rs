@@ -96,14 +96,15 @@ pub async fn publish(
         display_name,
         file_path: publication.file_path.to_owned(),
     };
+    let announced = attempt.clone();
     let started = app
         .db
-        .append_event(&attempt.thread_id, "file_publishing", |id, at| {
-            attempt.event(
+        .append_event(&attempt.thread_id, "file_publishing", move |id, at| {
+            announced.event(
                 id,
                 at,
                 "file_publishing",
-                &format!("Publishing {}…", attempt.display_name),
+                &format!("Publishing {}…", announced.display_name),
                 serde_json::Map::new(),
             )
         })
@@ -126,7 +127,7 @@ pub async fn publish(
 }
 
 /// One publish, from its `file_publishing` event to its end.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Attempt {
     publish_id: String,
     thread_id: String,
@@ -169,10 +170,11 @@ impl Attempt {
         let mut extra = serde_json::Map::new();
         extra.insert("error".into(), envelope);
         let content = format!("Could not publish {}: {error}", self.display_name);
+        let attempt = self.clone();
         match app
             .db
-            .append_event(&self.thread_id, "file_publish_failed", |id, at| {
-                self.event(id, at, "file_publish_failed", &content, extra)
+            .append_event(&self.thread_id, "file_publish_failed", move |id, at| {
+                attempt.event(id, at, "file_publish_failed", &content, extra)
             })
             .await
         {

@@ -13,7 +13,7 @@ use crate::App;
 use crate::access::{self, Action};
 use crate::connectors;
 use crate::error::{Error, Result, describe_bytes};
-use crate::events::{MAX_EVENT_BYTES, Role};
+use crate::events::{MAX_EVENT_BYTES, Role, Speaker};
 use crate::messages::{AttachmentView, fits_in_an_event, message_json};
 use crate::principal::Principal;
 
@@ -76,11 +76,24 @@ pub async fn deliver(
     let mut messages = Vec::new();
     let last = contents.len().saturating_sub(1);
     for (i, content) in contents.into_iter().enumerate() {
-        let attached: &[AttachmentView] = if i == last { &files } else { &[] };
+        let attached = if i == last { files.clone() } else { Vec::new() };
+        let (speaker, thread_id, content) = (
+            Speaker::from(role),
+            thread.id.clone(),
+            content.map(str::to_owned),
+        );
         let event = app
             .db
-            .append_event(&thread.id, "message", |id, at| {
-                message_json(id, at, role, &thread.id, content, &[], attached)
+            .append_event(&thread.id, "message", move |id, at| {
+                message_json(
+                    id,
+                    at,
+                    speaker.role(),
+                    &thread_id,
+                    content.as_deref(),
+                    &[],
+                    &attached,
+                )
             })
             .await?;
         for connector in &connectors {

@@ -69,11 +69,15 @@ pub async fn send(
     };
     let size = bytes.len() as u64;
     let (mut content, mut encoding) = encode_content(&bytes);
-    let agent = principal.agent_id();
-    let render = |id: i64, at: ferry_core::Timestamp, content: &str, encoding: Encoding| {
+    let (agent, thread_id, sent) = (
+        principal.agent_id().to_owned(),
+        thread.id.clone(),
+        filename.clone(),
+    );
+    let render = move |id: i64, at: ferry_core::Timestamp, content: &str, encoding: Encoding| {
         let mut extra = serde_json::Map::new();
         let contents = FileContents {
-            filename: &filename,
+            filename: &sent,
             content,
             encoding,
             mime_type: mime,
@@ -87,9 +91,9 @@ pub async fn send(
             id,
             at,
             "file_send",
-            Role::Agent(agent),
-            &thread.id,
-            Some(&format!("Sent file: {filename}")),
+            Role::Agent(&agent),
+            &thread_id,
+            Some(&format!("Sent file: {sent}")),
             extra,
         )
     };
@@ -101,7 +105,7 @@ pub async fn send(
     }
     let event = app
         .db
-        .append_event(&thread.id, "file_send", |id, at| {
+        .append_event(&thread.id, "file_send", move |id, at| {
             render(id, at, &content, encoding)
         })
         .await?;

@@ -218,6 +218,11 @@ impl Db {
         })
     }
 
+    /// The group-committing writer, on SQLite.
+    pub(crate) fn group(&self) -> Option<&GroupCommit> {
+        self.group.as_ref()
+    }
+
     /// The off-pool readers, on SQLite.
     pub(crate) fn readers(&self) -> Option<&Readers> {
         self.readers.as_ref()
@@ -281,7 +286,14 @@ impl Db {
         verdict: impl FnOnce(Option<i64>) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, Error> {
         if let Some(group) = &self.group {
-            return group.write(plan, verdict).await;
+            return group
+                .write(move |conn| {
+                    let found = plan
+                        .run_sqlite(conn)
+                        .map_err(crate::group_commit::database_error)?;
+                    verdict(found)
+                })
+                .await;
         }
         let mut tx = self.begin_write().await?;
         let answer = verdict(plan.run_pooled(&mut tx).await?)?;

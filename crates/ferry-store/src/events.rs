@@ -9,6 +9,7 @@ use sqlx::Row;
 
 use crate::Error;
 use crate::db::{Db, WriteTx, now_millis};
+use crate::write_plan::numbered;
 
 /// An event as stored: its id in the thread and its complete JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,25 +34,21 @@ pub async fn append_in(
     kind: &str,
     render: impl FnOnce(i64, Timestamp) -> String,
 ) -> Result<StoredEvent, Error> {
-    let id: i64 = sqlx::query_scalar(
-        "UPDATE threads SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event",
-    )
-    .bind(thread_id)
-    .fetch_optional(&mut **tx)
-    .await?
-    .ok_or(Error::NotFound)?;
+    let id: i64 = sqlx::query_scalar(NEXT_ID)
+        .bind(thread_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(Error::NotFound)?;
     let now = now_millis();
     let json = render(id, Timestamp(now));
-    sqlx::query(
-        "INSERT INTO events (thread_id, id, kind, body, created_at) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(thread_id)
-    .bind(id)
-    .bind(kind)
-    .bind(&json)
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(INSERT)
+        .bind(thread_id)
+        .bind(id)
+        .bind(kind)
+        .bind(&json)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
     if db.engine() == crate::Engine::Postgres {
         sqlx::query("SELECT pg_notify($1, $2)")
             .bind(NOTIFY_CHANNEL)
@@ -67,14 +64,58 @@ pub async fn append_in(
     })
 }
 
+/// Takes the thread's next event id (the row stays locked until the transaction ends).
+const NEXT_ID: &str =
+    "UPDATE threads SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event";
+const INSERT: &str =
+    "INSERT INTO events (thread_id, id, kind, body, created_at) VALUES ($1, $2, $3, $4, $5)";
+
+/// [`append_in`] on SQLite's group-committing writer: the same two statements on its
+/// connection (a batch's writes run one after another, so ids stay gap-free and in order).
+fn append_sqlite(
+    conn: &rusqlite::Connection,
+    thread_id: &str,
+    kind: &str,
+    render: impl FnOnce(i64, Timestamp) -> String,
+) -> rusqlite::Result<Option<StoredEvent>> {
+    use rusqlite::OptionalExtension;
+    let Some(id) = conn
+        .prepare_cached(&numbered(NEXT_ID))?
+        .query_row([thread_id], |row| row.get::<_, i64>(0))
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let now = now_millis();
+    let json = render(id, Timestamp(now));
+    conn.prepare_cached(&numbered(INSERT))?
+        .execute(rusqlite::params![thread_id, id, kind, json, now])?;
+    Ok(Some(StoredEvent {
+        thread_id: thread_id.to_owned(),
+        id,
+        kind: kind.to_owned(),
+        json,
+    }))
+}
+
 impl Db {
     /// Stores one event in its own transaction.
     pub async fn append_event(
         &self,
         thread_id: &str,
         kind: &str,
-        render: impl FnOnce(i64, Timestamp) -> String,
+        render: impl FnOnce(i64, Timestamp) -> String + Send + 'static,
     ) -> Result<StoredEvent, Error> {
+        if let Some(group) = self.group() {
+            let (thread_id, kind) = (thread_id.to_owned(), kind.to_owned());
+            return group
+                .write(move |conn| {
+                    append_sqlite(conn, &thread_id, &kind, render)
+                        .map_err(crate::group_commit::database_error)?
+                        .ok_or(Error::NotFound)
+                })
+                .await;
+        }
         let mut tx = self.begin_write().await?;
         let event = append_in(self, &mut tx, thread_id, kind, render).await?;
         tx.commit().await?;

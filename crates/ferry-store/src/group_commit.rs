@@ -25,28 +25,56 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 
 use crate::Error;
-use crate::write_plan::Plan;
 
 /// The most writes one transaction takes: a bound on how long the write turn is held.
 const MAX_BATCH: usize = 256;
 
-/// A write waiting for its batch: the plan, and what answers its caller.
-struct Pending {
-    plan: Plan,
-    answer: Box<dyn FnOnce(Result<Option<i64>, Error>) -> Verdict + Send>,
+/// A write waiting for its batch.
+trait Pending: Send {
+    /// Runs the write in the open transaction and keeps its result; answers whether the
+    /// write stands (`false`: undo it).
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Answers the caller once the batch's fate is known: `failure` when the batch as a whole
+    /// failed (a write refused on its own keeps its own answer).
+    fn answer(self: Box<Self>, failure: Option<Error>);
 }
 
-/// Whether a write's result, judged by its caller's rule, keeps the write or undoes it. The
-/// caller's answer is held in `send` until the batch's commit is known.
-struct Verdict {
-    keep: bool,
-    send: Box<dyn FnOnce(Option<Error>) + Send>,
+struct Task<T, F> {
+    job: Option<F>,
+    result: Option<Result<T, Error>>,
+    reply: tokio::sync::oneshot::Sender<Result<T, Error>>,
+}
+
+impl<T, F> Pending for Task<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> Result<T, Error> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let Some(job) = self.job.take() else {
+            return false;
+        };
+        let result = job(conn);
+        let stands = result.is_ok();
+        self.result = Some(result);
+        stands
+    }
+
+    fn answer(self: Box<Self>, failure: Option<Error>) {
+        let answer = match (self.result, failure) {
+            (Some(Err(refused)), _) => Err(refused),
+            (_, Some(failure)) => Err(failure),
+            (Some(Ok(done)), None) => Ok(done),
+            (None, None) => Err(writer_gone()),
+        };
+        let _ = self.reply.send(answer);
+    }
 }
 
 /// The handle to the writer thread; cloned into every [`crate::db::Db`].
 #[derive(Clone)]
 pub(crate) struct GroupCommit {
-    queue: mpsc::Sender<Pending>,
+    queue: mpsc::Sender<Box<dyn Pending>>,
 }
 
 impl std::fmt::Debug for GroupCommit {
@@ -71,30 +99,20 @@ impl GroupCommit {
         Ok(GroupCommit { queue })
     }
 
-    /// Runs `plan` in the next batch; `verdict` turns its result into the answer (an error
-    /// undoes the plan's changes). Answers once the batch is committed.
-    pub(crate) async fn write<T: Send + 'static>(
-        &self,
-        plan: Plan,
-        verdict: impl FnOnce(Option<i64>) -> Result<T, Error> + Send + 'static,
-    ) -> Result<T, Error> {
+    /// Runs `job` in the next batch, on the writer's connection inside the batch's
+    /// transaction; an error from it undoes what it did. Answers once the batch is committed.
+    pub(crate) async fn write<T, F>(&self, job: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
+    {
         let (reply, answered) = tokio::sync::oneshot::channel();
-        let answer = Box::new(move |ran: Result<Option<i64>, Error>| {
-            let judged = ran.and_then(verdict);
-            let keep = judged.is_ok();
-            Verdict {
-                keep,
-                send: Box::new(move |commit_failed: Option<Error>| {
-                    let _ = reply.send(match (judged, commit_failed) {
-                        (Ok(_), Some(e)) => Err(e),
-                        (judged, _) => judged,
-                    });
-                }),
-            }
-        });
-        self.queue
-            .send(Pending { plan, answer })
-            .map_err(|_| writer_gone())?;
+        let task = Task {
+            job: Some(job),
+            result: None,
+            reply,
+        };
+        self.queue.send(Box::new(task)).map_err(|_| writer_gone())?;
         answered.await.map_err(|_| writer_gone())?
     }
 }
@@ -112,7 +130,7 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
 fn write_batches(
     conn: &Connection,
     turn: &tokio::sync::Mutex<()>,
-    waiting: &mpsc::Receiver<Pending>,
+    waiting: &mpsc::Receiver<Box<dyn Pending>>,
 ) {
     while let Ok(first) = waiting.recv() {
         let _turn = turn.blocking_lock();
@@ -128,68 +146,34 @@ fn write_batches(
 }
 
 /// One transaction for the whole batch; each write answered after its fate is known.
-fn write_batch(conn: &Connection, batch: Vec<Pending>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let failure = Failure::from(&e);
-        for pending in batch {
-            let verdict = (pending.answer)(Err(failure.error()));
-            (verdict.send)(None);
-        }
-        return;
-    }
-    let mut verdicts = Vec::with_capacity(batch.len());
-    let mut broken = None;
-    for pending in batch {
-        if broken.is_some() {
-            // The transaction is lost: the rest are not run, and fail with it below.
-            verdicts.push((pending.answer)(Ok(None)));
-            continue;
-        }
-        match run_in_savepoint(conn, &pending.plan) {
-            Ok(ran) => {
-                let verdict = (pending.answer)(ran.map_err(database_error));
-                let undone = if verdict.keep {
-                    conn.execute_batch("RELEASE write")
-                } else {
-                    conn.execute_batch("ROLLBACK TO write; RELEASE write")
-                };
-                if let Err(e) = undone {
-                    broken = Some(Failure::from(&e));
-                }
-                verdicts.push(verdict);
-            }
-            Err(e) => {
-                let failure = Failure::from(&e);
-                verdicts.push((pending.answer)(Err(failure.error())));
-                broken = Some(failure);
-            }
-        }
-    }
-    let failed = match broken {
-        Some(failure) => Some(failure),
-        None => conn
-            .execute_batch("COMMIT")
-            .err()
-            .map(|e| Failure::from(&e)),
-    };
+fn write_batch(conn: &Connection, mut batch: Vec<Box<dyn Pending>>) {
+    let failed = run_batch(conn, &mut batch).err();
     if failed.is_some() {
         // SQLite may already have rolled back on its own (a full disk does); then this fails
         // with "no transaction is active", and the connection is clean either way.
         let _ = conn.execute_batch("ROLLBACK");
     }
-    for verdict in verdicts {
-        (verdict.send)(failed.as_ref().map(Failure::error));
+    for pending in batch {
+        pending.answer(failed.as_ref().map(Failure::error));
     }
 }
 
-/// Runs one plan inside a savepoint named `write`. The outer error means the savepoint
-/// itself could not be made (the transaction is unusable); the inner one is the plan's.
-fn run_in_savepoint(
-    conn: &Connection,
-    plan: &Plan,
-) -> rusqlite::Result<rusqlite::Result<Option<i64>>> {
-    conn.execute_batch("SAVEPOINT write")?;
-    Ok(plan.run_sqlite(conn))
+/// Runs every write of the batch, each in a savepoint of its own, and commits. An error is
+/// the batch's: the transaction could not be begun, a savepoint not be made or undone, or the
+/// commit failed; writes after such an error are not run.
+fn run_batch(conn: &Connection, batch: &mut [Box<dyn Pending>]) -> Result<(), Failure> {
+    let failure = |e: rusqlite::Error| Failure::from(&e);
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(failure)?;
+    for pending in batch.iter_mut() {
+        conn.execute_batch("SAVEPOINT write").map_err(failure)?;
+        let undo = if pending.run(conn) {
+            "RELEASE write"
+        } else {
+            "ROLLBACK TO write; RELEASE write"
+        };
+        conn.execute_batch(undo).map_err(failure)?;
+    }
+    conn.execute_batch("COMMIT").map_err(failure)
 }
 
 /// A failure shared by every write of a batch, given to each as an error of its own.
@@ -222,8 +206,8 @@ impl Failure {
     }
 }
 
-/// A failed write is the database's failure, as one through the pool is.
-fn database_error(e: rusqlite::Error) -> Error {
+/// A failed statement is the database's failure, as one through the pool is.
+pub(crate) fn database_error(e: rusqlite::Error) -> Error {
     Failure::from(&e).error()
 }
 

@@ -25,6 +25,8 @@ fn thread_from_row(row: &AnyRow) -> Result<Thread, sqlx::Error> {
     })
 }
 
+const THREAD: &str = "SELECT id, owner, title, created_at FROM threads WHERE id = $1";
+
 impl Db {
     pub async fn create_thread(&self, owner: &str, title: Option<&str>) -> Result<Thread, Error> {
         let thread = Thread {
@@ -43,8 +45,22 @@ impl Db {
         Ok(thread)
     }
 
+    /// One thread. Every request on a thread starts here (its access check), so on SQLite it
+    /// is a point read off the pool, like a space file's (`crate::sqlite_reads`).
     pub async fn thread(&self, id: &str) -> Result<Option<Thread>, Error> {
-        let row = sqlx::query("SELECT id, owner, title, created_at FROM threads WHERE id = $1")
+        if let Some(readers) = self.readers() {
+            return readers.with(|conn| {
+                crate::sqlite_reads::one(conn, THREAD, &[&id], |row| {
+                    Ok(Thread {
+                        id: row.get(0)?,
+                        owner: row.get(1)?,
+                        title: row.get(2)?,
+                        created_at: Timestamp(row.get(3)?),
+                    })
+                })
+            });
+        }
+        let row = sqlx::query(THREAD)
             .bind(id)
             .fetch_optional(self.pool())
             .await?;

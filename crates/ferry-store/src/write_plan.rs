@@ -82,14 +82,12 @@ impl Statement {
             .await?)
     }
 
-    /// The same on a rusqlite connection. SQLite reads `$1` as a parameter *named* "$1" and
-    /// numbers named parameters by first appearance, so a statement whose `$5` comes before its
-    /// `$1` would bind the wrong values by position; `?N` is numbered by its digits.
+    /// The same on a rusqlite connection.
     fn prepared<'c>(
         &self,
         conn: &'c rusqlite::Connection,
     ) -> rusqlite::Result<rusqlite::CachedStatement<'c>> {
-        let mut stmt = conn.prepare_cached(&self.sql.replace('$', "?"))?;
+        let mut stmt = conn.prepare_cached(&numbered(&self.sql))?;
         for (i, value) in self.params.iter().enumerate() {
             match value {
                 Value::Text(text) => stmt.raw_bind_parameter(i + 1, text.as_str())?,
@@ -99,6 +97,14 @@ impl Statement {
         }
         Ok(stmt)
     }
+}
+
+/// Shared SQL as rusqlite must have it. SQLite reads `$1` as a parameter *named* "$1" and
+/// numbers named parameters by first appearance, so a statement whose `$5` comes before its
+/// `$1` would bind the wrong values by position; `?N` is numbered by its digits. (The shared
+/// SQL holds no `$` but in placeholders.)
+pub(crate) fn numbered(sql: &str) -> String {
+    sql.replace('$', "?")
 }
 
 /// The statements of one write: `setup` runs first, in order; then each of `decide` in turn

@@ -305,7 +305,7 @@ on_every_engine! {
                 let db = db.clone();
                 let id = thread.id.clone();
                 tokio::spawn(async move {
-                    db.append_event(&id, "message", |n, _| format!("{{\"id\":{n},\"i\":{i}}}")).await.unwrap().id
+                    db.append_event(&id, "message", move |n, _| format!("{{\"id\":{n},\"i\":{i}}}")).await.unwrap().id
                 })
             })
             .collect();

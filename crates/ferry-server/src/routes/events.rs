@@ -1,10 +1,11 @@
 //! The thread's event channel (docs/reference/events.md): SSE with replay, JSON polling, and messages.
 
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferry_store::events::StoredEvent;
+use bytes::Bytes;
+use ferry_app::events::Delivered;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -24,6 +25,8 @@ use crate::state::AppState;
 
 /// Events read from the database per query while catching up.
 const REPLAY_BATCH: u32 = 500;
+/// How long a stream may carry nothing before it carries a comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -93,12 +96,17 @@ pub async fn events(
             // Last-Event-ID); the slot goes with it.
             let stream = subscribe(state, thread.id, after)
                 .take_until(stopped)
-                .map(move |event| {
+                .map(move |frame| {
                     let _ = &slot;
-                    event
+                    frame
                 });
-            Ok(Sse::new(stream)
-                .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            Ok((
+                [
+                    (header::CONTENT_TYPE, "text/event-stream"),
+                    (header::CACHE_CONTROL, "no-cache"),
+                ],
+                Body::from_stream(stream),
+            )
                 .into_response())
         }
         Some(other) => Err(ApiError::invalid_request(format!(
@@ -119,7 +127,7 @@ fn subscribe(
     state: AppState,
     thread_id: String,
     after: i64,
-) -> impl Stream<Item = Result<Event, Infallible>> {
+) -> impl Stream<Item = Result<Bytes, Infallible>> {
     let live = state.app.events.subscribe(&thread_id);
     let feed = Feed {
         state,
@@ -129,10 +137,14 @@ fn subscribe(
         catching_up: true,
         pending: VecDeque::new(),
     };
+    // Every event is sent as the hub framed it, shared by all subscribers; a stream with
+    // nothing to send for a while carries a comment, so that proxies and clients keep it open.
     futures::stream::unfold(feed, |mut feed| async move {
-        let event = feed.next().await?;
-        let sse = Event::default().id(event.id.to_string()).data(&event.json);
-        Some((Ok(sse), feed))
+        match tokio::time::timeout(KEEP_ALIVE, feed.next()).await {
+            Ok(Some(event)) => Some((Ok(event.sse_frame()), feed)),
+            Ok(None) => None,
+            Err(_idle) => Some((Ok(Bytes::from_static(b":\n\n")), feed)),
+        }
     })
 }
 
@@ -140,19 +152,19 @@ fn subscribe(
 struct Feed {
     state: AppState,
     thread_id: String,
-    live: broadcast::Receiver<Arc<StoredEvent>>,
+    live: broadcast::Receiver<Arc<Delivered>>,
     /// The id of the last event handed out.
     last: i64,
     /// Whether the next events come from the database rather than the hub.
     catching_up: bool,
     /// Events read from the database and not yet handed out.
-    pending: VecDeque<Arc<StoredEvent>>,
+    pending: VecDeque<Arc<Delivered>>,
 }
 
 impl Feed {
     /// The next event, or `None` when the stream ends (the hub closed, or the database failed
     /// during a catch-up).
-    async fn next(&mut self) -> Option<Arc<StoredEvent>> {
+    async fn next(&mut self) -> Option<Arc<Delivered>> {
         loop {
             if let Some(event) = self.pending.pop_front() {
                 return Some(event);
@@ -175,14 +187,15 @@ impl Feed {
                 if let Some(event) = batch.last() {
                     self.last = event.id;
                 }
-                self.pending.extend(batch.into_iter().map(Arc::new));
+                self.pending
+                    .extend(batch.into_iter().map(|e| Arc::new(Delivered::from(e))));
                 continue;
             }
             match self.live.recv().await {
-                Ok(event) if event.id <= self.last => continue,
-                Ok(event) if event.id == self.last + 1 => {
-                    self.last = event.id;
-                    return Some(event);
+                Ok(live) if live.event.id <= self.last => continue,
+                Ok(live) if live.event.id == self.last + 1 => {
+                    self.last = live.event.id;
+                    return Some(live);
                 }
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catching_up = true,
                 Err(broadcast::error::RecvError::Closed) => return None,
