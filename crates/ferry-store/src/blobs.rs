@@ -1,8 +1,9 @@
 //! Blob storage: the bytes behind every file ferry keeps.
 //!
-//! A blob is written once under a fresh key and never changed. Its bytes are made durable
-//! (temporary file, fsync, rename, fsync of the directory) before any metadata row may point at
-//! it; metadata is the truth, and blobs that no row references are swept after a grace period.
+//! A blob is written once under a fresh key and never changed. Its bytes are made durable (the
+//! file fsynced, then its directory) before any metadata row may point at it; metadata is the
+//! truth, and blobs that no row references — among them any a crash left half-written — are
+//! swept after a grace period.
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
@@ -209,7 +210,7 @@ impl Blobs {
         S: Stream<Item = Result<Bytes, E>>,
         E: std::fmt::Display,
     {
-        spool_into(&self.spool_dir(), body, limit).await
+        receive_into(self.spool_dir().join(new_key()), body, limit, false).await
     }
 
     /// Makes spooled bytes a blob under a new key.
@@ -220,15 +221,10 @@ impl Blobs {
                 let target = local.path_of(&key);
                 let from = spooled.path.clone();
                 // One trip to the blocking pool for the three steps, not one each.
-                tokio::task::spawn_blocking(move || {
-                    let dir = target.parent().unwrap_or(Path::new("/"));
-                    std::fs::create_dir_all(dir)?;
-                    std::fs::rename(&from, &target)?;
-                    std::fs::File::open(dir)?.sync_all()
-                })
-                .await
-                .map_err(|e| Error::Io(io::Error::other(e)))?
-                .map_err(Error::Io)?;
+                tokio::task::spawn_blocking(move || put_in_place(&from, &target))
+                    .await
+                    .map_err(|e| Error::Io(io::Error::other(e)))?
+                    .map_err(Error::Io)?;
                 spooled.committed = true;
             }
             Blobs::Object(object) => {
@@ -253,9 +249,15 @@ impl Blobs {
         E: std::fmt::Display,
     {
         match self {
-            Blobs::Local(_) => {
-                let spooled = self.spool(body, limit).await?;
-                self.commit(spooled).await
+            Blobs::Local(local) => {
+                // Received straight into the blob's own place (see `receive_into`).
+                let key = new_key();
+                let mut spooled = receive_into(local.path_of(&key), body, limit, true).await?;
+                Ok(StoredBlob {
+                    key,
+                    size: spooled.size,
+                    sha256: std::mem::take(&mut spooled.sha256),
+                })
             }
             Blobs::Object(object) => {
                 let key = new_key();
@@ -534,23 +536,37 @@ fn new_key() -> String {
     uuid::Uuid::now_v7().simple().to_string()
 }
 
-async fn spool_into<S, E>(dir: &Path, body: S, limit: u64) -> Result<Spooled, Error>
+/// Streams `body` into a new file at `path` and fsyncs it. With `as_blob`, `path` is a blob's
+/// own place: its folder is made if need be and fsynced after the file, so that the name too
+/// survives a crash, and the result is `committed` (a blob needs no rename: its key is new,
+/// and no row names it until this returns; a crash part-way leaves an unreferenced file that
+/// the sweep removes). A body small enough to be gathered in memory is written, flushed and
+/// closed in one trip to the blocking pool (each tokio::fs call is a trip of its own, and for
+/// a small body the trips, not the bytes, are the cost).
+async fn receive_into<S, E>(
+    path: PathBuf,
+    body: S,
+    limit: u64,
+    as_blob: bool,
+) -> Result<Spooled, Error>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
     // From here on, dropping `spooled` removes the file, whatever goes wrong.
     let mut spooled = Spooled {
-        path: dir.join(new_key()),
+        path,
         size: 0,
         sha256: String::new(),
         committed: false,
     };
+    let folder = spooled
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let mut hasher = Sha256::new();
     let mut body = std::pin::pin!(body);
-    // The first bytes are gathered in memory: a body that ends within them is written, flushed
-    // and closed in one trip to the blocking pool (each tokio::fs call is a trip of its own,
-    // and for a small body the trips, not the bytes, are the cost).
     let mut head = Vec::new();
     let mut head_len = 0;
     let mut overflow = None;
@@ -566,19 +582,32 @@ where
     let Some(overflow) = overflow else {
         let path = spooled.path.clone();
         tokio::task::spawn_blocking(move || {
-            let mut file = std::fs::File::create(&path)?;
+            if as_blob {
+                std::fs::create_dir_all(&folder)?;
+            }
+            let mut file = std::fs::File::create_new(&path)?;
             for chunk in head {
                 std::io::Write::write_all(&mut file, &chunk)?;
             }
-            file.sync_all()
+            file.sync_all()?;
+            if as_blob {
+                std::fs::File::open(&folder)?.sync_all()?;
+            }
+            Ok(())
         })
         .await
         .map_err(|e| Error::Io(io::Error::other(e)))?
         .map_err(Error::Io)?;
+        spooled.committed = as_blob;
         spooled.sha256 = hex::encode(hasher.finalize());
         return Ok(spooled);
     };
-    let file = tokio::fs::File::create(&spooled.path)
+    if as_blob {
+        tokio::fs::create_dir_all(&folder)
+            .await
+            .map_err(Error::Io)?;
+    }
+    let file = tokio::fs::File::create_new(&spooled.path)
         .await
         .map_err(Error::Io)?;
     let mut writer = BufWriter::with_capacity(WRITE_BUFFER, file);
@@ -592,8 +621,24 @@ where
     writer.flush().await.map_err(Error::Io)?;
     let file = writer.into_inner();
     file.sync_all().await.map_err(Error::Io)?;
+    if as_blob {
+        tokio::task::spawn_blocking(move || std::fs::File::open(folder)?.sync_all())
+            .await
+            .map_err(|e| Error::Io(io::Error::other(e)))?
+            .map_err(Error::Io)?;
+        spooled.committed = true;
+    }
     spooled.sha256 = hex::encode(hasher.finalize());
     Ok(spooled)
+}
+
+/// Renames an fsynced file to its blob's place and fsyncs the folder, so that the name, too,
+/// survives a crash before any row points at it.
+fn put_in_place(from: &Path, target: &Path) -> io::Result<()> {
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(dir)?;
+    std::fs::rename(from, target)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Counts and hashes one chunk of a body being spooled, refusing it once the body passes
