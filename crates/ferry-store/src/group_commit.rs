@@ -65,7 +65,10 @@ where
             (Some(Err(refused)), _) => Err(refused),
             (_, Some(failure)) => Err(failure),
             (Some(Ok(done)), None) => Ok(done),
-            (None, None) => Err(writer_gone()),
+            // Not run (the batch broke first) or it panicked.
+            (None, None) => Err(Error::Database(sqlx::Error::Io(io::Error::other(
+                "the write did not finish",
+            )))),
         };
         let _ = self.reply.send(answer);
     }
@@ -166,7 +169,11 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn Pending>]) -> Result<(), Fa
     conn.execute_batch("BEGIN IMMEDIATE").map_err(failure)?;
     for pending in batch.iter_mut() {
         conn.execute_batch("SAVEPOINT write").map_err(failure)?;
-        let undo = if pending.run(conn) {
+        // A write that panics is undone and answered with an error; the thread, which every
+        // later write needs, goes on.
+        let stands = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pending.run(conn)))
+            .unwrap_or(false);
+        let undo = if stands {
             "RELEASE write"
         } else {
             "ROLLBACK TO write; RELEASE write"
@@ -215,4 +222,81 @@ fn writer_gone() -> Error {
     Error::Database(sqlx::Error::Io(std::io::Error::other(
         "the database writer has stopped",
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER)")
+            .unwrap();
+        (dir, path)
+    }
+
+    fn rows(path: &Path) -> Vec<i64> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn.prepare("SELECT n FROM t ORDER BY n").unwrap();
+        stmt.query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    fn insert(n: i64) -> impl FnOnce(&Connection) -> Result<(), Error> + Send + 'static {
+        move |conn| {
+            conn.execute("INSERT INTO t VALUES (?1)", [n])
+                .map(drop)
+                .map_err(database_error)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_panics_is_undone_and_answered_and_the_writer_goes_on() {
+        let (_dir, path) = table();
+        let group = GroupCommit::start(&path, Arc::new(tokio::sync::Mutex::new(()))).unwrap();
+        let panicked = group
+            .write(|conn| -> Result<(), Error> {
+                insert(1)(conn)?;
+                panic!("a bug in a write");
+            })
+            .await;
+        assert!(panicked.is_err());
+        group.write(insert(2)).await.unwrap();
+        assert_eq!(rows(&path), vec![2]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_sharing_a_commit_stand_or_fall_alone() {
+        let (_dir, path) = table();
+        let group = GroupCommit::start(&path, Arc::new(tokio::sync::Mutex::new(()))).unwrap();
+        let writes = (0..64).map(|n| {
+            let group = group.clone();
+            tokio::spawn(async move {
+                group
+                    .write(move |conn| {
+                        insert(n)(conn)?;
+                        if n % 2 == 1 {
+                            return Err(Error::PreconditionFailed);
+                        }
+                        Ok(n)
+                    })
+                    .await
+            })
+        });
+        let mut kept = Vec::new();
+        for write in writes.collect::<Vec<_>>() {
+            match write.await.unwrap() {
+                Ok(n) => kept.push(n),
+                Err(Error::PreconditionFailed) => {}
+                Err(other) => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(kept, (0..64).step_by(2).collect::<Vec<_>>());
+        assert_eq!(rows(&path), kept);
+    }
 }
