@@ -109,27 +109,41 @@ pub async fn post(
             MAX_EVENT_BYTES / 1024
         )));
     }
-    let (speaker, thread_id, text) = (
+    let event = append(app, &thread.id, role, content, uploads, Vec::new()).await?;
+    app.announce(event.clone());
+    Ok(event)
+}
+
+/// Stores a `message` event (see [`message_json`]) and answers it; waking subscribers and
+/// delivering to connectors is the caller's.
+pub(crate) async fn append(
+    app: &App,
+    thread_id: &str,
+    role: Role<'_>,
+    content: Option<&str>,
+    uploads: Vec<UploadView>,
+    files: Vec<AttachmentView>,
+) -> Result<StoredEvent> {
+    // The event is rendered where it is stored, once its id is known: it owns what it shows.
+    let (speaker, owned_thread, content) = (
         Speaker::from(role),
-        thread.id.clone(),
-        message.text.to_owned(),
+        thread_id.to_owned(),
+        content.map(str::to_owned),
     );
-    let event = app
+    Ok(app
         .db
-        .append_event(&thread.id, "message", move |id, at| {
+        .append_event(thread_id, "message", move |id, at| {
             message_json(
                 id,
                 at,
                 speaker.role(),
-                &thread_id,
-                Some(&text),
+                &owned_thread,
+                content.as_deref(),
                 &uploads,
-                &[],
+                &files,
             )
         })
-        .await?;
-    app.announce(event.clone());
-    Ok(event)
+        .await?)
 }
 
 /// Whether a message fits the event size limit. An event's size depends on its id and time

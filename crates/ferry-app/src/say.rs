@@ -13,8 +13,8 @@ use crate::App;
 use crate::access::{self, Action};
 use crate::connectors;
 use crate::error::{Error, Result, describe_bytes};
-use crate::events::{MAX_EVENT_BYTES, Role, Speaker};
-use crate::messages::{AttachmentView, fits_in_an_event, message_json};
+use crate::events::{MAX_EVENT_BYTES, Role};
+use crate::messages::{AttachmentView, fits_in_an_event};
 use crate::principal::Principal;
 
 /// The warning of a reply that sent nothing.
@@ -77,25 +77,8 @@ pub async fn deliver(
     let last = contents.len().saturating_sub(1);
     for (i, content) in contents.into_iter().enumerate() {
         let attached = if i == last { files.clone() } else { Vec::new() };
-        let (speaker, thread_id, content) = (
-            Speaker::from(role),
-            thread.id.clone(),
-            content.map(str::to_owned),
-        );
-        let event = app
-            .db
-            .append_event(&thread.id, "message", move |id, at| {
-                message_json(
-                    id,
-                    at,
-                    speaker.role(),
-                    &thread_id,
-                    content.as_deref(),
-                    &[],
-                    &attached,
-                )
-            })
-            .await?;
+        let event =
+            crate::messages::append(app, &thread.id, role, content, Vec::new(), attached).await?;
         for connector in &connectors {
             connector.deliver(app, &thread.id, &event).await?;
         }
