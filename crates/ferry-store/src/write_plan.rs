@@ -5,10 +5,9 @@
 //! A plan is owned data (SQL and values, no borrows), so it can be handed to the writer's
 //! thread and run there inside a transaction shared with other writes.
 
-use sqlx::AssertSqlSafe;
+use sqlx::{AnyConnection, AssertSqlSafe};
 
 use crate::Error;
-use crate::db::WriteTx;
 
 /// A value bound to a placeholder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,20 +65,19 @@ impl Statement {
         }
     }
 
-    /// Runs the statement through the pool's connection, ignoring any rows.
-    pub(crate) async fn execute(&self, tx: &mut WriteTx) -> Result<(), Error> {
+    /// Runs the statement on a pool's connection (inside its write transaction), ignoring
+    /// any rows.
+    async fn execute(&self, conn: &mut AnyConnection) -> Result<(), Error> {
         bind_all!(sqlx::query(AssertSqlSafe(self.sql.as_str())), &self.params)
-            .execute(&mut **tx)
+            .execute(conn)
             .await?;
         Ok(())
     }
 
     /// The first column of the first row, if the statement returns one.
-    async fn first_int(&self, tx: &mut WriteTx) -> Result<Option<i64>, Error> {
+    async fn first_int(&self, conn: &mut AnyConnection) -> Result<Option<i64>, Error> {
         let query = sqlx::query_scalar::<_, i64>(AssertSqlSafe(self.sql.as_str()));
-        Ok(bind_all!(query, &self.params)
-            .fetch_optional(&mut **tx)
-            .await?)
+        Ok(bind_all!(query, &self.params).fetch_optional(conn).await?)
     }
 
     /// The same on a rusqlite connection.
@@ -118,14 +116,14 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Runs the plan in an open transaction of the pool; `None` when no decisive statement
-    /// returned a row.
-    pub(crate) async fn run_pooled(&self, tx: &mut WriteTx) -> Result<Option<i64>, Error> {
+    /// Runs the plan on a pool's connection inside an open write transaction; `None` when no
+    /// decisive statement returned a row.
+    pub(crate) async fn run_pooled(&self, conn: &mut AnyConnection) -> Result<Option<i64>, Error> {
         for statement in &self.setup {
-            statement.execute(tx).await?;
+            statement.execute(conn).await?;
         }
         for statement in &self.decide {
-            if let Some(found) = statement.first_int(tx).await? {
+            if let Some(found) = statement.first_int(conn).await? {
                 return Ok(Some(found));
             }
         }
