@@ -6,6 +6,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
+use metrics::Gauge;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::pin::Pin;
 use std::sync::OnceLock;
@@ -112,53 +113,128 @@ fn describe() {
 }
 
 /// Counts a request as in flight until its answer's body is done (or dropped).
-struct InFlight;
+struct InFlight(Gauge);
 
 impl InFlight {
-    fn start() -> InFlight {
-        metrics::gauge!("ferry_http_requests_in_flight").increment(1.0);
-        InFlight
+    fn start(gauge: Gauge) -> InFlight {
+        gauge.increment(1.0);
+        InFlight(gauge)
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        metrics::gauge!("ferry_http_requests_in_flight").decrement(1.0);
+        self.0.decrement(1.0);
     }
 }
 
 /// Middleware recording each request.
 pub async fn track(request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().as_str().to_owned();
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let method = request.method().clone();
     let start = Instant::now();
-    let in_flight = InFlight::start();
+    let handles = handles::for_route(route);
+    let in_flight = InFlight::start(handles.in_flight);
 
-    let bytes_in = metrics::counter!("ferry_http_request_bytes_total", "route" => route.clone());
-    let request = request.map(|body| Body::new(Counted::new(body, bytes_in, None)));
+    let request = request.map(|body| Body::new(Counted::new(body, handles.bytes_in, None)));
 
     let response = next.run(request).await;
     // One measurement for the histogram and the log line, so the two agree.
     let elapsed = start.elapsed();
-    access_line(&method, &route, &response, elapsed);
+    access_line(method.as_str(), route, &response, elapsed);
 
-    let status = response.status().as_u16().to_string();
-    metrics::counter!(
-        "ferry_http_requests_total",
-        "route" => route.clone(), "method" => method.clone(), "status" => status.clone()
-    )
-    .increment(1);
-    metrics::histogram!(
-        "ferry_http_request_duration_seconds",
-        "route" => route.clone(), "method" => method, "status" => status
-    )
-    .record(elapsed.as_secs_f64());
-    let bytes_out = metrics::counter!("ferry_http_response_bytes_total", "route" => route);
-    response.map(|body| Body::new(Counted::new(body, bytes_out, Some(in_flight))))
+    let (requests, duration) = handles::for_outcome(route, &method, response.status().as_u16());
+    requests.increment(1);
+    duration.record(elapsed.as_secs_f64());
+    response.map(|body| Body::new(Counted::new(body, handles.bytes_out, Some(in_flight))))
+}
+
+/// The request metrics' handles, kept per thread by route template, method and status.
+///
+/// Asking the recorder for a labelled metric builds its labels as strings and hashes them in
+/// a shared registry: six times per request, a noticeable share of a small GET's cost. The
+/// handles it returns stay valid, so each thread asks once per route and outcome. Routes are
+/// templates (a fixed set); methods and statuses a client can vary, so a route keeps at most
+/// [`MAX_OUTCOMES`](handles::MAX_OUTCOMES) of them and asks the recorder afresh beyond that.
+mod handles {
+    use axum::http::Method;
+    use metrics::{Counter, Gauge, Histogram};
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    pub(super) const MAX_OUTCOMES: usize = 32;
+
+    /// What every request on a route records, whatever its answer.
+    #[derive(Clone)]
+    pub(super) struct RouteHandles {
+        pub(super) in_flight: Gauge,
+        pub(super) bytes_in: Counter,
+        pub(super) bytes_out: Counter,
+    }
+
+    struct Route {
+        handles: RouteHandles,
+        outcomes: Vec<(Method, u16, Counter, Histogram)>,
+    }
+
+    thread_local! {
+        static ROUTES: RefCell<HashMap<Box<str>, Route>> = RefCell::new(HashMap::new());
+    }
+
+    pub(super) fn for_route(route: &str) -> RouteHandles {
+        ROUTES.with_borrow_mut(|routes| {
+            if let Some(known) = routes.get(route) {
+                return known.handles.clone();
+            }
+            let handles = RouteHandles {
+                in_flight: metrics::gauge!("ferry_http_requests_in_flight"),
+                bytes_in: metrics::counter!(
+                    "ferry_http_request_bytes_total", "route" => route.to_owned()
+                ),
+                bytes_out: metrics::counter!(
+                    "ferry_http_response_bytes_total", "route" => route.to_owned()
+                ),
+            };
+            let known = Route {
+                handles: handles.clone(),
+                outcomes: Vec::new(),
+            };
+            routes.insert(route.into(), known);
+            handles
+        })
+    }
+
+    /// The request counter and the latency histogram of one route, method and status.
+    pub(super) fn for_outcome(route: &str, method: &Method, status: u16) -> (Counter, Histogram) {
+        ROUTES.with_borrow_mut(|routes| {
+            let outcomes = routes.get_mut(route).map(|known| &mut known.outcomes);
+            if let Some(outcomes) = &outcomes
+                && let Some((.., requests, duration)) = outcomes
+                    .iter()
+                    .find(|(m, s, ..)| m == method && *s == status)
+            {
+                return (requests.clone(), duration.clone());
+            }
+            let (route_label, method_label) = (route.to_owned(), method.as_str().to_owned());
+            let status_label = status.to_string();
+            let requests = metrics::counter!(
+                "ferry_http_requests_total",
+                "route" => route_label.clone(), "method" => method_label.clone(),
+                "status" => status_label.clone()
+            );
+            let duration = metrics::histogram!(
+                "ferry_http_request_duration_seconds",
+                "route" => route_label, "method" => method_label, "status" => status_label
+            );
+            if let Some(outcomes) = outcomes
+                && outcomes.len() < MAX_OUTCOMES
+            {
+                outcomes.push((method.clone(), status, requests.clone(), duration.clone()));
+            }
+            (requests, duration)
+        })
+    }
 }
 
 /// The access log's line for a request, at info under the target `ferry::access`, inside the
@@ -231,4 +307,74 @@ impl http_body::Body for Counted {
 /// Counts a connection closed on arrival because the server holds as many as it may.
 pub fn connection_refused() {
     metrics::counter!("ferry_connections_refused_total").increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::handles;
+    use axum::http::Method;
+    use metrics_exporter_prometheus::PrometheusBuilder;
+
+    /// The value of the one sample line that starts with `prefix`.
+    fn sample(text: &str, prefix: &str) -> f64 {
+        let mut found = text.lines().filter(|l| l.starts_with(prefix));
+        let line = found.next().unwrap_or_else(|| panic!("{prefix}: {text}"));
+        assert!(found.next().is_none(), "{prefix}: {text}");
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn kept_handles_count_every_request_under_its_own_labels() {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            for _ in 0..3 {
+                let route = handles::for_route("/r/{x}");
+                route.bytes_in.increment(10);
+                let (requests, duration) = handles::for_outcome("/r/{x}", &Method::GET, 200);
+                requests.increment(1);
+                duration.record(0.001);
+            }
+            handles::for_outcome("/r/{x}", &Method::GET, 404)
+                .0
+                .increment(1);
+            handles::for_outcome("/other", &Method::GET, 200)
+                .0
+                .increment(1);
+            // Past the kept outcomes of a route, each request still counts.
+            let extension_methods = handles::MAX_OUTCOMES + 8;
+            for i in 0..extension_methods {
+                let method = Method::from_bytes(format!("M{i}").as_bytes()).unwrap();
+                for _ in 0..2 {
+                    handles::for_outcome("/r/{x}", &method, 200).0.increment(1);
+                }
+            }
+        });
+        let text = handle.render();
+        let total = |route: &str, method: &str, status: &str| {
+            sample(
+                &text,
+                &format!(
+                    "ferry_http_requests_total{{route=\"{route}\",method=\"{method}\",status=\"{status}\"}}"
+                ),
+            )
+        };
+        assert_eq!(total("/r/{x}", "GET", "200"), 3.0);
+        assert_eq!(total("/r/{x}", "GET", "404"), 1.0);
+        assert_eq!(total("/other", "GET", "200"), 1.0);
+        for i in 0..handles::MAX_OUTCOMES + 8 {
+            assert_eq!(total("/r/{x}", &format!("M{i}"), "200"), 2.0, "M{i}");
+        }
+        assert_eq!(
+            sample(&text, "ferry_http_request_bytes_total{route=\"/r/{x}\"}"),
+            30.0
+        );
+        assert_eq!(
+            sample(
+                &text,
+                "ferry_http_request_duration_seconds_count{route=\"/r/{x}\",method=\"GET\",status=\"200\"}"
+            ),
+            3.0
+        );
+    }
 }
