@@ -182,11 +182,10 @@ mod handles {
         static ROUTES: RefCell<HashMap<Box<str>, Route>> = RefCell::new(HashMap::new());
     }
 
-    pub(super) fn for_route(route: &str) -> RouteHandles {
-        ROUTES.with_borrow_mut(|routes| {
-            if let Some(known) = routes.get(route) {
-                return known.handles.clone();
-            }
+    /// This thread's record of `route`, made on first use. (The recorder is installed when
+    /// the router is built, before any request, so no handle kept here is a no-op one.)
+    fn known<'a>(routes: &'a mut HashMap<Box<str>, Route>, route: &str) -> &'a mut Route {
+        if !routes.contains_key(route) {
             let handles = RouteHandles {
                 in_flight: metrics::gauge!("ferry_http_requests_in_flight"),
                 bytes_in: metrics::counter!(
@@ -196,23 +195,23 @@ mod handles {
                     "ferry_http_response_bytes_total", "route" => route.to_owned()
                 ),
             };
-            let known = Route {
-                handles: handles.clone(),
-                outcomes: Vec::new(),
-            };
-            routes.insert(route.into(), known);
-            handles
-        })
+            let outcomes = Vec::new();
+            routes.insert(route.into(), Route { handles, outcomes });
+        }
+        routes.get_mut(route).expect("inserted above")
+    }
+
+    pub(super) fn for_route(route: &str) -> RouteHandles {
+        ROUTES.with_borrow_mut(|routes| known(routes, route).handles.clone())
     }
 
     /// The request counter and the latency histogram of one route, method and status.
     pub(super) fn for_outcome(route: &str, method: &Method, status: u16) -> (Counter, Histogram) {
         ROUTES.with_borrow_mut(|routes| {
-            let outcomes = routes.get_mut(route).map(|known| &mut known.outcomes);
-            if let Some(outcomes) = &outcomes
-                && let Some((.., requests, duration)) = outcomes
-                    .iter()
-                    .find(|(m, s, ..)| m == method && *s == status)
+            let outcomes = &mut known(routes, route).outcomes;
+            if let Some((.., requests, duration)) = outcomes
+                .iter()
+                .find(|(m, s, ..)| m == method && *s == status)
             {
                 return (requests.clone(), duration.clone());
             }
@@ -227,9 +226,7 @@ mod handles {
                 "ferry_http_request_duration_seconds",
                 "route" => route_label, "method" => method_label, "status" => status_label
             );
-            if let Some(outcomes) = outcomes
-                && outcomes.len() < MAX_OUTCOMES
-            {
+            if outcomes.len() < MAX_OUTCOMES {
                 outcomes.push((method.clone(), status, requests.clone(), duration.clone()));
             }
             (requests, duration)

@@ -11,12 +11,6 @@ use std::time::Duration;
 
 use settings::{DEFAULT_DATA, ServeArgs, load_secret, parse_ttl};
 
-/// mimalloc rather than glibc's allocator: a small request allocates and frees many short-lived
-/// values, and glibc's `malloc`/`free` were 8 % of a 4 KiB GET's CPU (bench/NOTES.md §3).
-/// Transparent huge pages are off (the `no_thp` feature), so an idle server stays near 30 MiB.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Debug, Parser)]
 #[command(
     name = "ferry",
