@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::Error;
 use crate::group_commit::GroupCommit;
+use crate::record_cache::{ForgetOnDrop, RecordCache};
 use crate::sqlite_reads::Readers;
 use crate::write_plan::Plan;
 
@@ -147,6 +148,9 @@ pub struct Db {
     /// SQLite's writer that commits concurrent writes together (see
     /// [`crate::group_commit`]). `None` on Postgres.
     group: Option<GroupCommit>,
+    /// SQLite's space file records kept in memory, and with them this process's ownership of
+    /// the database (see [`crate::record_cache`]). `None` on Postgres.
+    records: Option<Arc<RecordCache>>,
 }
 
 impl Db {
@@ -155,6 +159,12 @@ impl Db {
         static DRIVERS: Once = Once::new();
         DRIVERS.call_once(install_default_drivers);
         let engine: Engine = url.parse()?;
+        // Ownership comes first: a second process on the same SQLite file stops here, before
+        // it connects or migrates anything.
+        let records = match engine {
+            Engine::Sqlite => Some(RecordCache::own(&sqlite_file(url)?)?),
+            Engine::Postgres => None,
+        };
         let pool = match engine {
             Engine::Sqlite => {
                 // WAL must be switched on before the pool opens its other connections: the change
@@ -200,11 +210,10 @@ impl Db {
         let write_turn = (engine == Engine::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
         let (readers, group) = match (&write_turn, engine) {
             (Some(turn), Engine::Sqlite) => {
-                let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)?;
-                let file = options.get_filename();
+                let file = sqlite_file(url)?;
                 (
-                    Some(Readers::new(file)),
-                    Some(GroupCommit::start(file, turn.clone())?),
+                    Some(Readers::new(&file)),
+                    Some(GroupCommit::start(&file, turn.clone())?),
                 )
             }
             _ => (None, None),
@@ -215,6 +224,7 @@ impl Db {
             write_turn,
             readers,
             group,
+            records,
         })
     }
 
@@ -226,6 +236,39 @@ impl Db {
     /// The off-pool readers, on SQLite.
     pub(crate) fn readers(&self) -> Option<&Readers> {
         self.readers.as_ref()
+    }
+
+    /// The kept space file records, on SQLite.
+    pub(crate) fn records(&self) -> Option<&RecordCache> {
+        self.records.as_deref()
+    }
+
+    /// Runs `write`, which changes the space file record at `key`, and on SQLite forgets the
+    /// kept record once it has ended and before answering. There the write runs on a task of
+    /// its own, so that it reaches its end (and the forgetting) even when the caller stops
+    /// waiting: a write cancelled half-way may still commit, and must not leave the record it
+    /// replaced in the cache. On PostgreSQL, which keeps nothing, it is simply awaited.
+    pub(crate) async fn changing<T: Send + 'static>(
+        &self,
+        key: impl FnOnce() -> String,
+        write: impl Future<Output = Result<T, Error>> + Send + 'static,
+    ) -> Result<T, Error> {
+        let Some(cache) = self.records.clone() else {
+            return write.await;
+        };
+        let forget = ForgetOnDrop { cache, key: key() };
+        let task = tokio::spawn(async move {
+            let answer = write.await;
+            drop(forget);
+            answer
+        });
+        match task.await {
+            Ok(answer) => answer,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(Error::Io(std::io::Error::other(
+                "the runtime stopped before the write ended",
+            ))),
+        }
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -394,6 +437,12 @@ impl std::ops::DerefMut for WriteTx {
             .as_mut()
             .expect("a transaction has its connection until it ends")
     }
+}
+
+/// The database file a `sqlite://` URL names.
+fn sqlite_file(url: &str) -> Result<std::path::PathBuf, Error> {
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)?;
+    Ok(options.get_filename().to_owned())
 }
 
 /// The current time in milliseconds since the Unix epoch.

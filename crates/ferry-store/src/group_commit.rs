@@ -66,9 +66,7 @@ where
             (_, Some(failure)) => Err(failure),
             (Some(Ok(done)), None) => Ok(done),
             // Not run (the batch broke first) or it panicked.
-            (None, None) => Err(Error::Database(sqlx::Error::Io(io::Error::other(
-                "the write did not finish",
-            )))),
+            (None, None) => Err(database_io("the write did not finish")),
         };
         let _ = self.reply.send(answer);
     }
@@ -219,9 +217,12 @@ pub(crate) fn database_error(e: rusqlite::Error) -> Error {
 }
 
 fn writer_gone() -> Error {
-    Error::Database(sqlx::Error::Io(std::io::Error::other(
-        "the database writer has stopped",
-    )))
+    database_io("the database writer has stopped")
+}
+
+/// A failure of the writer itself, told as the database's (the caller's write did not land).
+fn database_io(message: &'static str) -> Error {
+    Error::Database(sqlx::Error::Io(io::Error::other(message)))
 }
 
 #[cfg(test)]

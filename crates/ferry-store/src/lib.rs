@@ -12,6 +12,7 @@ pub mod events;
 mod group_commit;
 pub mod multipart;
 pub mod published;
+mod record_cache;
 pub mod sandbox;
 pub mod say;
 pub mod space_names;

@@ -12,6 +12,7 @@ use sqlx::{AssertSqlSafe, Row};
 use crate::Error;
 use crate::blobs::StoredBlob;
 use crate::db::{Db, now_millis};
+use crate::record_cache::{self, Lookup};
 use crate::write_plan::{Plan, Statement, Value};
 
 /// A stored space file's metadata.
@@ -148,24 +149,28 @@ impl Db {
         space: &SpaceName,
         path: &ValidPath,
     ) -> Result<Option<SpaceFile>, Error> {
-        if let Some(readers) = self.readers() {
+        if let (Some(readers), Some(records)) = (self.readers(), self.records()) {
             let (space, path) = (space.as_str(), path.as_str());
-            let read = || {
-                readers.with(|conn| {
-                    crate::sqlite_reads::one(conn, SPACE_FILE, &[&owner, &space, &path], |row| {
-                        Ok(SpaceFile {
-                            path: row.get(0)?,
-                            blob_key: row.get(1)?,
-                            size: row.get::<_, i64>(2)? as u64,
-                            content_type: row.get(3)?,
-                            sha256: row.get(4)?,
-                            updated_at: Timestamp(row.get(5)?),
-                            attributes: row.get(6)?,
-                        })
+            let key = record_cache::key(owner, space, path);
+            let ticket = match records.lookup(&key) {
+                Lookup::Known(record) => return Ok(record),
+                Lookup::Unknown(ticket) => ticket,
+            };
+            let found = readers.with(|conn| {
+                crate::sqlite_reads::one(conn, SPACE_FILE, &[&owner, &space, &path], |row| {
+                    Ok(SpaceFile {
+                        path: row.get(0)?,
+                        blob_key: row.get(1)?,
+                        size: row.get::<_, i64>(2)? as u64,
+                        content_type: row.get(3)?,
+                        sha256: row.get(4)?,
+                        updated_at: Timestamp(row.get(5)?),
+                        attributes: row.get(6)?,
                     })
                 })
-            };
-            return read();
+            })?;
+            records.fill(key, ticket, &found);
+            return Ok(found);
         }
         let sql = format!(
             "SELECT {FILE_COLUMNS} FROM space_files WHERE owner = $1 AND space = $2 AND path = $3"
@@ -281,13 +286,17 @@ impl Db {
                 ),
             };
         plan.decide = decide;
-        let version = self
-            .write(plan, move |found| match found {
+        let db = self.clone();
+        let write = async move {
+            db.write(plan, move |found| match found {
                 Some(version) if found_means_written => Ok(version),
                 Some(_) => Err(Error::AlreadyExists),
                 None => Err(none_means()),
             })
-            .await?;
+            .await
+        };
+        let key = || record_cache::key(owner, space.as_str(), path.as_str());
+        let version = self.changing(key, write).await?;
         Ok(WriteOutcome {
             created: version == 1,
             file: SpaceFile {
@@ -422,6 +431,25 @@ impl Db {
     /// with it every folder above that no longer holds anything. Answers the removed file;
     /// its blob is left to the sweep.
     pub async fn space_delete(
+        &self,
+        owner: &str,
+        space: &SpaceName,
+        path: &ValidPath,
+        if_match: Option<&[String]>,
+    ) -> Result<SpaceFile, Error> {
+        let key = || record_cache::key(owner, space.as_str(), path.as_str());
+        let (db, owner, space, path) =
+            (self.clone(), owner.to_owned(), space.clone(), path.clone());
+        let if_match = if_match.map(<[String]>::to_vec);
+        let remove = async move {
+            db.remove_file(&owner, &space, &path, if_match.as_deref())
+                .await
+        };
+        self.changing(key, remove).await
+    }
+
+    /// [`Db::space_delete`]'s transaction.
+    async fn remove_file(
         &self,
         owner: &str,
         space: &SpaceName,

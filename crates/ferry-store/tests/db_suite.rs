@@ -93,6 +93,22 @@ async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)
         .collect()
 }
 
+/// A file's record as the listing (which always reads the database) has it.
+async fn listed_file(db: &Db, p: &str) -> Option<ferry_store::spaces::SpaceFile> {
+    let space = SpaceName::parse("s").unwrap();
+    let query = ListQuery {
+        dir: None,
+        recursive: true,
+        limit: 1000,
+        after: None,
+    };
+    let page = db.space_list("u", &space, &query).await.unwrap();
+    page.entries.into_iter().find_map(|e| match e {
+        SpaceEntry::File(f) if f.path == p => Some(f),
+        _ => None,
+    })
+}
+
 on_every_engine! {
     // A write that has answered is read back by the next read, with its new ETag, and a
     // removed file is gone at once (SQLite's point reads run off the pool, on connections of
@@ -107,6 +123,67 @@ on_every_engine! {
         db.space_delete("u", &space, &path("hot.md"), None).await.unwrap();
         assert!(db.space_file("u", &space, &path("hot.md")).await.unwrap().is_none());
         assert!(db.space_file("someone-else", &space, &path("a.md")).await.unwrap().is_none());
+    };
+    // Reads running all the while a file is rewritten never put an older record back: once a
+    // write has answered, the next read has it (SQLite keeps records it read in memory).
+    reads_racing_writes_never_keep_a_replaced_record => |db: Db| async move {
+        let space = SpaceName::parse("s").unwrap();
+        put(&db, "raced.md", 0, WriteCondition::None).await.unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let (db, space, stop) = (db.clone(), space.clone(), stop.clone());
+                tokio::spawn(async move {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        db.space_file("u", &space, &path("raced.md")).await.unwrap();
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for n in 1..=1000u32 {
+            put(&db, "raced.md", n, WriteCondition::None).await.unwrap();
+            let read = db.space_file("u", &space, &path("raced.md")).await.unwrap().unwrap();
+            assert_eq!(read.blob_key, format!("key-{n}"), "write {n} was read back");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for reader in readers {
+            reader.await.unwrap();
+        }
+    };
+    // A write whose caller stops waiting may still land. Whichever way it went, reads agree
+    // with the database once it has ended: the record it replaced is never left kept.
+    a_cancelled_write_never_leaves_a_stale_read => |db: Db| async move {
+        let space = SpaceName::parse("s").unwrap();
+        put(&db, "cut.md", 0, WriteCondition::None).await.unwrap();
+        for round in 1..=100u32 {
+            db.space_file("u", &space, &path("cut.md")).await.unwrap().unwrap();
+            let cut = std::time::Duration::from_micros(u64::from(round % 20) * 50);
+            let _ = tokio::time::timeout(
+                cut,
+                db.space_put("u", &space, &path("cut.md"), &blob(round), FileMeta::typed("text/plain"), &WriteCondition::None),
+            )
+            .await;
+            // A read at once may find the record the write is replacing, before it lands; a
+            // write sent after the cut one is answered after it has ended (SQLite commits in
+            // order) — reads must then agree with the database.
+            db.space_file("u", &space, &path("cut.md")).await.unwrap();
+            put(&db, "barrier.md", round, WriteCondition::None).await.unwrap();
+            // The listing reads the database itself; the point read must come to agree with it.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            loop {
+                let read = db.space_file("u", &space, &path("cut.md")).await.unwrap();
+                let listed = listed_file(&db, "cut.md").await;
+                if read == listed {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: the read says {read:?}, the database {listed:?}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        }
     };
     // A multipart part keeps the checksum it was verified against; sending the part again
     // replaces it (and its checksum) and answers the blob it replaced; the upload's end

@@ -206,3 +206,26 @@ async fn serve_signs_people_in_with_an_identity_providers_jwks() {
     let thread: serde_json::Value = answer.json().await.unwrap();
     assert_eq!(thread["owner"], "supabase-user");
 }
+
+/// On SQLite one process owns the database: a second `ferry serve` on the same data folder
+/// stops at start and says why, and the first goes on serving.
+#[tokio::test]
+async fn a_second_server_on_one_sqlite_database_stops_at_start() {
+    use crate::support::binary::{start, wait_healthy};
+    let data = tempfile::tempdir().unwrap();
+    let first = start(data.path(), &[]);
+    wait_healthy(first.addr).await;
+    let out = Command::new(ferry_exe())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data.path())
+        .env("FERRY_JWT_SECRET", crate::support::SECRET)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("another process is serving the SQLite database"),
+        "{said}"
+    );
+    wait_healthy(first.addr).await;
+}
