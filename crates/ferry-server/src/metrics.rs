@@ -43,8 +43,32 @@ pub fn handle() -> &'static PrometheusHandle {
         let _ = metrics::set_global_recorder(recorder);
         describe();
         metrics::gauge!("ferry_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        keep_up(handle.clone());
         handle
     })
+}
+
+/// How often recorded latencies are folded into their histograms' buckets.
+const UPKEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Folds recorded latencies into their buckets every [`UPKEEP_EVERY`], on a thread of its own.
+///
+/// The recorder keeps every sample a histogram receives until its buckets are next brought up
+/// to date, which it does only when `/metrics` is rendered or upkeep runs. A server nobody
+/// scrapes would otherwise hold eight bytes and more per request, forever: a client sending
+/// requests could grow it without end.
+fn keep_up(handle: PrometheusHandle) {
+    let started = std::thread::Builder::new()
+        .name("ferry-metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(UPKEEP_EVERY);
+                handle.run_upkeep();
+            }
+        });
+    if let Err(e) = started {
+        tracing::error!(error = %e, "no thread for the metrics' upkeep: latencies pile up until /metrics is read");
+    }
 }
 
 /// The `# HELP` text of every metric ferry records.
