@@ -15,6 +15,7 @@ pub mod published;
 mod record_cache;
 pub mod sandbox;
 pub mod say;
+mod space_file;
 pub mod space_names;
 pub mod spaces;
 mod sqlite_reads;

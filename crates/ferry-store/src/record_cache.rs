@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::Error;
-use crate::spaces::SpaceFile;
+use crate::space_file::SpaceFile;
 
 /// Records kept at most; the cache is emptied when it would hold more. Records of files that
 /// do not exist are kept too (a missing file is read as often as a present one), so a client

@@ -15,18 +15,7 @@ use crate::db::{Db, now_millis};
 use crate::record_cache::{self, Lookup};
 use crate::write_plan::{Plan, Statement, Value};
 
-/// A stored space file's metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpaceFile {
-    pub path: String,
-    pub blob_key: String,
-    pub size: u64,
-    pub content_type: String,
-    pub sha256: String,
-    pub updated_at: Timestamp,
-    /// See [`FileMeta::attributes`].
-    pub attributes: Option<String>,
-}
+pub use crate::space_file::SpaceFile;
 
 /// What a write records about a file besides its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
