@@ -159,12 +159,13 @@ impl Db {
         static DRIVERS: Once = Once::new();
         DRIVERS.call_once(install_default_drivers);
         let engine: Engine = url.parse()?;
-        // Ownership comes first: a second process on the same SQLite file stops here, before
-        // it connects or migrates anything.
-        let records = match engine {
-            Engine::Sqlite => Some(RecordCache::own(&sqlite_file(url)?)?),
+        let file = match engine {
+            Engine::Sqlite => Some(sqlite_file(url)?),
             Engine::Postgres => None,
         };
+        // Ownership comes first: a second process on the same SQLite file stops here, before
+        // it connects or migrates anything.
+        let records = file.as_deref().map(RecordCache::own).transpose()?;
         let pool = match engine {
             Engine::Sqlite => {
                 // WAL must be switched on before the pool opens its other connections: the change
@@ -208,14 +209,11 @@ impl Db {
         accept_reworded_migrations(&pool, engine, migrator).await?;
         migrator.run(&pool).await?;
         let write_turn = (engine == Engine::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        let (readers, group) = match (&write_turn, engine) {
-            (Some(turn), Engine::Sqlite) => {
-                let file = sqlite_file(url)?;
-                (
-                    Some(Readers::new(&file)),
-                    Some(GroupCommit::start(&file, turn.clone())?),
-                )
-            }
+        let (readers, group) = match (&write_turn, &file) {
+            (Some(turn), Some(file)) => (
+                Some(Readers::new(file)),
+                Some(GroupCommit::start(file, turn.clone())?),
+            ),
             _ => (None, None),
         };
         Ok(Db {

@@ -68,23 +68,23 @@ async fn put(db: &Db, p: &str, n: u32, condition: WriteCondition) -> Result<bool
     .map(|o| o.created)
 }
 
-async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)> {
+/// Every entry the listing (which always reads the database) has under `dir`, or in the whole
+/// space when `None`.
+async fn entries(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<SpaceEntry> {
     let space = SpaceName::parse("s").unwrap();
     let dir = dir.map(path);
-    let page = db
-        .space_list(
-            "u",
-            &space,
-            &ListQuery {
-                dir: dir.as_ref(),
-                recursive,
-                limit: 1000,
-                after: None,
-            },
-        )
+    let query = ListQuery {
+        dir: dir.as_ref(),
+        recursive,
+        limit: 1000,
+        after: None,
+    };
+    db.space_list("u", &space, &query).await.unwrap().entries
+}
+
+async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)> {
+    entries(db, dir, recursive)
         .await
-        .unwrap();
-    page.entries
         .into_iter()
         .map(|e| match e {
             SpaceEntry::Dir { path } => (path, true),
@@ -93,20 +93,15 @@ async fn list(db: &Db, dir: Option<&str>, recursive: bool) -> Vec<(String, bool)
         .collect()
 }
 
-/// A file's record as the listing (which always reads the database) has it.
+/// A file's record as the listing has it.
 async fn listed_file(db: &Db, p: &str) -> Option<ferry_store::spaces::SpaceFile> {
-    let space = SpaceName::parse("s").unwrap();
-    let query = ListQuery {
-        dir: None,
-        recursive: true,
-        limit: 1000,
-        after: None,
-    };
-    let page = db.space_list("u", &space, &query).await.unwrap();
-    page.entries.into_iter().find_map(|e| match e {
-        SpaceEntry::File(f) if f.path == p => Some(f),
-        _ => None,
-    })
+    entries(db, None, true)
+        .await
+        .into_iter()
+        .find_map(|e| match e {
+            SpaceEntry::File(f) if f.path == p => Some(f),
+            _ => None,
+        })
 }
 
 on_every_engine! {
