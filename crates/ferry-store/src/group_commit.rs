@@ -25,6 +25,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 
 use crate::Error;
+use crate::wal_checkpoint::Checkpointer;
 
 /// The most writes one transaction takes: a bound on how long the write turn is held.
 const MAX_BATCH: usize = 256;
@@ -92,10 +93,15 @@ impl GroupCommit {
         turn: Arc<tokio::sync::Mutex<()>>,
     ) -> Result<GroupCommit, Error> {
         let conn = open(path).map_err(database_error)?;
+        let checkpointer = Checkpointer::start(path)?;
         let (queue, waiting) = mpsc::channel();
         std::thread::Builder::new()
             .name("ferry-sqlite-writer".into())
-            .spawn(move || write_batches(&conn, &turn, &waiting))
+            .spawn(move || {
+                // Watched on the thread that commits: the log's length is reported there.
+                Checkpointer::watch(&conn);
+                write_batches(&conn, &turn, &waiting, &checkpointer);
+            })
             .map_err(Error::Io)?;
         Ok(GroupCommit { queue })
     }
@@ -127,11 +133,13 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// The writer thread: one batch after another, until every handle is gone.
+/// The writer thread: one batch after another, until every handle is gone. Checkpoints of the
+/// log run beside it, never inside a batch (see [`crate::wal_checkpoint`]).
 fn write_batches(
     conn: &Connection,
     turn: &tokio::sync::Mutex<()>,
     waiting: &mpsc::Receiver<Box<dyn Pending>>,
+    checkpointer: &Checkpointer,
 ) {
     while let Ok(first) = waiting.recv() {
         let _turn = turn.blocking_lock();
@@ -143,6 +151,7 @@ fn write_batches(
             batch.push(next);
         }
         write_batch(conn, batch);
+        checkpointer.after_commit(conn);
     }
 }
 
@@ -228,6 +237,7 @@ fn database_io(message: &'static str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wal_checkpoint::{CHECKPOINT_INLINE_PAGES, CHECKPOINT_PAGES};
 
     fn table() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
@@ -299,5 +309,57 @@ mod tests {
         }
         assert_eq!(kept, (0..64).step_by(2).collect::<Vec<_>>());
         assert_eq!(rows(&path), kept);
+    }
+
+    /// The writer's commits do not checkpoint the log themselves: past the mark, the thread
+    /// beside it does, while nothing else writes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_runs_beside_the_writer_once_the_log_passes_its_mark() {
+        let (_dir, path) = table();
+        let group = GroupCommit::start(&path, Arc::new(tokio::sync::Mutex::new(()))).unwrap();
+        let database = || std::fs::metadata(&path).unwrap().len();
+        let before = database();
+        // Each commit logs a page at least, and stays under the writer's own mark.
+        let writes = i64::from(CHECKPOINT_PAGES) + 200;
+        for n in 0..writes {
+            group.write(insert(n)).await.unwrap();
+        }
+        // A checkpoint copies the logged pages into the database file, which grows.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while database() == before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no checkpoint after {writes} commits: the database file is still {before} bytes"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(rows(&path).len(), writes as usize);
+    }
+
+    /// Writes that never pause leave a checkpoint beside them always behind; the writer's own
+    /// checkpoint between batches keeps the log from growing without end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_starts_over_under_writes_that_never_pause() {
+        let (_dir, path) = table();
+        let group = GroupCommit::start(&path, Arc::new(tokio::sync::Mutex::new(()))).unwrap();
+        let writes = 3 * i64::from(CHECKPOINT_INLINE_PAGES);
+        for n in 0..writes {
+            group.write(insert(n)).await.unwrap();
+        }
+        // A frame is a page and its 24-byte header. The log's file is overwritten from its start
+        // when the log starts over, so its length is the longest the log has been.
+        let page = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |row| row.get::<_, i64>(0))
+            .unwrap() as u64;
+        let frames = std::fs::metadata(path.with_extension("db-wal"))
+            .unwrap()
+            .len()
+            / (page + 24);
+        assert!(
+            frames < u64::try_from(CHECKPOINT_INLINE_PAGES).unwrap() + 500,
+            "the log reached {frames} frames in {writes} commits"
+        );
+        assert_eq!(rows(&path).len(), writes as usize);
     }
 }

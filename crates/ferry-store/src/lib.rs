@@ -22,6 +22,7 @@ mod sqlite_reads;
 pub mod sweep;
 pub mod threads;
 pub mod uploads;
+mod wal_checkpoint;
 mod write_plan;
 
 pub use blobs::{BlobRead, Blobs, LocalBlobs, ObjectBlobs, Spooled, StoredBlob};
