@@ -52,7 +52,14 @@ impl Delivered {
 
 #[derive(Debug, Default)]
 pub struct EventHub {
-    channels: Mutex<HashMap<String, Channel>>,
+    channels: Mutex<Channels>,
+}
+
+#[derive(Debug, Default)]
+struct Channels {
+    by_thread: HashMap<String, Channel>,
+    /// Set at shutdown: no channel opens again.
+    closed: bool,
 }
 
 #[derive(Debug)]
@@ -64,9 +71,13 @@ struct Channel {
 }
 
 impl EventHub {
+    fn channels(&self) -> std::sync::MutexGuard<'_, Channels> {
+        self.channels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Wakes the thread's subscribers with a stored event.
     pub fn publish(&self, event: StoredEvent) {
-        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        let channels = &mut self.channels().by_thread;
         if let Some(channel) = channels.get_mut(&event.thread_id) {
             if channel.sender.receiver_count() == 0 {
                 channels.remove(&event.thread_id);
@@ -79,17 +90,25 @@ impl EventHub {
 
     /// Whether someone on this node listens to the thread and has not been sent event `id`.
     pub fn wants(&self, thread_id: &str, id: i64) -> bool {
-        let channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        channels
+        self.channels()
+            .by_thread
             .get(thread_id)
             .is_some_and(|c| c.sender.receiver_count() > 0 && id > c.last_sent)
     }
 
-    /// Subscribes to a thread's events from now on.
+    /// Subscribes to a thread's events from now on. Once the hub is [closed](Self::close),
+    /// the receiver is closed from the start.
     pub fn subscribe(&self, thread_id: &str) -> broadcast::Receiver<Arc<Delivered>> {
-        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        channels.retain(|_, channel| channel.sender.receiver_count() > 0);
+        let mut channels = self.channels();
+        if channels.closed {
+            // Its sender is gone at once: the receiver answers that it is closed.
+            return broadcast::channel(1).1;
+        }
         channels
+            .by_thread
+            .retain(|_, channel| channel.sender.receiver_count() > 0);
+        channels
+            .by_thread
             .entry(thread_id.to_owned())
             .or_insert_with(|| Channel {
                 sender: broadcast::channel(CHANNEL_CAPACITY).0,
@@ -97,6 +116,14 @@ impl EventHub {
             })
             .sender
             .subscribe()
+    }
+
+    /// Closes every channel, now and from now on (the server is shutting down): a subscriber
+    /// is told so once it has taken what was sent before, and its stream ends.
+    pub fn close(&self) {
+        let mut channels = self.channels();
+        channels.closed = true;
+        channels.by_thread.clear();
     }
 }
 
@@ -164,4 +191,43 @@ pub fn event_json(
     event.insert("timestamp".into(), at.rfc3339().into());
     event.extend(extra);
     serde_json::Value::Object(event).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::broadcast::error::RecvError;
+
+    fn event(thread_id: &str, id: i64) -> StoredEvent {
+        StoredEvent {
+            thread_id: thread_id.into(),
+            id,
+            kind: "message".into(),
+            json: format!("{{\"id\":{id}}}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn closing_the_hub_ends_subscriptions_after_what_was_sent() {
+        let hub = EventHub::default();
+        let mut before = hub.subscribe("t");
+        hub.publish(event("t", 1));
+        hub.close();
+        // What was sent before the close still arrives, then the end.
+        assert_eq!(before.recv().await.unwrap().event.id, 1);
+        assert!(matches!(before.recv().await, Err(RecvError::Closed)));
+        // A subscription after the close ends at once, and publishing reaches no one.
+        let mut after = hub.subscribe("t");
+        hub.publish(event("t", 2));
+        assert!(matches!(after.recv().await, Err(RecvError::Closed)));
+        assert!(!hub.wants("t", 2));
+    }
+
+    #[test]
+    fn a_frame_is_made_once_and_shared() {
+        let delivered = Delivered::from(event("t", 7));
+        let (first, second) = (delivered.sse_frame(), delivered.sse_frame());
+        assert_eq!(&first[..], b"id: 7\ndata: {\"id\":7}\n\n");
+        assert_eq!(first.as_ptr(), second.as_ptr());
+    }
 }

@@ -6,6 +6,7 @@ use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use std::sync::Arc;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -91,19 +92,27 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// The fallbacks and middleware every answer goes through, and the state.
+///
+/// The middleware is one stack, added with one `layer` call: each call boxes every route's
+/// service and its response body once more, and a streamed body (an event stream) pays for
+/// each box at every frame.
 fn finish(routes: Router<AppState>, state: &AppState) -> Router {
-    routes
-        .fallback(system::no_route)
-        .method_not_allowed_fallback(system::wrong_method)
-        .layer(middleware::from_fn(crate::limits::linger_on_refusal))
+    // Outermost first: the request id is set before anything logs, and the access log and
+    // metrics see the answer a panic turned into.
+    let middleware = ServiceBuilder::new()
+        .layer(SetRequestIdLayer::x_request_id(crate::request_id::MakeId))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http().make_span_with(crate::request_id::span))
+        .layer(CatchPanicLayer::custom(panicked))
+        .layer(middleware::from_fn(crate::metrics::track))
         .layer(middleware::map_request(crate::limits::idle_bodies(
             state.config.body_idle_timeout,
         )))
-        .layer(middleware::from_fn(crate::metrics::track))
-        .layer(CatchPanicLayer::custom(panicked))
-        .layer(TraceLayer::new_for_http().make_span_with(crate::request_id::span))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(crate::request_id::MakeId))
+        .layer(middleware::from_fn(crate::limits::linger_on_refusal));
+    routes
+        .fallback(system::no_route)
+        .method_not_allowed_fallback(system::wrong_method)
+        .layer(middleware)
         .with_state(state.clone())
 }
 

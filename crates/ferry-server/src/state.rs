@@ -26,8 +26,6 @@ pub struct Inner {
     pub key_secrets: crate::signing::KeySecrets,
     /// The event streams open on this node, by principal.
     pub streams: Arc<StreamSlots>,
-    /// Turns true when the server begins to shut down: event streams end then.
-    stopping: tokio::sync::watch::Sender<bool>,
     /// The address clients reach this server at, for absolute links (signed downloads).
     public_url: OnceLock<String>,
 }
@@ -99,7 +97,6 @@ impl AppState {
         Ok(AppState(Arc::new(Inner {
             app,
             streams,
-            stopping: tokio::sync::watch::channel(false).0,
             config,
             auth,
             signer,
@@ -108,18 +105,10 @@ impl AppState {
         })))
     }
 
-    /// Tells everything long-lived (event streams) that the server is shutting down.
+    /// Tells everything long-lived that the server is shutting down: the event streams end
+    /// once they have sent what they had (their clients reconnect with `Last-Event-ID`).
     pub fn begin_shutdown(&self) {
-        self.stopping.send_replace(true);
-    }
-
-    /// Completes once the server has begun to shut down.
-    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut stopping = self.stopping.subscribe();
-        async move {
-            // An error means the state itself is gone: stop as well.
-            let _ = stopping.wait_for(|stopping| *stopping).await;
-        }
+        self.app.events.close();
     }
 
     /// Records where this server listens, unless a public URL was configured.

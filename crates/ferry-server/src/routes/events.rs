@@ -6,13 +6,15 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ferry_app::events::Delivered;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
+use tokio::time::{Instant, Sleep};
 use utoipa::{IntoParams, ToSchema};
 
 use ferry_app::messages::{self, NewMessage as Message};
@@ -21,6 +23,7 @@ use ferry_app::{Action, access};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::limits::StreamSlot;
 use crate::state::AppState;
 
 /// Events read from the database per query while catching up.
@@ -91,21 +94,12 @@ pub async fn events(
         }
         None | Some("sse") => {
             let slot = state.streams.take(principal.identity_key())?;
-            let stopped = state.stopped();
-            // The stream ends when the server shuts down (the client reconnects elsewhere with
-            // Last-Event-ID); the slot goes with it.
-            let stream = subscribe(state, thread.id, after)
-                .take_until(stopped)
-                .map(move |frame| {
-                    let _ = &slot;
-                    frame
-                });
             Ok((
                 [
                     (header::CONTENT_TYPE, "text/event-stream"),
                     (header::CACHE_CONTROL, "no-cache"),
                 ],
-                Body::from_stream(stream),
+                Body::from_stream(subscribe(state, thread.id, after, slot)),
             )
                 .into_response())
         }
@@ -122,11 +116,13 @@ pub async fn events(
 /// next id) or lags behind the hub, it catches up from the database again. The response body
 /// polls the hub's receiver itself: one wake-up per event and subscriber, and a client that
 /// stops reading only makes its receiver lag, never the publisher wait. When the client goes
-/// away the stream is dropped with its receiver.
+/// away the stream is dropped with its receiver and its `slot`; when the server shuts down the
+/// hub closes and the stream ends (the client reconnects elsewhere with `Last-Event-ID`).
 fn subscribe(
     state: AppState,
     thread_id: String,
     after: i64,
+    slot: StreamSlot,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> {
     let live = state.app.events.subscribe(&thread_id);
     let feed = Feed {
@@ -136,16 +132,63 @@ fn subscribe(
         last: after,
         catching_up: true,
         pending: VecDeque::new(),
+        _slot: slot,
     };
     // Every event is sent as the hub framed it, shared by all subscribers; a stream with
     // nothing to send for a while carries a comment, so that proxies and clients keep it open.
-    futures::stream::unfold(feed, |mut feed| async move {
-        match tokio::time::timeout(KEEP_ALIVE, feed.next()).await {
-            Ok(Some(event)) => Some((Ok(event.sse_frame()), feed)),
-            Ok(None) => None,
-            Err(_idle) => Some((Ok(Bytes::from_static(b":\n\n")), feed)),
+    futures::stream::unfold(
+        (feed, KeepAlive::new()),
+        |(mut feed, mut keep_alive)| async move {
+            let frame = tokio::select! {
+                biased;
+                event = feed.next() => {
+                    keep_alive.sent();
+                    event?.sse_frame()
+                }
+                () = keep_alive.due() => Bytes::from_static(b":\n\n"),
+            };
+            Some((Ok(frame), (feed, keep_alive)))
+        },
+    )
+}
+
+/// When a stream owes its client a comment: after [`KEEP_ALIVE`] without a frame.
+///
+/// The timer is moved only when it fires, not at every frame: a busy stream touches the
+/// runtime's timers once per [`KEEP_ALIVE`] rather than once per event, which with a thousand
+/// subscribers is a thousand timer insertions and removals per event saved.
+struct KeepAlive {
+    timer: Pin<Box<Sleep>>,
+    last_frame: Instant,
+}
+
+impl KeepAlive {
+    fn new() -> KeepAlive {
+        KeepAlive {
+            timer: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
+            last_frame: Instant::now(),
         }
-    })
+    }
+
+    /// A frame was sent.
+    fn sent(&mut self) {
+        self.last_frame = Instant::now();
+    }
+
+    /// Completes when nothing has been sent for [`KEEP_ALIVE`], counting the comment it is for
+    /// as sent. Cancel-safe: it only ever moves the timer forward.
+    async fn due(&mut self) {
+        loop {
+            self.timer.as_mut().await;
+            let due = self.last_frame + KEEP_ALIVE;
+            if Instant::now() >= due {
+                self.sent();
+                self.timer.as_mut().reset(self.last_frame + KEEP_ALIVE);
+                return;
+            }
+            self.timer.as_mut().reset(due);
+        }
+    }
 }
 
 /// One subscriber's position in a thread's events.
@@ -159,6 +202,8 @@ struct Feed {
     catching_up: bool,
     /// Events read from the database and not yet handed out.
     pending: VecDeque<Arc<Delivered>>,
+    /// The caller's stream slot, freed when the stream is dropped.
+    _slot: StreamSlot,
 }
 
 impl Feed {
@@ -254,4 +299,53 @@ pub async fn post_message(
         json,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Waits for `keep_alive` to be due and answers when, on the paused clock, since `start`.
+    async fn due_after(keep_alive: &mut KeepAlive, start: Instant) -> Duration {
+        keep_alive.due().await;
+        start.elapsed()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_comment_is_due_only_after_keep_alive_without_a_frame() {
+        let start = Instant::now();
+        let mut keep_alive = KeepAlive::new();
+        // Frames at 10 s and 20 s put the comment off until 35 s.
+        for at in [10, 20] {
+            tokio::time::sleep_until(start + Duration::from_secs(at)).await;
+            keep_alive.sent();
+        }
+        let first = due_after(&mut keep_alive, start).await;
+        // The comment counts as a frame: the next is due 15 s after it.
+        let second = due_after(&mut keep_alive, start).await;
+        // The runtime's timers tick in milliseconds.
+        let tick = Duration::from_millis(2);
+        assert!(
+            first >= Duration::from_secs(35) && first < Duration::from_secs(35) + tick,
+            "{first:?}"
+        );
+        assert!(
+            second >= Duration::from_secs(50) && second < Duration::from_secs(50) + tick,
+            "{second:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_stream_owes_a_comment_every_keep_alive() {
+        let start = Instant::now();
+        let mut keep_alive = KeepAlive::new();
+        for n in 1..=3 {
+            let at = due_after(&mut keep_alive, start).await;
+            assert!(
+                at >= KEEP_ALIVE * n
+                    && at < KEEP_ALIVE * n + Duration::from_millis(2 * u64::from(n)),
+                "{at:?}"
+            );
+        }
+    }
 }
