@@ -136,21 +136,26 @@ async fn accept_reworded_migrations(
 pub struct Db {
     pool: AnyPool,
     engine: Engine,
+    /// What only SQLite has; `None` on PostgreSQL. Shared, so a clone of the handle (one per
+    /// write that runs on a task of its own) costs one count.
+    sqlite: Option<Arc<SqliteParts>>,
+}
+
+/// What a SQLite database has beside its pool, all of it or none.
+#[derive(Debug)]
+pub(crate) struct SqliteParts {
     /// SQLite lets one transaction write at a time; the others, if left to the database, wait
     /// in its busy handler, which sleeps and retries with growing naps (hundreds of
     /// milliseconds at the tail under 32 writers). Writers queue here instead, in order, and
-    /// each starts as soon as the previous one ends. `None` on Postgres, which writes rows
-    /// concurrently.
-    write_turn: Option<Arc<tokio::sync::Mutex<()>>>,
-    /// SQLite's hot point reads, off the pool (see [`crate::sqlite_reads`]). `None` on
-    /// Postgres.
-    readers: Option<Readers>,
-    /// SQLite's writer that commits concurrent writes together (see
-    /// [`crate::group_commit`]). `None` on Postgres.
-    group: Option<GroupCommit>,
-    /// SQLite's space file records kept in memory, and with them this process's ownership of
-    /// the database (see [`crate::record_cache`]). `None` on Postgres.
-    records: Option<Arc<RecordCache>>,
+    /// each starts as soon as the previous one ends. PostgreSQL writes rows concurrently.
+    write_turn: Arc<tokio::sync::Mutex<()>>,
+    /// Hot point reads, off the pool (see [`crate::sqlite_reads`]).
+    pub(crate) readers: Readers,
+    /// The writer that commits concurrent writes together (see [`crate::group_commit`]).
+    pub(crate) group: GroupCommit,
+    /// Space file records kept in memory, and with them this process's ownership of the
+    /// database (see [`crate::record_cache`]).
+    pub(crate) records: Arc<RecordCache>,
 }
 
 impl Db {
@@ -208,37 +213,28 @@ impl Db {
         };
         accept_reworded_migrations(&pool, engine, migrator).await?;
         migrator.run(&pool).await?;
-        let write_turn = (engine == Engine::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        let (readers, group) = match (&write_turn, &file) {
-            (Some(turn), Some(file)) => (
-                Some(Readers::new(file)),
-                Some(GroupCommit::start(file, turn.clone())?),
-            ),
-            _ => (None, None),
+        let sqlite = match (file, records) {
+            (Some(file), Some(records)) => {
+                let write_turn = Arc::new(tokio::sync::Mutex::new(()));
+                Some(Arc::new(SqliteParts {
+                    readers: Readers::new(&file),
+                    group: GroupCommit::start(&file, write_turn.clone())?,
+                    write_turn,
+                    records,
+                }))
+            }
+            _ => None,
         };
         Ok(Db {
             pool,
             engine,
-            write_turn,
-            readers,
-            group,
-            records,
+            sqlite,
         })
     }
 
-    /// The group-committing writer, on SQLite.
-    pub(crate) fn group(&self) -> Option<&GroupCommit> {
-        self.group.as_ref()
-    }
-
-    /// The off-pool readers, on SQLite.
-    pub(crate) fn readers(&self) -> Option<&Readers> {
-        self.readers.as_ref()
-    }
-
-    /// The kept space file records, on SQLite.
-    pub(crate) fn records(&self) -> Option<&RecordCache> {
-        self.records.as_deref()
+    /// What only SQLite has: `None` on PostgreSQL.
+    pub(crate) fn sqlite(&self) -> Option<&SqliteParts> {
+        self.sqlite.as_deref()
     }
 
     /// Runs `write`, which changes the space file record at `key`, and on SQLite forgets the
@@ -251,9 +247,10 @@ impl Db {
         key: impl FnOnce() -> String,
         write: impl Future<Output = Result<T, Error>> + Send + 'static,
     ) -> Result<T, Error> {
-        let Some(cache) = self.records.clone() else {
+        let Some(sqlite) = self.sqlite() else {
             return write.await;
         };
+        let cache = sqlite.records.clone();
         let forget = ForgetOnDrop { cache, key: key() };
         let task = tokio::spawn(async move {
             let answer = write.await;
@@ -292,8 +289,8 @@ impl Db {
     /// otherwise it is closed and the pool opens a fresh one.
     pub async fn begin_write(&self) -> Result<WriteTx, Error> {
         // The turn is taken before a connection, so queued writers hold no connection.
-        let turn = match &self.write_turn {
-            Some(turn) => Some(turn.clone().lock_owned().await),
+        let turn = match self.sqlite() {
+            Some(sqlite) => Some(sqlite.write_turn.clone().lock_owned().await),
             None => None,
         };
         let conn = self.pool.acquire().await?;
@@ -326,8 +323,9 @@ impl Db {
         plan: Plan,
         verdict: impl FnOnce(Option<i64>) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, Error> {
-        if let Some(group) = &self.group {
-            return group
+        if let Some(sqlite) = self.sqlite() {
+            return sqlite
+                .group
                 .write(move |conn| {
                     let found = plan
                         .run_sqlite(conn)

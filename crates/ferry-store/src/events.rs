@@ -106,9 +106,10 @@ impl Db {
         kind: &str,
         render: impl FnOnce(i64, Timestamp) -> String + Send + 'static,
     ) -> Result<StoredEvent, Error> {
-        if let Some(group) = self.group() {
+        if let Some(sqlite) = self.sqlite() {
             let (thread_id, kind) = (thread_id.to_owned(), kind.to_owned());
-            return group
+            return sqlite
+                .group
                 .write(move |conn| {
                     append_sqlite(conn, &thread_id, &kind, render)
                         .map_err(crate::group_commit::database_error)?

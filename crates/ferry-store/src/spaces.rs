@@ -138,7 +138,8 @@ impl Db {
         space: &SpaceName,
         path: &ValidPath,
     ) -> Result<Option<SpaceFile>, Error> {
-        if let (Some(readers), Some(records)) = (self.readers(), self.records()) {
+        if let Some(sqlite) = self.sqlite() {
+            let (readers, records) = (&sqlite.readers, &sqlite.records);
             let (space, path) = (space.as_str(), path.as_str());
             let key = record_cache::key(owner, space, path);
             let ticket = match records.lookup(&key) {

@@ -48,8 +48,8 @@ impl Db {
     /// One thread. Every request on a thread starts here (its access check), so on SQLite it
     /// is a point read off the pool, like a space file's (`crate::sqlite_reads`).
     pub async fn thread(&self, id: &str) -> Result<Option<Thread>, Error> {
-        if let Some(readers) = self.readers() {
-            return readers.with(|conn| {
+        if let Some(sqlite) = self.sqlite() {
+            return sqlite.readers.with(|conn| {
                 crate::sqlite_reads::one(conn, THREAD, &[&id], |row| {
                     Ok(Thread {
                         id: row.get(0)?,
