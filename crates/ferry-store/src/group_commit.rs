@@ -93,7 +93,8 @@ impl GroupCommit {
         turn: Arc<tokio::sync::Mutex<()>>,
     ) -> Result<GroupCommit, Error> {
         let conn = open(path).map_err(database_error)?;
-        let checkpointer = Checkpointer::start(path)?;
+        let checkpointer =
+            Checkpointer::start(open(path).map_err(database_error)?).map_err(Error::Io)?;
         let (queue, waiting) = mpsc::channel();
         std::thread::Builder::new()
             .name("ferry-sqlite-writer".into())

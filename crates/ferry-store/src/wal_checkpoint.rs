@@ -24,14 +24,10 @@
 
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::path::Path;
 use std::sync::mpsc;
 
 use rusqlite::Connection;
 use rusqlite::hooks::Wal;
-
-use crate::Error;
-use crate::group_commit::database_error;
 
 /// The log's length, in pages, past which a checkpoint is started: SQLite's own default.
 pub(crate) const CHECKPOINT_PAGES: c_int = 1000;
@@ -52,18 +48,15 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Opens the checkpointing connection and starts its thread.
-    pub(crate) fn start(path: &Path) -> Result<Checkpointer, Error> {
-        let conn = Connection::open(path).map_err(database_error)?;
-        // A checkpoint flushes the database file before the log may be reused.
-        conn.execute_batch("PRAGMA synchronous = FULL")
-            .map_err(database_error)?;
+    /// Starts the checkpointing thread on `conn`, a connection of its own to the database
+    /// (with `synchronous = FULL`: a checkpoint flushes the database file before the log may
+    /// be reused).
+    pub(crate) fn start(conn: Connection) -> std::io::Result<Checkpointer> {
         // One pending wake-up is enough: a checkpoint takes every page logged before it starts.
         let (wake, woken) = mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("ferry-sqlite-checkpoint".into())
-            .spawn(move || checkpoint_when_woken(&conn, &woken))
-            .map_err(Error::Io)?;
+            .spawn(move || checkpoint_when_woken(&conn, &woken))?;
         Ok(Checkpointer { wake })
     }
 
