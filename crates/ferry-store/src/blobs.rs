@@ -94,6 +94,11 @@ impl LocalCopy {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Whether this is a download that goes away with the value, rather than the blob itself.
+    pub fn is_temporary(&self) -> bool {
+        self.temporary
+    }
 }
 
 impl Drop for LocalCopy {

@@ -333,6 +333,38 @@ fn skill_files(root: &Path) -> io::Result<Vec<(String, PathBuf)>> {
     Ok(out)
 }
 
+/// How much of a file [`copy_contents`] copies before it gives the source's pages back.
+const COPY_CHUNK: u64 = 8 << 20;
+
+/// Copies `from` into `to`, in the kernel where the file system can (`copy_file_range`, std's
+/// `io::copy` between files), a chunk at a time. With `release_source`, each chunk of the
+/// source is dropped from the page cache once copied (the source must be clean, so that this
+/// frees its pages instead of starting their writeback). That is for an upload's blob: it is
+/// durable and read again only when the original is downloaded, while its sandbox copy is what
+/// the agent reads next, so the bytes stay cached once instead of twice; and the copy's pages
+/// are the ones just freed rather than memory the machine has not touched yet, which a virtual
+/// machine's host must first provide (up to 2 s per GiB measured; bench/NOTES.md §1).
+fn copy_contents(from: &std::fs::File, to: &std::fs::File, release_source: bool) -> io::Result<()> {
+    use io::Read;
+    let mut copied = 0;
+    loop {
+        let n = io::copy(&mut from.take(COPY_CHUNK), &mut &*to)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if release_source {
+            // Advice only: if the kernel keeps the pages, the copy is just as correct.
+            let _ = rustix::fs::fadvise(
+                from,
+                copied,
+                std::num::NonZeroU64::new(n),
+                rustix::fs::Advice::DontNeed,
+            );
+        }
+        copied += n;
+    }
+}
+
 fn read_only_dir() -> cap_std::fs::Permissions {
     use cap_std::fs::PermissionsExt;
     cap_std::fs::Permissions::from_mode(0o555)
@@ -546,7 +578,13 @@ impl Sandbox {
         match self {
             Sandbox::Local(local) => {
                 let source = blobs.local_copy(&blob.key).await.map_err(Error::Io)?;
-                local.copy_in_unique(folder, name, source.path()).await
+                // A local blob was fsynced when it was made, so its cached pages are clean and
+                // can be given back as they are copied; a temporary download's are not, and
+                // dropping them would start writing back a file that is about to go.
+                let release_source = !source.is_temporary();
+                local
+                    .copy_in_unique(folder, name, source.path(), release_source)
+                    .await
             }
             Sandbox::Stored(stored) => {
                 stored
@@ -880,6 +918,7 @@ impl LocalSandbox {
         folder: &str,
         name: &ValidPath,
         source: &Path,
+        release_source: bool,
     ) -> Result<String, Error> {
         let folder = folder.to_owned();
         let name = name.as_str().to_owned();
@@ -892,9 +931,9 @@ impl LocalSandbox {
                 let candidate = numbered(&name, attempt);
                 match target_dir.open_with(&candidate, &options) {
                     Ok(target) => {
-                        let mut target = target.into_std();
-                        let mut from = std::fs::File::open(&source).map_err(Error::Io)?;
-                        if let Err(e) = io::copy(&mut from, &mut target) {
+                        let target = target.into_std();
+                        let from = std::fs::File::open(&source).map_err(Error::Io)?;
+                        if let Err(e) = copy_contents(&from, &target, release_source) {
                             let _ = target_dir.remove_file(&candidate);
                             return Err(Error::Io(e));
                         }
@@ -1203,5 +1242,29 @@ mod tests {
         assert_eq!(numbered("archive.tar.gz", 2), "archive.tar (2).gz");
         assert_eq!(numbered("notes", 1), "notes (1)");
         assert_eq!(numbered(".env", 1), ".env (1)");
+    }
+
+    #[test]
+    fn a_copy_in_chunks_is_the_whole_file_whether_or_not_the_source_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two whole chunks and a part of a third, in a pattern that shows a chunk out of place.
+        let len = 2 * COPY_CHUNK as usize + 4097;
+        let bytes: Vec<u8> = (0..len).map(|i| (i / 4096 % 251) as u8).collect();
+        let source = dir.path().join("source");
+        std::fs::write(&source, &bytes).unwrap();
+        for release_source in [false, true] {
+            let target = dir.path().join(format!("copy-{release_source}"));
+            let to = std::fs::File::create_new(&target).unwrap();
+            let from = std::fs::File::open(&source).unwrap();
+            copy_contents(&from, &to, release_source).unwrap();
+            assert!(
+                std::fs::read(&target).unwrap() == bytes,
+                "release: {release_source}"
+            );
+            assert!(
+                std::fs::read(&source).unwrap() == bytes,
+                "release: {release_source}"
+            );
+        }
     }
 }
