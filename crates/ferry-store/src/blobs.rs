@@ -15,14 +15,13 @@ use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::Error;
+use crate::chunk_writer::ChunkWriter;
 
 mod cached;
 
-/// How many bytes to gather before handing them to the file system: fewer, larger writes.
-const WRITE_BUFFER: usize = 1 << 20;
 /// The chunk size of blob reads.
 const READ_CHUNK: usize = 256 * 1024;
 /// Bodies up to this size are gathered in memory and written to their file in one go.
@@ -607,32 +606,37 @@ where
         spooled.sha256 = hex::encode(hasher.finalize());
         return Ok(spooled);
     };
-    if as_blob {
-        tokio::fs::create_dir_all(&folder)
-            .await
-            .map_err(Error::Io)?;
-    }
-    let file = tokio::fs::File::create_new(&spooled.path)
-        .await
-        .map_err(Error::Io)?;
-    let mut writer = BufWriter::with_capacity(WRITE_BUFFER, file);
-    for chunk in head.iter().chain(std::iter::once(&overflow)) {
-        writer.write_all(chunk).await.map_err(Error::Io)?;
+    let path = spooled.path.clone();
+    let dir = folder.clone();
+    let file = tokio::task::spawn_blocking(move || {
+        if as_blob {
+            std::fs::create_dir_all(&dir)?;
+        }
+        std::fs::File::create_new(&path)
+    })
+    .await
+    .map_err(|e| Error::Io(io::Error::other(e)))?
+    .map_err(Error::Io)?;
+    let mut writer = ChunkWriter::new(file);
+    for chunk in head.into_iter().chain(std::iter::once(overflow)) {
+        writer.write(chunk).await.map_err(Error::Io)?;
     }
     while let Some(chunk) = body.next().await {
         let chunk = received(&mut spooled, &mut hasher, chunk, limit)?;
-        writer.write_all(&chunk).await.map_err(Error::Io)?;
+        writer.write(chunk).await.map_err(Error::Io)?;
     }
-    writer.flush().await.map_err(Error::Io)?;
-    let file = writer.into_inner();
-    file.sync_all().await.map_err(Error::Io)?;
-    if as_blob {
-        tokio::task::spawn_blocking(move || std::fs::File::open(folder)?.sync_all())
-            .await
-            .map_err(|e| Error::Io(io::Error::other(e)))?
-            .map_err(Error::Io)?;
-        spooled.committed = true;
-    }
+    let file = writer.finish().await.map_err(Error::Io)?;
+    tokio::task::spawn_blocking(move || {
+        file.sync_all()?;
+        if as_blob {
+            std::fs::File::open(folder)?.sync_all()?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| Error::Io(io::Error::other(e)))?
+    .map_err(Error::Io)?;
+    spooled.committed = as_blob;
     spooled.sha256 = hex::encode(hasher.finalize());
     Ok(spooled)
 }

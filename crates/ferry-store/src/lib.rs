@@ -6,6 +6,7 @@
 
 pub mod access_keys;
 pub mod blobs;
+mod chunk_writer;
 pub mod db;
 mod error;
 pub mod events;

@@ -30,11 +30,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::Semaphore;
 
 use crate::Error;
 use crate::blobs::{BlobRead, Blobs, StoredBlob};
+use crate::chunk_writer::ChunkWriter;
 use crate::db::Db;
 use crate::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
 
@@ -1152,7 +1152,7 @@ where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
-    let mut writer = BufWriter::with_capacity(1 << 20, tokio::fs::File::from_std(file));
+    let mut writer = ChunkWriter::new(file);
     let mut size = 0u64;
     let mut body = std::pin::pin!(body);
     while let Some(chunk) = body.next().await {
@@ -1161,12 +1161,13 @@ where
         if size > limit {
             return Err(Error::TooLarge { limit });
         }
-        writer.write_all(&chunk).await.map_err(Error::Io)?;
+        writer.write(chunk).await.map_err(Error::Io)?;
     }
-    writer.flush().await.map_err(Error::Io)?;
-    let file = writer.into_inner();
-    file.sync_all().await.map_err(Error::Io)?;
-    Ok(file.into_std().await)
+    let file = writer.finish().await.map_err(Error::Io)?;
+    tokio::task::spawn_blocking(move || file.sync_all().map(|()| file))
+        .await
+        .map_err(|e| Error::Io(io::Error::other(e)))?
+        .map_err(Error::Io)
 }
 
 /// Lists `dir` into `out`. Metadata is read with `fstatat` (no symlink followed, nothing
