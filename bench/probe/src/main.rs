@@ -5,7 +5,9 @@
 //!   `--sub`/`--pub` instead of `--thread`, the same against any server that publishes a POSTed
 //!   body to SSE subscribers (nchan, the peer);
 //! - `seed`: writes N small files into a space with C concurrent keep-alive connections;
-//! - `list`: walks a recursive listing through its cursor, timing the first page and the whole.
+//! - `list`: walks a recursive listing through its cursor, timing the first page and the whole;
+//! - `fanout`: not a client but the floor for `events`: a server that does nothing but write
+//!   each POSTed body to every SSE subscriber (`fanout.rs`).
 //!
 //! A small hand-written HTTP/1.1 client over tokio keeps the client's own cost low and
 //! predictable (no connection pool, no TLS, no JSON parsing). Every result is printed as one
@@ -19,6 +21,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+mod fanout;
+
 type Conn = BufReader<TcpStream>;
 
 fn usage() -> ! {
@@ -26,7 +30,8 @@ fn usage() -> ! {
         "usage:\n  probe events --addr HOST:PORT --token T --thread ID --subscribers N --messages M\n  \
          probe events --addr HOST:PORT --sub PATH --pub PATH --subscribers N --messages M\n  \
          probe seed   --addr HOST:PORT --token T --space S --prefix P --count N [--concurrency C] [--size BYTES]\n  \
-         probe list   --addr HOST:PORT --token T --space S [--limit L]"
+         probe list   --addr HOST:PORT --token T --space S [--limit L]\n  \
+         probe fanout --addr HOST:PORT [--writers N]"
     );
     std::process::exit(2)
 }
@@ -66,6 +71,13 @@ fn main() {
     }
     let cmd = argv.remove(0);
     let args = Args(argv);
+    if cmd == "fanout" {
+        if let Err(e) = fanout::serve(&args.need("addr"), args.num("writers", 2)) {
+            eprintln!("probe fanout: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let threads = args.num("threads", 2);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
@@ -333,25 +345,23 @@ async fn events(args: &Args) -> io::Result<String> {
                     let at = base.elapsed().as_nanos() as u64;
                     // Whole events end with a blank line.
                     while let Some(end) = find(&buf, b"\n\n") {
-                        if let Some(k) = marker(&buf[..end]) {
-                            if k < messages {
-                                let slot = &received[s * messages + k];
-                                if slot.load(Ordering::Relaxed) == NOT_YET {
-                                    slot.store(at, Ordering::Relaxed);
-                                    counts[k].fetch_add(1, Ordering::SeqCst);
-                                    seen += 1;
-                                }
-                            }
+                        if let Some(k) = marker(&buf[..end])
+                            && k < messages
+                            && received[s * messages + k].load(Ordering::Relaxed) == NOT_YET
+                        {
+                            received[s * messages + k].store(at, Ordering::Relaxed);
+                            counts[k].fetch_add(1, Ordering::SeqCst);
+                            seen += 1;
                         }
                         buf.drain(..end + 2);
                     }
                 }
                 io::Result::Ok(())
             };
-            if let Err(e) = run.await {
-                if failed.fetch_add(1, Ordering::SeqCst) < 3 {
-                    eprintln!("probe events: subscriber {s}: {e}");
-                }
+            if let Err(e) = run.await
+                && failed.fetch_add(1, Ordering::SeqCst) < 3
+            {
+                eprintln!("probe events: subscriber {s}: {e}");
             }
         }));
         // Open the streams a few at a time so the listener's backlog never overflows.
@@ -385,6 +395,7 @@ async fn events(args: &Args) -> io::Result<String> {
 
     let mut sent = vec![0u64; messages];
     let mut lost = 0usize;
+    let cpu_before = own_cpu_seconds();
     for k in 0..messages {
         let body = if paths.json {
             format!("{{\"text\":\"bench#{k}#\"}}")
@@ -416,6 +427,9 @@ async fn events(args: &Args) -> io::Result<String> {
         }
         tokio::time::sleep(gap).await;
     }
+    // The client's own cost of the messages (its reads of every subscriber's stream), so that a
+    // server's figure can be read against what the client takes of the same two cores.
+    let client_cpu_ms = (own_cpu_seconds() - cpu_before) * 1e3 / messages as f64;
     for t in tasks {
         t.abort();
     }
@@ -442,11 +456,28 @@ async fn events(args: &Args) -> io::Result<String> {
         }
     }
     Ok(format!(
-        "{{\"subscribers\":{subscribers},\"messages\":{messages},\"lost\":{lost},{},{},{}}}",
+        "{{\"subscribers\":{subscribers},\"messages\":{messages},\"lost\":{lost},\"client_cpu_ms_per_message\":{client_cpu_ms:.3},{},{},{}}}",
         summary("all", all),
         summary("designated", first_sub),
         summary("last", last_of)
     ))
+}
+
+/// User and system CPU time of this process so far, every thread (`/proc/self/stat`, in clock
+/// ticks of 1/100 s: the message phase lasts seconds, so the tick is fine enough).
+fn own_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line; what follows the name starts at field 3.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
