@@ -5,11 +5,16 @@
 //! subscribers. Each thread has a bounded broadcast channel: a subscriber that falls behind is
 //! told it lagged and catches up from the database, so a slow or vanished subscriber never
 //! slows a publisher or makes the hub grow.
+//!
+//! The hub also keeps every open stream alive: every [`KEEP_ALIVE`] it sends each channel a
+//! [`Live::KeepAlive`], which a stream writes as a comment. One timer for all streams, rather
+//! than one per stream that every event would have to poll and push back.
 
 use bytes::Bytes;
 use ferry_store::events::StoredEvent;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 use tokio::sync::broadcast;
 
 /// The agent id shown in events when an agent token names none.
@@ -17,6 +22,18 @@ pub const DEFAULT_AGENT_ID: &str = "agent";
 
 /// Events buffered per thread for subscribers that are momentarily behind.
 const CHANNEL_CAPACITY: usize = 256;
+
+/// How often every open stream carries a comment, so that proxies and clients keep it open.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// What a subscription receives from the hub.
+#[derive(Debug, Clone)]
+pub enum Live {
+    /// A stored event.
+    Event(Arc<Delivered>),
+    /// Time for a comment (every [`KEEP_ALIVE`]).
+    KeepAlive,
+}
 
 /// An event on its way to subscribers: stored, and framed for an event stream once for all
 /// of them (a thousand subscribers share one buffer rather than format a thousand copies).
@@ -64,7 +81,7 @@ struct Channels {
 
 #[derive(Debug)]
 struct Channel {
-    sender: broadcast::Sender<Arc<Delivered>>,
+    sender: broadcast::Sender<Live>,
     /// The highest event id sent, so a notification of an event this node already sent
     /// (its own, echoed back by Postgres) is not read and sent again.
     last_sent: i64,
@@ -83,8 +100,31 @@ impl EventHub {
                 channels.remove(&event.thread_id);
             } else {
                 channel.last_sent = channel.last_sent.max(event.id);
-                let _ = channel.sender.send(Arc::new(Delivered::from(event)));
+                let _ = channel
+                    .sender
+                    .send(Live::Event(Arc::new(Delivered::from(event))));
             }
+        }
+    }
+
+    /// Sends every open subscription a [`Live::KeepAlive`], and forgets the channels nobody
+    /// listens to any more.
+    pub fn keep_alive(&self) {
+        self.channels().by_thread.retain(|_, channel| {
+            channel.sender.receiver_count() > 0 && channel.sender.send(Live::KeepAlive).is_ok()
+        });
+    }
+
+    /// Runs [`keep_alive`](Self::keep_alive) every [`KEEP_ALIVE`], for as long as the server
+    /// runs.
+    pub async fn keep_streams_alive(&self) {
+        let mut every =
+            tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+        // After a stall (a suspended machine), one comment, not a burst of them.
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            self.keep_alive();
         }
     }
 
@@ -98,7 +138,7 @@ impl EventHub {
 
     /// Subscribes to a thread's events from now on. Once the hub is [closed](Self::close),
     /// the receiver is closed from the start.
-    pub fn subscribe(&self, thread_id: &str) -> broadcast::Receiver<Arc<Delivered>> {
+    pub fn subscribe(&self, thread_id: &str) -> broadcast::Receiver<Live> {
         let mut channels = self.channels();
         if channels.closed {
             // Its sender is gone at once: the receiver answers that it is closed.
@@ -214,13 +254,41 @@ mod tests {
         hub.publish(event("t", 1));
         hub.close();
         // What was sent before the close still arrives, then the end.
-        assert_eq!(before.recv().await.unwrap().event.id, 1);
+        assert!(matches!(before.recv().await, Ok(Live::Event(e)) if e.event.id == 1));
         assert!(matches!(before.recv().await, Err(RecvError::Closed)));
         // A subscription after the close ends at once, and publishing reaches no one.
         let mut after = hub.subscribe("t");
         hub.publish(event("t", 2));
         assert!(matches!(after.recv().await, Err(RecvError::Closed)));
         assert!(!hub.wants("t", 2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_open_subscription_is_kept_alive_once_per_period() {
+        let hub = Arc::new(EventHub::default());
+        let (mut a, mut b) = (hub.subscribe("a"), hub.subscribe("b"));
+        drop(hub.subscribe("gone"));
+        let start = tokio::time::Instant::now();
+        let ticking = tokio::spawn({
+            let hub = hub.clone();
+            async move { hub.keep_streams_alive().await }
+        });
+        for n in 1..=3 {
+            for receiver in [&mut a, &mut b] {
+                let next = tokio::time::timeout(KEEP_ALIVE * 2, receiver.recv()).await;
+                assert!(matches!(next, Ok(Ok(Live::KeepAlive))), "{next:?}");
+            }
+            // On the paused clock, exactly one period after the last (the timer ticks in ms).
+            let elapsed = start.elapsed();
+            assert!(
+                elapsed >= KEEP_ALIVE * n && elapsed < KEEP_ALIVE * n + Duration::from_millis(2),
+                "{elapsed:?}"
+            );
+            assert!(a.is_empty() && b.is_empty());
+        }
+        // The channel nobody listens to was forgotten at the first keep-alive.
+        assert!(!hub.channels().by_thread.contains_key("gone"));
+        ticking.abort();
     }
 
     #[test]

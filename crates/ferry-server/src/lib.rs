@@ -45,6 +45,10 @@ pub async fn serve(
     let worker = tokio::spawn(connectors::run_delivery_worker(state.clone()));
     let relay = tokio::spawn(relay_events_from_other_nodes(state.clone()));
     let sweeper = tokio::spawn(sweep_periodically(state.clone()));
+    let keep_alive = tokio::spawn({
+        let app = state.app.clone();
+        async move { app.events.keep_streams_alive().await }
+    });
     let app = router::router(state.clone());
     let stopping = state.clone();
     listen::serve_connections(
@@ -58,6 +62,7 @@ pub async fn serve(
     worker.abort();
     relay.abort();
     sweeper.abort();
+    keep_alive.abort();
     state.app.db.close().await;
     Ok(())
 }

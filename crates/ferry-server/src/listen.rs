@@ -104,9 +104,14 @@ pub async fn serve_connections(
                 watcher.watch(builder.serve_connection(io, service)).await
             } else {
                 let mut builder = hyper::server::conn::http1::Builder::new();
+                // Each write is one buffer rather than a vector of pieces: a chunk of an event
+                // stream is its size line, the frame and a CRLF, three pieces for a `writev` to
+                // one of a thousand sockets per event; hyper copies them together instead
+                // (bench/NOTES.md, part 5).
                 builder
                     .timer(TokioTimer::new())
-                    .header_read_timeout(limits.header_timeout);
+                    .header_read_timeout(limits.header_timeout)
+                    .writev(false);
                 watcher.watch(builder.serve_connection(io, service)).await
             };
             if let Err(e) = result {

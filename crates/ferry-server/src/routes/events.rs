@@ -5,16 +5,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use ferry_app::events::Delivered;
+use ferry_app::events::{Delivered, Live};
 use futures::Stream;
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::broadcast;
-use tokio::time::{Instant, Sleep};
 use utoipa::{IntoParams, ToSchema};
 
 use ferry_app::messages::{self, NewMessage as Message};
@@ -28,8 +24,8 @@ use crate::state::AppState;
 
 /// Events read from the database per query while catching up.
 const REPLAY_BATCH: u32 = 500;
-/// How long a stream may carry nothing before it carries a comment.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// What a stream carries when the hub keeps it alive: an SSE comment.
+const COMMENT: &[u8] = b":\n\n";
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -115,9 +111,12 @@ pub async fn events(
 /// lost; it skips what it already sent, and whenever it sees a gap (an event that is not the
 /// next id) or lags behind the hub, it catches up from the database again. The response body
 /// polls the hub's receiver itself: one wake-up per event and subscriber, and a client that
-/// stops reading only makes its receiver lag, never the publisher wait. When the client goes
-/// away the stream is dropped with its receiver and its `slot`; when the server shuts down the
-/// hub closes and the stream ends (the client reconnects elsewhere with `Last-Event-ID`).
+/// stops reading only makes its receiver lag, never the publisher wait. Every event is sent as
+/// the hub framed it, shared by all subscribers; the hub's keep-alive, every
+/// [`KEEP_ALIVE`](ferry_app::events::KEEP_ALIVE), is sent as a comment, so that proxies and
+/// clients keep the stream open. When the client goes away the stream is dropped with its
+/// receiver and its `slot`; when the server shuts down the hub closes and the stream ends (the
+/// client reconnects elsewhere with `Last-Event-ID`).
 fn subscribe(
     state: AppState,
     thread_id: String,
@@ -134,85 +133,34 @@ fn subscribe(
         pending: VecDeque::new(),
         _slot: slot,
     };
-    // Every event is sent as the hub framed it, shared by all subscribers; a stream with
-    // nothing to send for a while carries a comment, so that proxies and clients keep it open.
-    futures::stream::unfold(
-        (feed, KeepAlive::new()),
-        |(mut feed, mut keep_alive)| async move {
-            let frame = tokio::select! {
-                biased;
-                event = feed.next() => {
-                    keep_alive.sent();
-                    event?.sse_frame()
-                }
-                () = keep_alive.due() => Bytes::from_static(b":\n\n"),
-            };
-            Some((Ok(frame), (feed, keep_alive)))
-        },
-    )
-}
-
-/// When a stream owes its client a comment: after [`KEEP_ALIVE`] without a frame.
-///
-/// The timer is moved only when it fires, not at every frame: a busy stream touches the
-/// runtime's timers once per [`KEEP_ALIVE`] rather than once per event, which with a thousand
-/// subscribers is a thousand timer insertions and removals per event saved.
-struct KeepAlive {
-    timer: Pin<Box<Sleep>>,
-    last_frame: Instant,
-}
-
-impl KeepAlive {
-    fn new() -> KeepAlive {
-        KeepAlive {
-            timer: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
-            last_frame: Instant::now(),
-        }
-    }
-
-    /// A frame was sent.
-    fn sent(&mut self) {
-        self.last_frame = Instant::now();
-    }
-
-    /// Completes when nothing has been sent for [`KEEP_ALIVE`], counting the comment it is for
-    /// as sent. Cancel-safe: it only ever moves the timer forward.
-    async fn due(&mut self) {
-        loop {
-            self.timer.as_mut().await;
-            let due = self.last_frame + KEEP_ALIVE;
-            if Instant::now() >= due {
-                self.sent();
-                self.timer.as_mut().reset(self.last_frame + KEEP_ALIVE);
-                return;
-            }
-            self.timer.as_mut().reset(due);
-        }
-    }
+    futures::stream::unfold(feed, |mut feed| async move {
+        let frame = feed.next().await?;
+        Some((Ok(frame), feed))
+    })
 }
 
 /// One subscriber's position in a thread's events.
 struct Feed {
     state: AppState,
     thread_id: String,
-    live: broadcast::Receiver<Arc<Delivered>>,
+    live: broadcast::Receiver<Live>,
     /// The id of the last event handed out.
     last: i64,
     /// Whether the next events come from the database rather than the hub.
     catching_up: bool,
-    /// Events read from the database and not yet handed out.
-    pending: VecDeque<Arc<Delivered>>,
+    /// Frames of events read from the database and not yet handed out.
+    pending: VecDeque<Bytes>,
     /// The caller's stream slot, freed when the stream is dropped.
     _slot: StreamSlot,
 }
 
 impl Feed {
-    /// The next event, or `None` when the stream ends (the hub closed, or the database failed
-    /// during a catch-up).
-    async fn next(&mut self) -> Option<Arc<Delivered>> {
+    /// The next frame: an event, or a keep-alive comment; `None` when the stream ends (the hub
+    /// closed, or the database failed during a catch-up).
+    async fn next(&mut self) -> Option<Bytes> {
         loop {
-            if let Some(event) = self.pending.pop_front() {
-                return Some(event);
+            if let Some(frame) = self.pending.pop_front() {
+                return Some(frame);
             }
             if self.catching_up {
                 let batch = match self
@@ -233,16 +181,19 @@ impl Feed {
                     self.last = event.id;
                 }
                 self.pending
-                    .extend(batch.into_iter().map(|e| Arc::new(Delivered::from(e))));
+                    .extend(batch.into_iter().map(|e| Delivered::from(e).sse_frame()));
                 continue;
             }
             match self.live.recv().await {
-                Ok(live) if live.event.id <= self.last => continue,
-                Ok(live) if live.event.id == self.last + 1 => {
+                Ok(Live::KeepAlive) => return Some(Bytes::from_static(COMMENT)),
+                Ok(Live::Event(live)) if live.event.id <= self.last => continue,
+                Ok(Live::Event(live)) if live.event.id == self.last + 1 => {
                     self.last = live.event.id;
-                    return Some(live);
+                    return Some(live.sse_frame());
                 }
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catching_up = true,
+                Ok(Live::Event(_)) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    self.catching_up = true;
+                }
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
@@ -299,53 +250,4 @@ pub async fn post_message(
         json,
     )
         .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Waits for `keep_alive` to be due and answers when, on the paused clock, since `start`.
-    async fn due_after(keep_alive: &mut KeepAlive, start: Instant) -> Duration {
-        keep_alive.due().await;
-        start.elapsed()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_comment_is_due_only_after_keep_alive_without_a_frame() {
-        let start = Instant::now();
-        let mut keep_alive = KeepAlive::new();
-        // Frames at 10 s and 20 s put the comment off until 35 s.
-        for at in [10, 20] {
-            tokio::time::sleep_until(start + Duration::from_secs(at)).await;
-            keep_alive.sent();
-        }
-        let first = due_after(&mut keep_alive, start).await;
-        // The comment counts as a frame: the next is due 15 s after it.
-        let second = due_after(&mut keep_alive, start).await;
-        // The runtime's timers tick in milliseconds.
-        let tick = Duration::from_millis(2);
-        assert!(
-            first >= Duration::from_secs(35) && first < Duration::from_secs(35) + tick,
-            "{first:?}"
-        );
-        assert!(
-            second >= Duration::from_secs(50) && second < Duration::from_secs(50) + tick,
-            "{second:?}"
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_idle_stream_owes_a_comment_every_keep_alive() {
-        let start = Instant::now();
-        let mut keep_alive = KeepAlive::new();
-        for n in 1..=3 {
-            let at = due_after(&mut keep_alive, start).await;
-            assert!(
-                at >= KEEP_ALIVE * n
-                    && at < KEEP_ALIVE * n + Duration::from_millis(2 * u64::from(n)),
-                "{at:?}"
-            );
-        }
-    }
 }
