@@ -108,11 +108,11 @@ impl EventHub {
     }
 
     /// Sends every open subscription a [`Live::KeepAlive`], and forgets the channels nobody
-    /// listens to any more.
+    /// listens to any more (a broadcast send fails exactly when there is no receiver).
     pub fn keep_alive(&self) {
-        self.channels().by_thread.retain(|_, channel| {
-            channel.sender.receiver_count() > 0 && channel.sender.send(Live::KeepAlive).is_ok()
-        });
+        self.channels()
+            .by_thread
+            .retain(|_, channel| channel.sender.send(Live::KeepAlive).is_ok());
     }
 
     /// Runs [`keep_alive`](Self::keep_alive) every [`KEEP_ALIVE`], for as long as the server
