@@ -6,6 +6,7 @@
 //! caller. How a door shows each kind (an HTTP status, an S3 error code, an MCP tool error) is
 //! the door's business.
 
+use ferry_core::content_type::ContentTypeError;
 use ferry_core::path::PathError;
 use ferry_core::send_file::SendFileError;
 use ferry_core::space_name::SpaceNameError;
@@ -133,6 +134,12 @@ pub fn describe_bytes(bytes: u64) -> String {
 impl From<PathError> for Error {
     fn from(e: PathError) -> Self {
         Error::InvalidPath(e.to_string())
+    }
+}
+
+impl From<ContentTypeError> for Error {
+    fn from(e: ContentTypeError) -> Self {
+        Error::UnsupportedMediaType(e.to_string())
     }
 }
 

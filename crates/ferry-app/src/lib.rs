@@ -11,6 +11,7 @@
 
 pub mod access;
 pub mod access_keys;
+pub mod body;
 pub mod cache;
 pub mod connectors;
 pub mod error;

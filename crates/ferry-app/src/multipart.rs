@@ -12,6 +12,7 @@ use futures::{Stream, StreamExt, TryStreamExt};
 
 use crate::App;
 use crate::access::{self, Action};
+use crate::body::Incoming;
 use crate::error::{Error, Result};
 use crate::objects::{self, Destination};
 use crate::principal::Principal;
@@ -20,7 +21,8 @@ use crate::principal::Principal;
 pub const MAX_PART_NUMBER: u32 = 10_000;
 
 /// Starts an upload of the object `key` of `bucket` (the door's names for `destination`),
-/// if the caller may write there.
+/// if the caller may write there and its content type is valid (refused now, not when it
+/// completes).
 pub async fn create(
     app: &App,
     principal: &Principal,
@@ -37,6 +39,7 @@ pub async fn create(
             access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
         }
     }
+    ferry_core::content_type::check(meta.content_type)?;
     Ok(app
         .db
         .insert_multipart(&principal.identity_key(), bucket, key, meta)
@@ -60,8 +63,8 @@ pub async fn find(
         .ok_or_else(|| Error::not_found(format!("no upload '{upload_id}' of this key")))
 }
 
-/// Stores one part (replacing an earlier one of the same number), refused once it passes the
-/// size limit of the destination. `checksum` is asked once the whole body has been read: the
+/// Stores one part (replacing an earlier one of the same number), refused when it declares or
+/// passes the size limit of the destination, or differs from its declared length. `checksum` is asked once the whole body has been read: the
 /// door's record of the checksum the part was verified against (one sent after the body, as a
 /// trailer, is only known then), kept with the part.
 pub async fn upload_part<S, E>(
@@ -69,7 +72,7 @@ pub async fn upload_part<S, E>(
     upload: &Upload,
     destination: &Destination,
     part_number: u32,
-    body: S,
+    body: Incoming<S>,
     checksum: impl FnOnce() -> Option<String>,
 ) -> Result<Part>
 where
@@ -81,7 +84,8 @@ where
             "part numbers run from 1 to {MAX_PART_NUMBER}"
         )));
     }
-    let blob = app.blobs.write(body, destination.limit(app)).await?;
+    let limit = destination.limit(app);
+    let blob = app.blobs.write(body.admit(limit)?, limit).await?;
     let checksum = checksum();
     let replaced = app
         .db
@@ -128,6 +132,7 @@ pub async fn complete(
         .map(|part| open_part(app.blobs.clone(), part.blob_key))
         .collect();
     let body = futures::stream::iter(openings).buffered(1).try_flatten();
+    let body = Incoming::new(body, Some(total));
     let etag = objects::write(app, principal, destination, meta, condition, body).await?;
     abort(app, upload).await?;
     Ok(etag)

@@ -8,6 +8,7 @@ use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::Stream;
 
 use crate::App;
+use crate::body::Incoming;
 use crate::error::Result;
 use crate::principal::Principal;
 
@@ -43,7 +44,7 @@ pub async fn write<S, E>(
     destination: &Destination,
     meta: FileMeta<'_>,
     condition: &WriteCondition,
-    body: S,
+    body: Incoming<S>,
 ) -> Result<String>
 where
     S: Stream<Item = std::result::Result<Bytes, E>>,

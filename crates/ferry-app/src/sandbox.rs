@@ -10,6 +10,7 @@ use futures::Stream;
 
 use crate::App;
 use crate::access::{self, Action};
+use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
 use crate::principal::Principal;
 
@@ -42,8 +43,9 @@ pub async fn open(
 }
 
 /// Writes a sandbox file atomically (readers see the old file or the new, never a part),
-/// with the spaces' conditions; `/sandbox/skills/` is refused by the sandbox itself.
-/// Answers whether the file was created, and its new state.
+/// with the spaces' conditions, content type rule and limits (see [`crate::spaces::write`]);
+/// `/sandbox/skills/` is refused by the sandbox itself. Answers whether the file was
+/// created, and its new state.
 pub async fn write<S, E>(
     app: &App,
     principal: &Principal,
@@ -51,18 +53,20 @@ pub async fn write<S, E>(
     path: &SandboxPath,
     content_type: &str,
     condition: &WriteCondition,
-    body: S,
+    body: Incoming<S>,
 ) -> Result<(bool, SandboxEntry)>
 where
     S: Stream<Item = std::result::Result<Bytes, E>>,
     E: std::fmt::Display,
 {
     let thread = access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
+    let content_type = ferry_core::content_type::check(content_type)?;
     if matches!(condition, WriteCondition::IfMatchAndCreateOnly(_)) {
         return Err(Error::invalid_request(
             "send either If-None-Match: * or If-Match, not both",
         ));
     }
+    let body = body.admit(app.limits.sandbox_max_bytes)?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
     sandbox
         .write(

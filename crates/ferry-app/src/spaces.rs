@@ -5,12 +5,13 @@
 //! reaches another user's spaces, so there is no "not yours" answer here, only "not found".
 
 use bytes::Bytes;
-use ferry_core::{SpaceName, ValidPath};
+use ferry_core::{SpaceName, ValidPath, content_type};
 pub use ferry_store::space_names::Removal;
 use ferry_store::spaces::{FileMeta, ListPage, ListQuery, SpaceFile, SpaceSummary, WriteCondition};
 use futures::Stream;
 
 use crate::App;
+use crate::body::Incoming;
 use crate::error::{Error, Result};
 use crate::principal::Principal;
 
@@ -71,9 +72,11 @@ pub struct Written {
     pub file: SpaceFile,
 }
 
-/// Creates or overwrites one file with `body`, if `condition` holds. The body is streamed to
-/// the blob store and refused once it passes the space limit; the database decides the
-/// condition atomically with the write, so of racing conditional writes exactly one wins.
+/// Creates or overwrites one file with `body`, if `condition` holds. The content type must be
+/// valid ([`ferry_core::content_type::check`]); a declared length over the space limit is
+/// refused before anything is read, and the body is streamed to the blob store and refused
+/// once it passes the limit or its declared length; the database decides the condition
+/// atomically with the write, so of racing conditional writes exactly one wins.
 pub async fn write<S, E>(
     app: &App,
     principal: &Principal,
@@ -81,13 +84,19 @@ pub async fn write<S, E>(
     path: &ValidPath,
     meta: FileMeta<'_>,
     condition: &WriteCondition,
-    body: S,
+    body: Incoming<S>,
 ) -> Result<Written>
 where
     S: Stream<Item = std::result::Result<Bytes, E>>,
     E: std::fmt::Display,
 {
     let owner = principal.space_owner()?;
+    let content_type = content_type::check(meta.content_type)?;
+    let meta = FileMeta {
+        content_type,
+        ..meta
+    };
+    let body = body.admit(app.limits.space_max_bytes)?;
     let exists = || Error::AlreadyExists(format!("'{path}' already exists (If-None-Match: *)"));
     if *condition == WriteCondition::CreateOnly
         && app.db.space_file(owner, space, path).await?.is_some()

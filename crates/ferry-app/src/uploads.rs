@@ -19,6 +19,7 @@ use utoipa::ToSchema;
 
 use crate::App;
 use crate::access::{self, Action};
+use crate::body::Incoming;
 use crate::error::{Error, Result};
 use crate::events::{MAX_EVENT_BYTES, Role, event_json};
 use crate::principal::Principal;
@@ -123,13 +124,15 @@ impl Receiver {
         self.app.limits.upload_max_bytes
     }
 
-    /// Spools one file named `name` (already checked by the upload name rules).
-    pub async fn spool<S, E>(&mut self, name: ValidPath, body: S) -> Result<()>
+    /// Spools one file named `name` (already checked by the upload name rules), held to the
+    /// upload limit and to its declared length (see [`Incoming::admit`]).
+    pub async fn spool<S, E>(&mut self, name: ValidPath, body: Incoming<S>) -> Result<()>
     where
         S: Stream<Item = std::result::Result<Bytes, E>>,
         E: std::fmt::Display,
     {
-        let spooled = self.app.blobs.spool(body, self.limit()).await?;
+        let limit = self.limit();
+        let spooled = self.app.blobs.spool(body.admit(limit)?, limit).await?;
         self.received.push((name, spooled));
         Ok(())
     }

@@ -2,10 +2,12 @@
 //! use case a route of the HTTP API calls, and write S3's answer.
 
 use bytes::Bytes;
+use ferry_app::body::Incoming;
 use ferry_app::objects::{self, Destination};
 use ferry_app::spaces::Removal;
 use ferry_app::{Action, App, Principal, access};
 use ferry_core::Timestamp;
+use ferry_core::space_name::SANDBOX_BUCKET_PREFIX;
 use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -245,6 +247,22 @@ pub(crate) struct Reading {
     parts_count: Option<i32>,
     /// The kept checksum of what is answered, when asked for (see [`Found::checksum_if`]).
     checksum: Checksum,
+}
+
+impl Reading {
+    /// The safety headers of answering this object as `response-content-type` and
+    /// `response-content-disposition` ask, or as it was stored ([`crate::serving`]).
+    fn safety_headers(
+        &self,
+        asked_type: Option<&str>,
+        asked_disposition: Option<&str>,
+        key: &str,
+    ) -> http::HeaderMap {
+        let content_type = asked_type.unwrap_or(&self.found.content_type);
+        let disposition =
+            asked_disposition.or(self.found.attributes.content_disposition.as_deref());
+        crate::serving::safety_headers(content_type, disposition, key)
+    }
 }
 
 /// The [`ReadConditions`] of any input with S3's read condition fields.
@@ -684,13 +702,12 @@ impl S3 for Door {
                     location: Some(format!("/{name}")),
                 }))
             }
-            Bucket::Sandbox { .. } => {
-                self.bucket(&principal, name).await?;
-                Err(s3_error!(
-                    BucketAlreadyOwnedByYou,
-                    "a thread's sandbox exists as long as its thread"
-                ))
-            }
+            // The same answer whether or not such a thread exists, so nothing leaks.
+            Bucket::Sandbox { .. } => Err(s3_error!(
+                InvalidBucketName,
+                "bucket names starting with '{SANDBOX_BUCKET_PREFIX}' are reserved for threads' \
+                 sandboxes, which exist as long as their thread; name a space without that prefix"
+            )),
         }
     }
 
@@ -885,7 +902,14 @@ impl S3 for Door {
                 input.checksum_mode.as_ref(),
             )
             .await?;
-        Ok(S3Response::new(read_output!(HeadObjectOutput, reading, {})))
+        let safety = reading.safety_headers(
+            input.response_content_type.as_deref(),
+            input.response_content_disposition.as_deref(),
+            &input.key,
+        );
+        let mut answer = S3Response::new(read_output!(HeadObjectOutput, reading, {}));
+        answer.headers.extend(safety);
+        Ok(answer)
     }
 
     /// The attributes asked for, each only when asked: the ETag (without quotes, as S3 gives
@@ -975,12 +999,19 @@ impl S3 for Door {
                 input.checksum_mode.as_ref(),
             )
             .await?;
+        let safety = reading.safety_headers(
+            input.response_content_type.as_deref(),
+            input.response_content_disposition.as_deref(),
+            &input.key,
+        );
         let body = self
             .read(reading.found.reader, reading.span.clone())
             .await?;
-        Ok(S3Response::new(read_output!(GetObjectOutput, reading, {
+        let mut answer = S3Response::new(read_output!(GetObjectOutput, reading, {
             body: Some(StreamingBlob::wrap(SyncStream::new(body))),
-        })))
+        }));
+        answer.headers.extend(safety);
+        Ok(answer)
     }
 
     async fn put_object(
@@ -1021,6 +1052,9 @@ impl S3 for Door {
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| ferry_core::mime::mime_for_name(&input.key));
         let destination = Door::destination(&bucket, &input.key)?;
+        // For an aws-chunked body s3s has put the decoded length here: the use case holds
+        // the body to it.
+        let declared = input.content_length.and_then(|n| u64::try_from(n).ok());
         let etag = checked(input.body, expected, |body, _| {
             objects::write(
                 &self.app,
@@ -1031,7 +1065,7 @@ impl S3 for Door {
                     attributes: attributes.as_deref(),
                 },
                 &condition,
-                body,
+                Incoming::new(body, declared),
             )
         })
         .await?;
@@ -1090,6 +1124,7 @@ impl S3 for Door {
         }
         .to_json();
         let target = Door::destination(&destination, &input.key)?;
+        let size = found.size;
         let body = self.read(found.reader, None).await?;
         let etag = objects::write(
             &self.app,
@@ -1100,7 +1135,7 @@ impl S3 for Door {
                 attributes: attributes.as_deref(),
             },
             &WriteCondition::None,
-            body,
+            Incoming::new(body, Some(size)),
         )
         .await
         .map_err(to_s3)?;

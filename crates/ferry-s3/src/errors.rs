@@ -117,18 +117,34 @@ pub(crate) fn precondition_failed(condition: Condition, detail: &str) -> S3Error
 }
 
 /// An error body with `<{name}>{value}</{name}>` added as the last element of `<Error>` (the
-/// value is a header's, so plain text without markup); any other body unchanged.
+/// value escaped as XML text); any other body unchanged.
 pub(crate) fn with_element(body: &[u8], name: &str, value: &str) -> Bytes {
     const END: &[u8] = b"</Error>";
     let Some(at) = body.windows(END.len()).rposition(|w| w == END) else {
         return Bytes::copy_from_slice(body);
     };
-    let element = format!("<{name}>{value}</{name}>");
+    let element = format!("<{name}>{}</{name}>", xml_text(value));
     let mut out = Vec::with_capacity(body.len() + element.len());
     out.extend_from_slice(&body[..at]);
     out.extend_from_slice(element.as_bytes());
     out.extend_from_slice(&body[at..]);
     Bytes::from(out)
+}
+
+/// `value` as XML character data: a header or message can hold no markup of its own.
+pub(crate) fn xml_text(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -146,6 +162,10 @@ mod tests {
         assert_eq!(
             &with_element(b"not xml", "Condition", "If-Match")[..],
             b"not xml"
+        );
+        assert_eq!(
+            &with_element(b"<Error></Error>", "RequestId", "</RequestId><Code>X")[..],
+            b"<Error><RequestId>&lt;/RequestId&gt;&lt;Code&gt;X</RequestId></Error>"
         );
     }
 

@@ -151,8 +151,8 @@ impl S3Route for Forward {
             trailing_headers,
             ..
         } = req;
-        // The server's request id (x-request-id), said the way S3 clients read it.
-        let request_id = headers.get("x-request-id").cloned();
+        // The server's request id, said the way S3 clients read it.
+        let request_id = extensions.get::<crate::RequestId>().map(|id| id.0.clone());
         // The signature was checked; the inner service must see an unsigned request.
         headers.remove(AUTHORIZATION);
         headers.remove("x-amz-content-sha256");

@@ -20,12 +20,20 @@ mod forward;
 mod listing;
 mod multipart;
 mod service;
+mod serving;
 mod upload_checksum;
 
 use std::sync::Arc;
 
 pub use auth::{Identities, SESSION_ACCESS_KEY, SESSION_SECRET, TokenRefusal};
 use ferry_app::App;
+
+/// The id the server gave a request (`X-Request-Id`, kept or made): the server sets it on
+/// every request it hands the door, and the door names it in S3's answers (`x-amz-request-id`,
+/// an error's `<RequestId>`). It is not read from the request's header, which keeps what the
+/// client sent, so that a signature covering that header still verifies.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub http::HeaderValue);
 
 /// Where the door is mounted on ferry's port.
 pub const PREFIX: &str = "/s3";

@@ -3,6 +3,7 @@
 //! matching ETags, every part but the last at least 5 MiB), and S3's answers.
 
 use ferry_app::Principal;
+use ferry_app::body::Incoming;
 use ferry_app::multipart;
 use ferry_store::multipart::{Part, Upload};
 use ferry_store::spaces::FileMeta;
@@ -117,7 +118,9 @@ impl Door {
             )
             .await?;
         let expected = expected.for_upload(upload_algorithm(&upload).as_deref())?;
+        let declared = input.content_length.and_then(|n| u64::try_from(n).ok());
         let part = checked(input.body, expected, |body, outcome| {
+            let body = Incoming::new(body, declared);
             multipart::upload_part(self.app(), &upload, &destination, number, body, move || {
                 outcome.checksum().map(|c| c.to_text())
             })
@@ -165,6 +168,7 @@ impl Door {
         // The copied bytes are hashed with the upload's algorithm, as a sent part's are.
         let expected = Expected::default().for_upload(upload_algorithm(&upload).as_deref())?;
         let (body, outcome) = Verified::new(body.map_err(s3s::StdError::from), expected);
+        let body = Incoming::undeclared(body);
         let part = multipart::upload_part(self.app(), &upload, &destination, number, body, || {
             outcome.checksum().map(|c| c.to_text())
         })

@@ -15,6 +15,8 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::HeaderMap;
+
+use crate::errors::xml_text;
 use http::header::{AUTHORIZATION, DATE};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc2822;
@@ -45,7 +47,11 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         if let Err(message) = check_presigned_lifetime(request.uri()) {
-            let refusal = access_denied(message, request.headers().get("x-request-id"));
+            let id = request
+                .extensions()
+                .get::<crate::RequestId>()
+                .map(|id| &id.0);
+            let refusal = access_denied(message, id);
             return Box::pin(std::future::ready(Ok(refusal)));
         }
         date_from_date_header(request.headers_mut());
@@ -69,12 +75,14 @@ fn check_presigned_lifetime(uri: &http::Uri) -> Result<(), &'static str> {
 }
 
 /// S3's `AccessDenied`, written here: the request never reaches the layer that writes S3's
-/// errors. `message` is a constant with nothing XML would escape.
+/// errors.
 fn access_denied(message: &str, request_id: Option<&http::HeaderValue>) -> s3s::HttpResponse {
     let request_id = request_id.and_then(|v| v.to_str().ok()).unwrap_or_default();
     let xml = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>\
-         <Message>{message}</Message><RequestId>{request_id}</RequestId></Error>"
+         <Message>{}</Message><RequestId>{}</RequestId></Error>",
+        xml_text(message),
+        xml_text(request_id),
     );
     let mut response = http::Response::new(s3s::Body::from(xml));
     *response.status_mut() = http::StatusCode::FORBIDDEN;

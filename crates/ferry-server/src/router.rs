@@ -30,11 +30,13 @@ pub fn router(state: AppState) -> Router {
     let api = finish(listed.clone(), &state).layer(document.clone());
     // The agent tools over streamable HTTP (docs/mcp.md), acting with the caller's bearer token.
     let mcp = crate::mcp::endpoint(state.clone(), api);
-    // The S3 door (docs/s3.md) gets the request with its path as the client signed it.
+    // The S3 door (docs/s3.md) gets the request with its path as the client signed it:
+    // `/s3`, `/s3/` (an endpoint configured with the slash) and everything below.
     let s3 = crate::s3::door(&state);
     let doors = listed
         .route_service("/mcp", mcp)
         .route_service(ferry_s3::PREFIX, s3.clone())
+        .route_service(&format!("{}/", ferry_s3::PREFIX), s3.clone())
         .route_service(&format!("{}/{{*rest}}", ferry_s3::PREFIX), s3);
     finish(doors, &state).layer(document)
 }
@@ -100,6 +102,7 @@ fn finish(routes: Router<AppState>, state: &AppState) -> Router {
     // Outermost first: the request id is set before anything logs, and the access log and
     // metrics see the answer a panic turned into.
     let middleware = ServiceBuilder::new()
+        .layer(middleware::map_request(crate::request_id::drop_unusable))
         .layer(SetRequestIdLayer::x_request_id(crate::request_id::MakeId))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(crate::request_id::span))

@@ -13,6 +13,7 @@ use tower::ServiceExt;
 
 use crate::auth::{Auth, Principal};
 use crate::error::ApiError;
+use crate::request_id::Replaced;
 use crate::signing::KeySecrets;
 use crate::state::AppState;
 
@@ -53,9 +54,17 @@ pub fn door(
         }),
         region: state.config.s3_region.clone(),
     });
-    tower::service_fn(move |request: Request| {
+    tower::service_fn(move |mut request: Request| {
         let service = service.clone();
         async move {
+            // The door names the id this server gave the request, and checks the signature
+            // over the headers as the client sent them.
+            if let Some(id) = request.headers().get("x-request-id").cloned() {
+                request.extensions_mut().insert(ferry_s3::RequestId(id));
+            }
+            if let Some(Replaced(original)) = request.extensions_mut().remove::<Replaced>() {
+                request.headers_mut().insert("x-request-id", original);
+            }
             Ok(match service.oneshot(request).await {
                 Ok(response) => response.map(Body::new),
                 Err(e) => ApiError::internal(format!("the S3 door failed: {e:?}")).into_response(),

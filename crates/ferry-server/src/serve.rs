@@ -204,8 +204,26 @@ where
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    if let Some(disposition) = &file.disposition {
-        headers.insert(header::CONTENT_DISPOSITION, header_value(disposition)?);
+    // Stored bytes never run script on ferry's origin (docs/security.md, stored content): an
+    // active type is an attachment, and everything but PDF is sandboxed.
+    let serving = ferry_core::content_type::serving(file.content_type);
+    if let Some(policy) = serving.content_security_policy {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(policy),
+        );
+    }
+    match &file.disposition {
+        Some(disposition) => {
+            headers.insert(header::CONTENT_DISPOSITION, header_value(disposition)?);
+        }
+        None if !serving.inline => {
+            headers.insert(
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_static("attachment"),
+            );
+        }
+        None => {}
     }
 
     if let Some(list) = request
@@ -264,29 +282,7 @@ where
     Ok(response)
 }
 
-/// `Content-Disposition: attachment` for a file name (RFC 6266 with RFC 8187's `filename*`).
-///
-/// The quoted `filename` fallback keeps printable ASCII only (quotes, backslashes, `%` and
-/// everything else become `_`), and `filename*` percent-encodes every byte outside RFC 8187's
-/// attr-char set, so no name — with quotes, CR/LF or any script — can split or forge the header.
-pub fn attachment_disposition(name: &str) -> String {
-    let fallback: String = name
-        .chars()
-        .map(|c| match c {
-            ' ' | '!' | '#'..='$' | '&'..='[' | ']'..='~' => c,
-            _ => '_',
-        })
-        .collect();
-    let mut encoded = String::with_capacity(name.len() * 3);
-    for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
-            encoded.push(byte as char);
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    format!("attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}")
-}
+pub use ferry_core::content_type::attachment_disposition;
 
 pub fn header_value(text: &str) -> ApiResult<HeaderValue> {
     HeaderValue::from_str(text).map_err(ApiError::internal)
@@ -309,22 +305,6 @@ mod tests {
         assert_eq!(parse_range("bytes=0-1,3-4", 10), RangeAsk::Whole);
         assert_eq!(parse_range("items=0-1", 10), RangeAsk::Whole);
         assert_eq!(parse_range("bytes=a-b", 10), RangeAsk::Whole);
-    }
-
-    #[test]
-    fn dispositions_cannot_be_forged() {
-        assert_eq!(
-            attachment_disposition("report.docx"),
-            "attachment; filename=\"report.docx\"; filename*=UTF-8''report.docx"
-        );
-        let tricky = attachment_disposition("a\"b\r\nSet-Cookie: x=1; é.txt");
-        assert!(!tricky.contains('\r') && !tricky.contains('\n'));
-        assert_eq!(
-            tricky,
-            "attachment; filename=\"a_b__Set-Cookie: x=1; _.txt\"; \
-             filename*=UTF-8''a%22b%0D%0ASet-Cookie%3A%20x%3D1%3B%20%C3%A9.txt"
-        );
-        assert!(HeaderValue::from_str(&tricky).is_ok());
     }
 
     #[test]

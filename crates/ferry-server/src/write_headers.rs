@@ -1,6 +1,6 @@
 //! The request headers every file write reads the same way, whichever route it arrives on
 //! (docs/reference/spaces.md, writing): `Content-Type`, the conditions of `If-None-Match`
-//! and `If-Match`, and a declared `Content-Length` over the limit.
+//! and `If-Match`, and the declared `Content-Length`.
 
 use axum::http::{HeaderMap, header};
 use ferry_store::spaces::WriteCondition;
@@ -8,7 +8,8 @@ use ferry_store::spaces::WriteCondition;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::serve::{TagList, parse_tag_list};
 
-/// Checks `Content-Type`: present, text, and shaped `type/subtype`.
+/// Reads `Content-Type`: it must be sent, and be a valid type (`ferry_core::content_type`,
+/// the rule of every door).
 pub fn usable_content_type(headers: &HeaderMap) -> ApiResult<String> {
     let missing = || {
         ApiError::new(
@@ -20,20 +21,14 @@ pub fn usable_content_type(headers: &HeaderMap) -> ApiResult<String> {
         .get(header::CONTENT_TYPE)
         .ok_or_else(missing)?
         .to_str()
-        .map_err(|_| missing())?
-        .trim();
-    let essence = value.split(';').next().unwrap_or("").trim();
-    match essence.split_once('/') {
-        Some((kind, sub)) if is_token(kind) && is_token(sub) => Ok(value.to_owned()),
-        _ => Err(missing()),
+        .map_err(|_| missing())?;
+    match ferry_core::content_type::check(value) {
+        Ok(checked) => Ok(checked.to_owned()),
+        Err(e) => Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            e.to_string(),
+        )),
     }
-}
-
-fn is_token(text: &str) -> bool {
-    !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Reads the write preconditions of `If-None-Match` and `If-Match`.
@@ -93,14 +88,12 @@ pub fn delete_condition(headers: &HeaderMap) -> ApiResult<Option<Vec<String>>> {
     }
 }
 
-/// Refuses a body whose declared length is over the limit, before reading any of it.
-pub fn check_declared_length(headers: &HeaderMap, limit: u64) -> ApiResult<()> {
-    let declared = headers
+/// The length a body declares in `Content-Length`, for the use case to hold it to
+/// (`ferry_app::body::Incoming`): refused at once over the limit, and refused when the bytes
+/// that arrive differ from it.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    match declared {
-        Some(len) if len > limit => Err(ApiError::too_large(limit)),
-        _ => Ok(()),
-    }
+        .and_then(|v| v.trim().parse::<u64>().ok())
 }

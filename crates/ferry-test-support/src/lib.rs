@@ -1,6 +1,8 @@
 //! What ferry's test suites share across crates, as a dev-dependency: real peers for the
-//! storage and scale-out suites ([`peers`]), and documents built in the test — zips, office
-//! files, bombs — for the preview and upload suites ([`documents`]).
+//! storage and scale-out suites ([`peers`]), documents built in the test — zips, office
+//! files, bombs — for the preview and upload suites ([`documents`]), and where the shared
+//! real-world corpus is when it is in reach ([`corpus`]).
 
+pub mod corpus;
 pub mod documents;
 pub mod peers;

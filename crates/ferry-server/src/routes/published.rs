@@ -15,10 +15,9 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::serve::{Servable, attachment_disposition, header_value, serve_blob, serve_download};
 use crate::state::AppState;
 
-/// The Content-Security-Policy of `html` and `image` previews (docs/reference/publish.md): nothing may load or
-/// run, and `sandbox` gives the document an opaque origin even if opened directly.
-pub const PREVIEW_CSP: &str =
-    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox";
+/// The Content-Security-Policy of `html` and `image` previews (docs/reference/publish.md): the
+/// one of all stored bytes, under which nothing may load or run.
+pub use ferry_core::content_type::SANDBOXED_CSP as PREVIEW_CSP;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -6,6 +6,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use ferry_app::body::Incoming;
 use ferry_app::sandbox;
 use ferry_core::{SandboxPath, ValidPath};
 use ferry_store::sandbox::SandboxEntry;
@@ -19,7 +20,7 @@ use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::openapi::FileBytes;
 use crate::serve::{Representation, etag, header_value, respond};
 use crate::state::AppState;
-use crate::write_headers::{check_declared_length, usable_content_type, write_condition};
+use crate::write_headers::{declared_length, usable_content_type, write_condition};
 
 /// Segments of `/api/threads/{id}/sandbox/` before the file path.
 const FILE_ROUTE_SEGMENTS: usize = 4;
@@ -176,7 +177,6 @@ pub async fn write(
     let path = sandbox_path(&uri)?;
     let content_type = usable_content_type(&headers)?;
     let condition = write_condition(&headers)?;
-    check_declared_length(&headers, state.app.limits.sandbox_max_bytes)?;
     let (created, entry) = sandbox::write(
         &state.app,
         &principal,
@@ -184,7 +184,7 @@ pub async fn write(
         &path,
         &content_type,
         &condition,
-        body.into_data_stream(),
+        Incoming::new(body.into_data_stream(), declared_length(&headers)),
     )
     .await?;
     let tag = etag(&entry.etag);

@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ferry_app::body::Incoming;
 use ferry_app::spaces;
 use ferry_core::{SpaceName, ValidPath};
 use ferry_store::spaces::{FileMeta, ListCursor, ListQuery};
@@ -21,7 +22,7 @@ use crate::openapi::FileBytes;
 use crate::serve::{Servable, etag, header_value, serve_blob};
 use crate::state::AppState;
 use crate::write_headers::{
-    check_declared_length, delete_condition, usable_content_type, write_condition,
+    declared_length, delete_condition, usable_content_type, write_condition,
 };
 
 pub const DEFAULT_LIST_LIMIT: u32 = 1000;
@@ -292,7 +293,6 @@ pub async fn put_file(
     let path = file_path(&uri)?;
     let content_type = usable_content_type(&headers)?;
     let condition = write_condition(&headers)?;
-    check_declared_length(&headers, state.app.limits.space_max_bytes)?;
     let outcome = spaces::write(
         &state.app,
         &principal,
@@ -300,7 +300,7 @@ pub async fn put_file(
         &path,
         FileMeta::typed(&content_type),
         &condition,
-        body.into_data_stream(),
+        Incoming::new(body.into_data_stream(), declared_length(&headers)),
     )
     .await?;
     let tag = etag(&outcome.file.sha256);

@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::Response;
+use ferry_app::body::Incoming;
 use ferry_app::uploads::{self, UploadView};
 use ferry_core::path::upload_file_name;
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use crate::extract::{ApiPath, ApiQuery, raw_segment};
 use crate::openapi::{FileBytes, UploadForm};
 use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
-use crate::write_headers::{check_declared_length, usable_content_type};
+use crate::write_headers::{declared_length, usable_content_type};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UploadList {
@@ -81,7 +82,7 @@ pub async fn create(
                 continue;
             }
             let name = upload_file_name(field.file_name().unwrap_or(""))?;
-            receiver.spool(name, field).await?;
+            receiver.spool(name, Incoming::undeclared(field)).await?;
         }
         if receiver.is_empty() {
             return Err(ApiError::invalid_request(
@@ -96,10 +97,9 @@ pub async fn create(
         })?;
         let name = upload_file_name(&raw_name)?;
         usable_content_type(request.headers())?;
-        check_declared_length(request.headers(), receiver.limit())?;
-        receiver
-            .spool(name, request.into_body().into_data_stream())
-            .await?;
+        let declared = declared_length(request.headers());
+        let body = Incoming::new(request.into_body().into_data_stream(), declared);
+        receiver.spool(name, body).await?;
     }
     let uploads = receiver.keep().await?;
     Ok((StatusCode::CREATED, Json(UploadList { uploads })))

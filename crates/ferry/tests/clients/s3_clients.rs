@@ -149,3 +149,11 @@ async fn deepagents_s3_backend_runs_on_a_space_and_a_sandbox() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rules_of_every_door_hold_through_s3() {
+    let Some(python) = python::with_modules("the S3 door rules test", &["boto3"]) else {
+        return;
+    };
+    script_against(&python, "door_rules.py", "all door rule checks passed", &[]).await;
+}

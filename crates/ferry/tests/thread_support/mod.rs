@@ -212,30 +212,7 @@ pub fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The shared corpus: `FERRY_CORPUS_DIR`, or `shared/corpus` beside the repository. When it is
-/// missing the caller skips, loudly, unless `FERRY_CI=1`, where a missing corpus fails.
-pub fn corpus_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("FERRY_CORPUS_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-    };
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("FERRY_CI").as_deref() == Ok("1") {
-        panic!(
-            "FERRY_CI=1 and the shared corpus is missing at {}; set FERRY_CORPUS_DIR",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
-         SKIPPED: the shared corpus is not at {}; set FERRY_CORPUS_DIR to run this test\n\
-         !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n",
-        dir.display()
-    );
-    None
-}
+pub use ferry_test_support::corpus::dir as corpus_dir;
 
 // ---------------------------------------------------------------------------------------------
 // Documents built in the test (zips, XLSX and the hostile ones come from `documents`).
