@@ -1,9 +1,12 @@
 //! S3 access keys (docs/s3.md): each acts as the principal that made it, with exactly its
-//! rights. Only the maker lists and revokes its keys; a revoked key is refused on the next
-//! request on every node, since every request looks its key up. An agent's key ends with its
-//! thread. The key's secret is the S3 door's business: it is derived, never stored.
+//! rights. The maker lists and revokes its keys, and so does the owner of the thread an
+//! agent's key acts in (and a service token, for every agent's key); a revoked key is refused
+//! on the next request on every node, since every request looks its key up. An agent's key
+//! ends when the token that made it would have, and with its thread. The key's secret is the
+//! S3 door's business: it is derived, never stored.
 
-use ferry_store::access_keys::AccessKey;
+use ferry_core::Timestamp;
+use ferry_store::access_keys::{AccessKey, KeyScope};
 
 use crate::App;
 use crate::error::{Error, Result};
@@ -22,8 +25,13 @@ fn new_id() -> String {
     format!("{ID_PREFIX}{tail}")
 }
 
-/// Makes a key that acts as `principal`.
-pub async fn create(app: &App, principal: &Principal) -> Result<AccessKey> {
+/// Makes a key that acts as `principal`, whose token expires at `token_expires_at`: an
+/// agent's key ends then (a person's or a service's key lasts until revoked, as S3 keys do).
+pub async fn create(
+    app: &App,
+    principal: &Principal,
+    token_expires_at: Timestamp,
+) -> Result<AccessKey> {
     let (kind, sub, thread_id, agent_id) = match principal {
         Principal::User { sub } => ("user", Some(sub.clone()), None, None),
         Principal::Agent {
@@ -45,37 +53,54 @@ pub async fn create(app: &App, principal: &Principal) -> Result<AccessKey> {
         sub,
         thread_id,
         agent_id,
-        created_at: ferry_core::Timestamp::now(),
+        created_at: Timestamp::now(),
+        expires_at: matches!(principal, Principal::Agent { .. }).then_some(token_expires_at),
     };
     Ok(app.db.insert_access_key(key).await?)
 }
 
-/// The keys `principal` made, oldest first.
-pub async fn list(app: &App, principal: &Principal) -> Result<Vec<AccessKey>> {
-    Ok(app.db.access_keys_of(&principal.identity_key()).await?)
+/// Which keys besides its own a principal lists and revokes: a person, those acting in its
+/// threads; a service token, every agent's; an agent, none.
+fn scope(principal: &Principal) -> KeyScope<'_> {
+    match principal {
+        Principal::User { sub } => KeyScope::AndThreadsOf(sub),
+        Principal::Service { .. } => KeyScope::AndEveryAgent,
+        Principal::Agent { .. } => KeyScope::Own,
+    }
 }
 
-/// Revokes a key `principal` made.
+/// The keys `principal` made, and those acting in threads it owns, oldest first.
+pub async fn list(app: &App, principal: &Principal) -> Result<Vec<AccessKey>> {
+    Ok(app
+        .db
+        .access_keys_of(&principal.identity_key(), scope(principal))
+        .await?)
+}
+
+/// Revokes a key `principal` made or that acts in a thread it owns.
 pub async fn revoke(app: &App, principal: &Principal, access_key_id: &str) -> Result<()> {
     if app
         .db
-        .delete_access_key(&principal.identity_key(), access_key_id)
+        .delete_access_key(&principal.identity_key(), scope(principal), access_key_id)
         .await?
     {
         Ok(())
     } else {
         Err(Error::not_found(format!(
-            "no access key '{access_key_id}' made by this caller"
+            "no access key '{access_key_id}' made by this caller or acting in its threads"
         )))
     }
 }
 
 /// The principal a key acts as, or `None` when there is no such key (never made, revoked,
-/// or made by an agent whose thread is gone).
+/// past its end, or made by an agent whose thread is gone).
 pub async fn principal_of(app: &App, access_key_id: &str) -> Result<Option<Principal>> {
     let Some(key) = app.db.access_key(access_key_id).await? else {
         return Ok(None);
     };
+    if key.expires_at.is_some_and(|end| end <= Timestamp::now()) {
+        return Ok(None);
+    }
     let principal = match (key.kind.as_str(), key.sub, key.thread_id, key.agent_id) {
         ("user", Some(sub), None, None) => Principal::User { sub },
         ("agent", Some(sub), Some(thread), Some(agent_id)) => {

@@ -28,6 +28,19 @@ pub use ferry_app::events::DEFAULT_AGENT_ID;
 
 pub use ferry_app::Principal;
 
+/// A token that verified: whom it speaks for, and when it expires (`exp`, seconds since the
+/// epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedToken {
+    pub principal: Principal,
+    pub expires_at: u64,
+}
+
+/// When the request's token expires (seconds since the epoch), for an operation whose result
+/// must not outlive it (an agent's S3 key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenExpiry(pub u64);
+
 #[derive(Debug, Deserialize)]
 struct Claims {
     /// Required by the validation (which names it when missing); kept to know how long a
@@ -106,10 +119,13 @@ struct Verified {
 }
 
 impl Verified {
-    fn get(&self, token: &str, now: u64) -> Option<Principal> {
+    fn get(&self, token: &str, now: u64) -> Option<VerifiedToken> {
         let tokens = self.tokens.lock().ok()?;
         let (principal, exp) = tokens.get(token)?;
-        (now <= exp.saturating_add(LEEWAY_SECONDS)).then(|| principal.clone())
+        (now <= exp.saturating_add(LEEWAY_SECONDS)).then(|| VerifiedToken {
+            principal: principal.clone(),
+            expires_at: *exp,
+        })
     }
 
     fn put(&self, token: &str, principal: &Principal, exp: u64, now: u64) {
@@ -185,8 +201,13 @@ impl Auth {
 
     /// Checks a token and says who it speaks for.
     pub async fn verify(&self, token: &str) -> Result<Principal, ApiError> {
-        if let Some(principal) = self.verified.get(token, now_seconds()) {
-            return Ok(principal);
+        self.verify_token(token).await.map(|t| t.principal)
+    }
+
+    /// Checks a token and says who it speaks for and until when.
+    pub async fn verify_token(&self, token: &str) -> Result<VerifiedToken, ApiError> {
+        if let Some(verified) = self.verified.get(token, now_seconds()) {
+            return Ok(verified);
         }
         let header = jsonwebtoken::decode_header(token).map_err(|e| refusal(&e))?;
         match (header.alg, &self.provider) {
@@ -206,13 +227,16 @@ impl Auth {
         }
     }
 
-    fn verify_signed_with_secret(&self, token: &str) -> Result<Principal, ApiError> {
+    fn verify_signed_with_secret(&self, token: &str) -> Result<VerifiedToken, ApiError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|e| refusal(&e))?;
         let exp = data.claims.exp;
         let principal = principal_of(data.claims)?;
         self.verified.put(token, &principal, exp, now_seconds());
-        Ok(principal)
+        Ok(VerifiedToken {
+            principal,
+            expires_at: exp,
+        })
     }
 }
 
@@ -338,7 +362,7 @@ impl Provider {
         token: &str,
         alg: Algorithm,
         kid: Option<&str>,
-    ) -> Result<Principal, ApiError> {
+    ) -> Result<VerifiedToken, ApiError> {
         let kid = kid.ok_or_else(|| {
             ApiError::invalid_token(
                 "the token has no 'kid' header naming the identity provider's key that signed it",
@@ -391,7 +415,10 @@ impl Provider {
         let sub = claims.sub.filter(|s| !s.is_empty()).ok_or_else(|| {
             ApiError::invalid_token("the token has no 'sub' claim naming the user")
         })?;
-        Ok(Principal::User { sub })
+        Ok(VerifiedToken {
+            principal: Principal::User { sub },
+            expires_at: claims.exp,
+        })
     }
 }
 
@@ -431,10 +458,15 @@ mod tests {
             sub: "alice".into(),
         };
         verified.put("t", &alice, 1_000, 900);
-        assert_eq!(verified.get("t", 1_000), Some(alice.clone()));
         assert_eq!(
-            verified.get("t", 1_000 + LEEWAY_SECONDS),
+            verified.get("t", 1_000).map(|v| v.principal),
             Some(alice.clone())
+        );
+        assert_eq!(
+            verified
+                .get("t", 1_000 + LEEWAY_SECONDS)
+                .map(|v| (v.principal, v.expires_at)),
+            Some((alice.clone(), 1_000))
         );
         assert_eq!(verified.get("t", 1_001 + LEEWAY_SECONDS), None);
         assert_eq!(verified.get("other", 900), None);
@@ -444,7 +476,10 @@ mod tests {
         }
         verified.put("fresh", &alice, 5_000, 2_000);
         assert!(verified.tokens.lock().unwrap().len() <= VERIFIED_KEPT);
-        assert_eq!(verified.get("fresh", 2_000), Some(alice));
+        assert_eq!(
+            verified.get("fresh", 2_000).map(|v| v.principal),
+            Some(alice)
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
 
-use crate::auth::Principal;
+use crate::auth::{Principal, TokenExpiry, VerifiedToken};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -163,16 +163,29 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
     }
 }
 
+/// The request's bearer token, verified once per request: later extractors find it here.
+async fn verified_token(parts: &mut Parts, state: &AppState) -> Result<VerifiedToken, ApiError> {
+    if let Some(verified) = parts.extensions.get::<VerifiedToken>() {
+        return Ok(verified.clone());
+    }
+    let verified = state.auth.verify_token(bearer(parts)?).await?;
+    parts.extensions.insert(verified.clone());
+    Ok(verified)
+}
+
 impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(principal) = parts.extensions.get::<Principal>() {
-            return Ok(principal.clone());
-        }
-        let principal = state.auth.verify(bearer(parts)?).await?;
-        parts.extensions.insert(principal.clone());
-        Ok(principal)
+        Ok(verified_token(parts, state).await?.principal)
+    }
+}
+
+impl FromRequestParts<AppState> for TokenExpiry {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Ok(TokenExpiry(verified_token(parts, state).await?.expires_at))
     }
 }
 

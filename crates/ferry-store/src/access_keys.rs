@@ -20,9 +20,46 @@ pub struct AccessKey {
     pub thread_id: Option<String>,
     pub agent_id: Option<String>,
     pub created_at: Timestamp,
+    /// When the key stops working: an agent's key ends with the token that made it.
+    pub expires_at: Option<Timestamp>,
 }
 
-const COLUMNS: &str = "access_key_id, made_by, kind, sub, thread_id, agent_id, created_at";
+/// Which keys a listing or a revocation reaches: always the caller's own, and the keys acting
+/// in threads it owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyScope<'a> {
+    /// The keys the caller made, and nothing else.
+    Own,
+    /// Also the keys agents made in threads of this user.
+    AndThreadsOf(&'a str),
+    /// Also every agent's key (a service token reaches every thread).
+    AndEveryAgent,
+}
+
+impl KeyScope<'_> {
+    /// The condition on `s3_keys`, with `made_by` as placeholder `$first` and the owner (when
+    /// the scope names one, and only then) as the next.
+    fn condition(self, first: usize) -> String {
+        let (maker, owner) = (first, first + 1);
+        match self {
+            KeyScope::Own => format!("made_by = ${maker}"),
+            KeyScope::AndThreadsOf(_) => {
+                format!("(made_by = ${maker} OR (kind = 'agent' AND sub = ${owner}))")
+            }
+            KeyScope::AndEveryAgent => format!("(made_by = ${maker} OR kind = 'agent')"),
+        }
+    }
+
+    fn owner(self) -> Option<String> {
+        match self {
+            KeyScope::AndThreadsOf(sub) => Some(sub.to_owned()),
+            _ => None,
+        }
+    }
+}
+
+const COLUMNS: &str =
+    "access_key_id, made_by, kind, sub, thread_id, agent_id, created_at, expires_at";
 
 fn key_from_row(row: &AnyRow) -> Result<AccessKey, sqlx::Error> {
     Ok(AccessKey {
@@ -33,6 +70,7 @@ fn key_from_row(row: &AnyRow) -> Result<AccessKey, sqlx::Error> {
         thread_id: row.try_get("thread_id")?,
         agent_id: row.try_get("agent_id")?,
         created_at: Timestamp(row.try_get("created_at")?),
+        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(Timestamp),
     })
 }
 
@@ -40,7 +78,8 @@ impl Db {
     /// Records a new key; its `created_at` is now.
     pub async fn insert_access_key(&self, mut key: AccessKey) -> Result<AccessKey, Error> {
         key.created_at = Timestamp(now_millis());
-        let sql = format!("INSERT INTO s3_keys ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)");
+        let sql =
+            format!("INSERT INTO s3_keys ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&key.access_key_id)
             .bind(&key.made_by)
@@ -49,6 +88,7 @@ impl Db {
             .bind(&key.thread_id)
             .bind(&key.agent_id)
             .bind(key.created_at.millis())
+            .bind(key.expires_at.map(|t| t.millis()))
             .execute(self.pool())
             .await?;
         Ok(key)
@@ -63,34 +103,46 @@ impl Db {
         Ok(row.as_ref().map(key_from_row).transpose()?)
     }
 
-    /// The keys `made_by` made, oldest first.
-    pub async fn access_keys_of(&self, made_by: &str) -> Result<Vec<AccessKey>, Error> {
+    /// The keys `made_by` made and those `scope` adds, oldest first.
+    pub async fn access_keys_of(
+        &self,
+        made_by: &str,
+        scope: KeyScope<'_>,
+    ) -> Result<Vec<AccessKey>, Error> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM s3_keys WHERE made_by = $1 ORDER BY created_at, access_key_id"
+            "SELECT {COLUMNS} FROM s3_keys WHERE {} ORDER BY created_at, access_key_id",
+            scope.condition(1)
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(made_by)
-            .fetch_all(self.pool())
-            .await?;
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(made_by);
+        if let Some(owner) = scope.owner() {
+            query = query.bind(owner);
+        }
+        let rows = query.fetch_all(self.pool()).await?;
         Ok(rows
             .iter()
             .map(key_from_row)
             .collect::<Result<_, sqlx::Error>>()?)
     }
 
-    /// Removes a key `made_by` made; whether there was one.
+    /// Removes a key `made_by` made or `scope` reaches; whether there was one.
     pub async fn delete_access_key(
         &self,
         made_by: &str,
+        scope: KeyScope<'_>,
         access_key_id: &str,
     ) -> Result<bool, Error> {
+        let sql = format!(
+            "DELETE FROM s3_keys WHERE access_key_id = $1 AND {}",
+            scope.condition(2)
+        );
         let mut tx = self.begin_write().await?;
-        let removed = sqlx::query("DELETE FROM s3_keys WHERE access_key_id = $1 AND made_by = $2")
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(access_key_id)
-            .bind(made_by)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+            .bind(made_by);
+        if let Some(owner) = scope.owner() {
+            query = query.bind(owner);
+        }
+        let removed = query.execute(&mut *tx).await?.rows_affected();
         tx.commit().await?;
         Ok(removed > 0)
     }

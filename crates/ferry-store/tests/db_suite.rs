@@ -639,6 +639,45 @@ on_every_engine! {
         }
         assert_eq!((won, refused), (1, 49));
     };
+
+    // A user reaches the keys it made and those its agents made in its threads; a service
+    // token every agent's; an agent only its own. An agent's key keeps its end.
+    access_keys_are_reached_by_their_maker_and_the_thread_owner => |db: Db| async move {
+        use ferry_core::Timestamp;
+        use ferry_store::access_keys::{AccessKey, KeyScope};
+        let key = |id: &str, made_by: &str, kind: &str, sub: &str, ends: Option<i64>| AccessKey {
+            access_key_id: id.into(),
+            made_by: made_by.into(),
+            kind: kind.into(),
+            sub: Some(sub.into()),
+            thread_id: (kind == "agent").then(|| "t1".into()),
+            agent_id: (kind == "agent").then(|| "agent".into()),
+            created_at: Timestamp(0),
+            expires_at: ends.map(Timestamp),
+        };
+        db.insert_access_key(key("ALICE", "user:alice", "user", "alice", None)).await.unwrap();
+        db.insert_access_key(key("AGENT", "agent:alice:t1", "agent", "alice", Some(42))).await.unwrap();
+        db.insert_access_key(key("BOB", "user:bob", "user", "bob", None)).await.unwrap();
+        let ids = |keys: Vec<AccessKey>| {
+            let mut ids: Vec<String> = keys.into_iter().map(|k| k.access_key_id).collect();
+            ids.sort();
+            ids
+        };
+        let alice = db.access_keys_of("user:alice", KeyScope::AndThreadsOf("alice")).await.unwrap();
+        assert_eq!(ids(alice), ["AGENT", "ALICE"]);
+        let bob = db.access_keys_of("user:bob", KeyScope::AndThreadsOf("bob")).await.unwrap();
+        assert_eq!(ids(bob), ["BOB"]);
+        let agent = db.access_keys_of("agent:alice:t1", KeyScope::Own).await.unwrap();
+        assert_eq!(agent[0].expires_at, Some(Timestamp(42)));
+        let service = db.access_keys_of("service:", KeyScope::AndEveryAgent).await.unwrap();
+        assert_eq!(ids(service), ["AGENT"]);
+        // Bob reaches neither Alice's key nor her agent's; Alice revokes her agent's.
+        assert!(!db.delete_access_key("user:bob", KeyScope::AndThreadsOf("bob"), "AGENT").await.unwrap());
+        assert!(!db.delete_access_key("user:bob", KeyScope::AndThreadsOf("bob"), "ALICE").await.unwrap());
+        assert!(db.delete_access_key("user:alice", KeyScope::AndThreadsOf("alice"), "AGENT").await.unwrap());
+        assert!(db.access_key("AGENT").await.unwrap().is_none());
+        assert!(db.delete_access_key("user:bob", KeyScope::Own, "BOB").await.unwrap());
+    };
 }
 
 /// A database migrated before the first migrations' comments were reworded still starts: its

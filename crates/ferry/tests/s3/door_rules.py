@@ -12,6 +12,7 @@ import datetime
 import hashlib
 import hmac
 import http.client
+import json
 import time
 import urllib.error
 import urllib.parse
@@ -211,5 +212,52 @@ check(status == 200 and b"<Name>site</Name>" in body, "GET /s3/ lists the caller
 for name in [f"sandbox-{args.thread}", "sandbox-no-such-thread"]:
     code = error_code(lambda: s3.create_bucket(Bucket=name))
     check(code == "InvalidBucketName", f"CreateBucket {name}", code)
+
+# 2. An agent's key ends with the token that made it, and the thread's owner sees and
+#    revokes it; another user does neither.
+def agent_token(ttl):
+    status, _, body = ferry_s3.api(args.url, "POST", f"/api/threads/{args.thread}/agent-token", args.alice,
+                                   json.dumps({"ttlSeconds": ttl}).encode())
+    check(status == 200, "an agent token", status, body)
+    return json.loads(body)["token"]
+
+
+def key_client(key):
+    return boto3.client(
+        "s3", endpoint_url=args.url + "/s3", region_name="us-east-1",
+        aws_access_key_id=key["accessKeyId"], aws_secret_access_key=key["secretAccessKey"],
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+
+
+sandbox = f"sandbox-{args.thread}"
+short_key = ferry_s3.new_key(args.url, agent_token(4))
+check(short_key.get("kind") == "agent" and short_key.get("threadId") == args.thread and "expiresAt" in short_key,
+      "an agent's key says whose it is and when it ends", short_key)
+short = key_client(short_key)
+short.put_object(Bucket=sandbox, Key="outputs/by-short-key.txt", Body=b"made in time")
+ends = datetime.datetime.fromisoformat(short_key["expiresAt"].replace("Z", "+00:00"))
+time.sleep(max(0.0, (ends - datetime.datetime.now(datetime.timezone.utc)).total_seconds()) + 1.5)
+code = error_code(lambda: short.put_object(Bucket=sandbox, Key="outputs/late.txt", Body=b"too late"))
+check(code == "InvalidAccessKeyId", "an agent's key is refused once its token would have ended", code)
+code = error_code(lambda: short.get_object(Bucket=sandbox, Key="outputs/by-short-key.txt"))
+check(code == "InvalidAccessKeyId", "for reads too", code)
+
+long_key = ferry_s3.new_key(args.url, args.agent)
+check(long_key.get("kind") == "agent", "a key of the harness's agent", long_key)
+status, _, body = ferry_s3.api(args.url, "GET", "/api/s3/keys", args.alice)
+listed = [k["accessKeyId"] for k in json.loads(body)["keys"]]
+check(status == 200 and long_key["accessKeyId"] in listed and short_key["accessKeyId"] in listed,
+      "the thread's owner lists the keys acting in its thread", listed)
+check(all("secretAccessKey" not in k for k in json.loads(body)["keys"]), "without secrets", body)
+status, _, body = ferry_s3.api(args.url, "GET", "/api/s3/keys", args.bob)
+check(long_key["accessKeyId"] not in body.decode(), "another user does not", body)
+status, _, _ = ferry_s3.api(args.url, "DELETE", f"/api/s3/keys/{long_key['accessKeyId']}", args.bob)
+check(status == 404, "nor revokes them", status)
+key_client(long_key).head_bucket(Bucket=sandbox)
+status, _, body = ferry_s3.api(args.url, "DELETE", f"/api/s3/keys/{long_key['accessKeyId']}", args.alice)
+check(status == 204, "the owner revokes an agent's key", status, body)
+code = error_code(lambda: key_client(long_key).head_bucket(Bucket=sandbox))
+check(code in ("403", "InvalidAccessKeyId"), "which is refused at once", code)
 
 print("all door rule checks passed")

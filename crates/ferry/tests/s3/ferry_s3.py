@@ -4,6 +4,7 @@ saw, ferry's HTTP API, and minting S3 access keys through it.
 """
 
 import argparse
+import atexit
 import json
 import os
 import sys
@@ -23,11 +24,21 @@ def arguments(description):
     return parser.parse_args()
 
 
+# With FERRY_CHECKS_KEEP_GOING=1 a failed check is reported and the script goes on (it still
+# exits non-zero at the end): every failure of a run at once, to see what a change fixed.
+KEEP_GOING = os.environ.get("FERRY_CHECKS_KEEP_GOING") == "1"
+failed = []
+
+
 def check(ok, what, *seen):
     """Stops the script, saying what failed and what was seen, unless `ok`."""
     if not ok:
         print(f"FAILED: {what}", *seen, file=sys.stderr)
-        sys.exit(1)
+        if not KEEP_GOING:
+            sys.exit(1)
+        if not failed:
+            atexit.register(lambda: os._exit(1))
+        failed.append(what)
 
 
 def api(url, method, path, token, body=None, headers=None):
