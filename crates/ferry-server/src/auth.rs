@@ -342,8 +342,10 @@ impl Auth {
 /// Why a token failed a check every kind of token goes through.
 fn refusal(e: &jsonwebtoken::errors::Error) -> ApiError {
     use jsonwebtoken::errors::ErrorKind;
+    if let ErrorKind::ExpiredSignature = e.kind() {
+        return ApiError::expired_token("the token has expired");
+    }
     ApiError::invalid_token(match e.kind() {
-        ErrorKind::ExpiredSignature => "the token has expired".to_owned(),
         ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".to_owned(),
         ErrorKind::InvalidSignature => "the token's signature does not verify".to_owned(),
         ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
@@ -555,6 +557,22 @@ mod tests {
             "aud": ["other", "authenticated"], "exp": now() + 60, "sub": "u", "role": "authenticated"
         }));
         assert!(Auth::new(SECRET).verify_now(&token).is_ok());
+    }
+
+    #[test]
+    fn an_expired_token_is_told_apart_from_an_invalid_one() {
+        use crate::error::TokenFault;
+        let fault = |claims| {
+            Auth::new(SECRET)
+                .verify_now(&sign(claims))
+                .unwrap_err()
+                .token_fault()
+        };
+        let expired = serde_json::json!({"sub": "u", "role": "authenticated", "aud": "authenticated", "exp": now() - 120});
+        assert_eq!(fault(expired), Some(TokenFault::Expired));
+        let no_sub =
+            serde_json::json!({"role": "authenticated", "aud": "authenticated", "exp": now() + 60});
+        assert_eq!(fault(no_sub), Some(TokenFault::Invalid));
     }
 
     #[test]

@@ -16,9 +16,17 @@ use serde::Serialize;
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
-    /// A 401 for a token that was sent but refused (RFC 6750 `invalid_token`), rather than
-    /// for a request that sent none.
-    invalid_token: bool,
+    /// Set on a 401 for a token that was sent but refused (RFC 6750 `invalid_token`), rather
+    /// than for a request that sent none: why it was refused.
+    refused_token: Option<TokenFault>,
+}
+
+/// Why a bearer token that was sent was refused, for the doors that say the two apart (S3's
+/// `ExpiredToken` and `InvalidToken`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenFault {
+    Expired,
+    Invalid,
 }
 
 impl ApiError {
@@ -26,7 +34,7 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
-            invalid_token: false,
+            refused_token: None,
         }
     }
 
@@ -39,9 +47,22 @@ impl ApiError {
     /// or with claims ferry does not accept.
     pub fn invalid_token(message: impl Into<String>) -> Self {
         ApiError {
-            invalid_token: true,
+            refused_token: Some(TokenFault::Invalid),
             ..Self::new(ErrorCode::Unauthenticated, message)
         }
+    }
+
+    /// A 401 for a bearer token that was sent and has expired.
+    pub fn expired_token(message: impl Into<String>) -> Self {
+        ApiError {
+            refused_token: Some(TokenFault::Expired),
+            ..Self::new(ErrorCode::Unauthenticated, message)
+        }
+    }
+
+    /// Why the token sent was refused, when this is such a refusal.
+    pub fn token_fault(&self) -> Option<TokenFault> {
+        self.refused_token
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -102,7 +123,7 @@ impl ApiError {
     /// was sent, `error="invalid_token"` with a description when one was refused — so that
     /// clients (MCP clients among them) know a new token is needed, not an OAuth login.
     fn challenge(&self) -> HeaderValue {
-        if !self.invalid_token {
+        if self.refused_token.is_none() {
             return HeaderValue::from_static("Bearer realm=\"ferry\"");
         }
         // A quoted-string holds printable ASCII; quotes and backslashes are escaped.

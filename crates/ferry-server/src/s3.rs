@@ -12,7 +12,7 @@ use ferry_s3::TokenRefusal;
 use tower::ServiceExt;
 
 use crate::auth::{Auth, Principal};
-use crate::error::ApiError;
+use crate::error::{ApiError, TokenFault};
 use crate::request_id::Replaced;
 use crate::signing::KeySecrets;
 use crate::state::AppState;
@@ -29,13 +29,13 @@ impl ferry_s3::Identities for Identities {
     }
 
     async fn session(&self, token: &str) -> Result<Principal, TokenRefusal> {
-        self.auth.verify(token).await.map_err(|e| {
-            if e.message.contains("expired") {
-                TokenRefusal::Expired(e.message)
-            } else {
-                TokenRefusal::Invalid(e.message)
-            }
-        })
+        self.auth
+            .verify(token)
+            .await
+            .map_err(|e| match e.token_fault() {
+                Some(TokenFault::Expired) => TokenRefusal::Expired(e.message),
+                _ => TokenRefusal::Invalid(e.message),
+            })
     }
 }
 
