@@ -5,6 +5,7 @@
 //! (what a valid path is, which files `send_file` accepts, how `<file>` tags parse) exists once.
 
 pub mod attachment;
+pub mod conditions;
 pub mod content_type;
 pub mod mime;
 pub mod path;

@@ -7,6 +7,7 @@ use ferry_app::objects::{self, Destination};
 use ferry_app::spaces::Removal;
 use ferry_app::{Action, App, Principal, access};
 use ferry_core::Timestamp;
+use ferry_core::conditions::{TagList, Unmet};
 use ferry_core::space_name::SANDBOX_BUCKET_PREFIX;
 use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::stream::BoxStream;
@@ -69,11 +70,12 @@ fn etag_of(value: &str) -> ETag {
     ETag::Strong(value.to_owned())
 }
 
-/// Whether `condition` holds for an object with `etag` (`*` holds for any object).
-fn matches(condition: &ETagCondition, etag: &str) -> bool {
+/// An S3 entity-tag condition as the tag list every door evaluates.
+fn tag_list(condition: &ETagCondition) -> TagList {
     match condition {
-        ETagCondition::Any => true,
-        ETagCondition::ETag(tag) => tag.as_strong() == Some(etag),
+        ETagCondition::Any => TagList::Any,
+        ETagCondition::ETag(ETag::Strong(tag)) => TagList::Tags(vec![(tag.clone(), false)]),
+        ETagCondition::ETag(ETag::Weak(tag)) => TagList::Tags(vec![(tag.clone(), true)]),
     }
 }
 
@@ -165,47 +167,31 @@ pub(crate) struct ReadConditions<'a> {
     pub(crate) if_unmodified_since: Option<&'a s3s::dto::Timestamp>,
 }
 
-/// Why a read's conditions stop it: a condition that failed (412), or one saying the client's
-/// copy is current (304).
-enum Unmet {
-    Failed(Condition),
-    NotModified(Condition),
-}
-
 impl ReadConditions<'_> {
-    /// S3's order: `If-Match` (else `If-Unmodified-Since`) may answer 412, then
+    /// The conditions as the rule every door evaluates (`ferry_core::conditions`), which is
+    /// S3's order too: `If-Match` (else `If-Unmodified-Since`) may answer 412, then
     /// `If-None-Match` (else `If-Modified-Since`) may answer 304.
     fn unmet(&self, found: &Found) -> Option<Unmet> {
-        let modified = found.modified.millis().div_euclid(1000);
-        if let Some(condition) = self.if_match {
-            if !matches(condition, &found.etag) {
-                return Some(Unmet::Failed(Condition::IfMatch));
-            }
-        } else if let Some(since) = self.if_unmodified_since
-            && modified > seconds_of(since)
-        {
-            return Some(Unmet::Failed(Condition::IfUnmodifiedSince));
-        }
-        if let Some(condition) = self.if_none_match {
-            if matches(condition, &found.etag) {
-                return Some(Unmet::NotModified(Condition::IfNoneMatch));
-            }
-        } else if let Some(since) = self.if_modified_since
-            && modified <= seconds_of(since)
-        {
-            return Some(Unmet::NotModified(Condition::IfModifiedSince));
-        }
-        None
+        let conditions = ferry_core::conditions::ReadConditions {
+            if_match: self.if_match.map(tag_list),
+            if_none_match: self.if_none_match.map(tag_list),
+            if_modified_since: self.if_modified_since.map(seconds_of),
+            if_unmodified_since: self.if_unmodified_since.map(seconds_of),
+        };
+        conditions.unmet(&found.etag, found.modified.millis().div_euclid(1000))
     }
 
     /// The conditions of a read (`GetObject`, `HeadObject`): 412 or 304 when unmet.
     fn check(&self, found: &Found) -> S3Result<()> {
         match self.unmet(found) {
             None => Ok(()),
-            Some(Unmet::Failed(condition)) => Err(precondition_failed(
-                condition,
-                &format!("{} does not hold for the object", condition.header()),
-            )),
+            Some(Unmet::Failed(which)) => {
+                let condition = Condition::from(which);
+                Err(precondition_failed(
+                    condition,
+                    &format!("{} does not hold for the object", condition.header()),
+                ))
+            }
             Some(Unmet::NotModified(_)) => {
                 // A 304 still says which version the client's copy is, as S3's does.
                 let mut error = s3_error!(NotModified);
@@ -226,8 +212,8 @@ impl ReadConditions<'_> {
     pub(crate) fn check_copy_source(&self, found: &Found) -> S3Result<()> {
         match self.unmet(found) {
             None => Ok(()),
-            Some(Unmet::Failed(condition) | Unmet::NotModified(condition)) => {
-                let condition = condition.of_copy_source();
+            Some(Unmet::Failed(which) | Unmet::NotModified(which)) => {
+                let condition = Condition::from(which).of_copy_source();
                 Err(precondition_failed(
                     condition,
                     &format!("{} does not hold for the copy source", condition.header()),
@@ -564,12 +550,7 @@ pub(crate) fn write_condition(
         ETagCondition::Any => vec!["*".to_owned()],
         ETagCondition::ETag(tag) => vec![tag.as_strong().unwrap_or_default().to_owned()],
     });
-    Ok(match (create_only, tags) {
-        (false, None) => WriteCondition::None,
-        (true, None) => WriteCondition::CreateOnly,
-        (false, Some(tags)) => WriteCondition::IfMatch(tags),
-        (true, Some(tags)) => WriteCondition::IfMatchAndCreateOnly(tags),
-    })
+    Ok(WriteCondition::of(create_only, tags))
 }
 
 impl Door {
@@ -600,7 +581,7 @@ impl Door {
                 "If-Match names an object, and there is none at '{key}'"
             )),
             (Some(etag), _, Some(condition @ ETagCondition::ETag(_)))
-                if matches(condition, etag) =>
+                if tag_list(condition).matches_weakly(etag) =>
             {
                 Err(precondition_failed(
                     Condition::IfNoneMatch,

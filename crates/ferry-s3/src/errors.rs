@@ -61,6 +61,18 @@ pub(crate) enum Condition {
     CopySourceIfUnmodifiedSince,
 }
 
+impl From<ferry_core::conditions::Precondition> for Condition {
+    fn from(which: ferry_core::conditions::Precondition) -> Condition {
+        use ferry_core::conditions::Precondition;
+        match which {
+            Precondition::IfMatch => Condition::IfMatch,
+            Precondition::IfNoneMatch => Condition::IfNoneMatch,
+            Precondition::IfModifiedSince => Condition::IfModifiedSince,
+            Precondition::IfUnmodifiedSince => Condition::IfUnmodifiedSince,
+        }
+    }
+}
+
 impl Condition {
     pub(crate) fn header(self) -> &'static str {
         match self {

@@ -290,7 +290,9 @@ fn constrain(route: &str, method: &str, parameter: &mut utoipa::openapi::path::P
             text().enum_values(Some(["*"]))
         }
         // On a read, a malformed condition is ignored (RFC 9110 §13.1): any text will do.
-        (ParameterIn::Header, "If-None-Match") if matches!(method, "get" | "head") => text(),
+        (ParameterIn::Header, "If-None-Match" | "If-Match") if matches!(method, "get" | "head") => {
+            text()
+        }
         // `*`, or a list of quoted tags. (Written as either-or: schemathesis's coverage phase
         // keeps to a header's pattern only then.)
         (ParameterIn::Header, "If-None-Match" | "If-Match") => {

@@ -4,6 +4,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ferry_core::Timestamp;
+use ferry_core::conditions::{Precondition, ReadConditions, Unmet};
 
 use crate::error::ErrorCode;
 use ferry_store::{BlobRead, Blobs};
@@ -28,51 +29,31 @@ pub fn etag(sha256: &str) -> String {
     format!("\"{sha256}\"")
 }
 
-/// The entity tags of an `If-Match` / `If-None-Match` header: `*`, or a list of quoted tags.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TagList {
-    Any,
-    /// (tag without quotes, weak?)
-    Tags(Vec<(String, bool)>),
-}
+pub use ferry_core::conditions::TagList;
 
-/// What [`parse_tag_list`] accepts, as a regular expression for the OpenAPI document: `*`, or
+/// What [`TagList::parse`] accepts, as a regular expression for the OpenAPI document: `*`, or
 /// quoted tags (weak ones with `W/`) separated by commas.
 pub const TAG_LIST_PATTERN: &str = r#"^\s*(\*|(W/)?"[^"]*"(\s*,\s*((W/)?"[^"]*")?)*)\s*$"#;
 
-pub fn parse_tag_list(value: &str) -> Option<TagList> {
-    let value = value.trim();
-    if value == "*" {
-        return Some(TagList::Any);
-    }
-    let mut tags = Vec::new();
-    for item in value.split(',') {
-        let item = item.trim();
-        if item.is_empty() {
-            continue;
-        }
-        let (weak, quoted) = match item.strip_prefix("W/") {
-            Some(rest) => (true, rest),
-            None => (false, item),
-        };
-        let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
-        if inner.contains('"') {
-            return None;
-        }
-        tags.push((inner.to_owned(), weak));
-    }
-    if tags.is_empty() {
-        None
-    } else {
-        Some(TagList::Tags(tags))
-    }
-}
-
-/// Whether `If-None-Match` (weak comparison, RFC 9110 §13.1.2) matches the current tag.
-fn none_match_hits(list: &TagList, sha256: &str) -> bool {
-    match list {
-        TagList::Any => true,
-        TagList::Tags(tags) => tags.iter().any(|(tag, _)| tag == sha256),
+/// The conditions of a read, from its headers. A condition that cannot be read is ignored,
+/// as RFC 9110 §13.1 asks (a malformed tag list, a date that is not an HTTP date).
+pub fn read_conditions(request: &HeaderMap) -> ReadConditions {
+    let text = |name| {
+        request
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    let date = |name| {
+        text(name)
+            .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_secs()).ok())
+    };
+    ReadConditions {
+        if_match: text(header::IF_MATCH).and_then(TagList::parse),
+        if_none_match: text(header::IF_NONE_MATCH).and_then(TagList::parse),
+        if_modified_since: date(header::IF_MODIFIED_SINCE),
+        if_unmodified_since: date(header::IF_UNMODIFIED_SINCE),
     }
 }
 
@@ -226,13 +207,25 @@ where
         None => {}
     }
 
-    if let Some(list) = request
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_tag_list)
-        && none_match_hits(&list, file.validator)
-    {
-        return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
+    match read_conditions(request).unmet(file.validator, file.modified.millis().div_euclid(1000)) {
+        Some(Unmet::NotModified(_)) => {
+            return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
+        }
+        Some(Unmet::Failed(which)) => {
+            return Err(ApiError::new(
+                ErrorCode::PreconditionFailed,
+                format!(
+                    "the file changed: its ETag is {tag}, and {} does not hold",
+                    match which {
+                        Precondition::IfMatch => "If-Match",
+                        Precondition::IfUnmodifiedSince => "If-Unmodified-Since",
+                        Precondition::IfNoneMatch => "If-None-Match",
+                        Precondition::IfModifiedSince => "If-Modified-Since",
+                    }
+                ),
+            ));
+        }
+        None => {}
     }
 
     let ask = request
@@ -305,19 +298,5 @@ mod tests {
         assert_eq!(parse_range("bytes=0-1,3-4", 10), RangeAsk::Whole);
         assert_eq!(parse_range("items=0-1", 10), RangeAsk::Whole);
         assert_eq!(parse_range("bytes=a-b", 10), RangeAsk::Whole);
-    }
-
-    #[test]
-    fn tag_lists() {
-        assert_eq!(parse_tag_list("*"), Some(TagList::Any));
-        assert_eq!(
-            parse_tag_list("\"abc\", W/\"def\""),
-            Some(TagList::Tags(vec![
-                ("abc".into(), false),
-                ("def".into(), true)
-            ]))
-        );
-        assert_eq!(parse_tag_list("abc"), None);
-        assert_eq!(parse_tag_list(""), None);
     }
 }

@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, header};
 use ferry_store::spaces::WriteCondition;
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::serve::{TagList, parse_tag_list};
+use ferry_core::conditions::TagList;
 
 /// Reads `Content-Type`: it must be sent, and be a valid type (`ferry_core::content_type`,
 /// the rule of every door).
@@ -54,7 +54,7 @@ pub fn write_condition(headers: &HeaderMap) -> ApiResult<WriteCondition> {
     };
     let if_match = match text(header::IF_MATCH)? {
         None => None,
-        Some(v) => match parse_tag_list(&v) {
+        Some(v) => match TagList::parse(&v) {
             Some(TagList::Any) => Some(vec!["*".to_owned()]),
             // Weak tags never match in If-Match (strong comparison, RFC 9110 §13.1.1).
             Some(TagList::Tags(tags)) => Some(
@@ -69,12 +69,7 @@ pub fn write_condition(headers: &HeaderMap) -> ApiResult<WriteCondition> {
             }
         },
     };
-    Ok(match (create_only, if_match) {
-        (false, None) => WriteCondition::None,
-        (true, None) => WriteCondition::CreateOnly,
-        (false, Some(tags)) => WriteCondition::IfMatch(tags),
-        (true, Some(tags)) => WriteCondition::IfMatchAndCreateOnly(tags),
-    })
+    Ok(WriteCondition::of(create_only, if_match))
 }
 
 /// Reads the precondition of a removal: `If-Match` only.

@@ -107,6 +107,20 @@ pub enum WriteCondition {
     IfMatchAndCreateOnly(Vec<String>),
 }
 
+impl WriteCondition {
+    /// The condition of a write that asked for create-only (`If-None-Match: *`), for one of
+    /// `if_match`'s strong ETags (`*` for any existing file), both, or neither: the one way
+    /// every door builds it.
+    pub fn of(create_only: bool, if_match: Option<Vec<String>>) -> WriteCondition {
+        match (create_only, if_match) {
+            (false, None) => WriteCondition::None,
+            (true, None) => WriteCondition::CreateOnly,
+            (false, Some(tags)) => WriteCondition::IfMatch(tags),
+            (true, Some(tags)) => WriteCondition::IfMatchAndCreateOnly(tags),
+        }
+    }
+}
+
 /// What a successful write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteOutcome {

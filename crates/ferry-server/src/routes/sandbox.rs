@@ -91,13 +91,22 @@ fn sandbox_path(uri: &Uri) -> ApiResult<SandboxPath> {
 #[utoipa::path(
     get, path = "/api/threads/{id}/sandbox/{*path}", tag = "sandbox",
     operation_id = "read_sandbox_file",
-    params(("id" = String, Path), ("path" = String, Path, description = "Relative to /sandbox/, e.g. outputs/report.md")),
+    params(
+        ("id" = String, Path), ("path" = String, Path, description = "Relative to /sandbox/, e.g. outputs/report.md"),
+        ("If-None-Match" = Option<String>, Header, description = "ETags; a match answers 304"),
+        ("If-Match" = Option<String>, Header, description = "ETags; no strong match answers 412"),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP date; unchanged since answers 304"),
+        ("If-Unmodified-Since" = Option<String>, Header, description = "An HTTP date; changed since answers 412"),
+        ("Range" = Option<String>, Header, description = "One byte range; answers 206"),
+    ),
     responses(
         (status = 200, description = "The bytes"),
         (status = 206, description = "A range"),
         (status = 304, description = "Not modified"),
         (status = 400, description = "INVALID_PATH: outside the sandbox, a dangling symlink, a hard link"),
         (status = 404, description = "NOT_FOUND"),
+        (status = 412, description = "PRECONDITION_FAILED: If-Match or If-Unmodified-Since does not hold"),
+        (status = 416, description = "RANGE_NOT_SATISFIABLE"),
     ),
     security(("bearer" = []))
 )]

@@ -172,7 +172,10 @@ fn file_path(uri: &Uri) -> ApiResult<ValidPath> {
     params(
         ("space" = String, Path, description = "Space name"),
         ("path" = String, Path, description = "File path; may contain '/'"),
-        ("If-None-Match" = Option<String>, Header, description = "An ETag; a match answers 304"),
+        ("If-None-Match" = Option<String>, Header, description = "ETags; a match answers 304"),
+        ("If-Match" = Option<String>, Header, description = "ETags; no strong match answers 412"),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP date; unchanged since answers 304"),
+        ("If-Unmodified-Since" = Option<String>, Header, description = "An HTTP date; changed since answers 412"),
         ("Range" = Option<String>, Header, description = "One byte range; answers 206"),
     ),
     responses(
@@ -181,6 +184,7 @@ fn file_path(uri: &Uri) -> ApiResult<ValidPath> {
         (status = 206, description = "The requested range"),
         (status = 304, description = "Not modified"),
         (status = 404, description = "NOT_FOUND"),
+        (status = 412, description = "PRECONDITION_FAILED: If-Match or If-Unmodified-Since does not hold"),
         (status = 416, description = "RANGE_NOT_SATISFIABLE"),
     ),
     security(("bearer" = []))
