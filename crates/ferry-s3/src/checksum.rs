@@ -18,7 +18,7 @@ use s3s::checksum::ChecksumHasher;
 use s3s::dto::Checksum;
 use s3s::{S3Error, S3Result, StdError, s3_error};
 
-use crate::forward::Trailers;
+use crate::request::Trailers;
 
 /// The algorithms of `x-amz-checksum-*`, by header name.
 pub(crate) const ALGORITHMS: [&str; 5] = ["crc32", "crc32c", "crc64nvme", "sha1", "sha256"];

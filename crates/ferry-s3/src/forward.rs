@@ -5,25 +5,16 @@
 
 use std::sync::Arc;
 
-use ferry_app::{App, Principal};
+use ferry_app::App;
 use http::header::AUTHORIZATION;
 use http::{Extensions, HeaderMap, Method, Uri};
 use s3s::route::S3Route;
 use s3s::stream::ByteStream;
 use s3s::{Body, S3Request, S3Response, S3Result, s3_error};
 
-use crate::PREFIX;
 use crate::auth::Identities;
 use crate::errors::{CONDITION_HEADER, with_element};
-
-/// The principal the request was verified as, for the inner service.
-#[derive(Debug, Clone)]
-pub(crate) struct Caller(pub Principal);
-
-/// The trailing headers of an aws-chunked body (its checksum, when sent last), for the inner
-/// service: the outer one decoded the body and holds them.
-#[derive(Debug, Clone)]
-pub(crate) struct Trailers(pub s3s::TrailingHeaders);
+use crate::request::{Caller, PREFIX, RequestId, Trailers, UNQUOTED_ETAG_HEADER};
 
 /// The query parameters of a presigned URL's signature: checked by the outer service, and not
 /// an operation's business.
@@ -76,10 +67,6 @@ fn session_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
         })
     })
 }
-
-/// Set by an operation whose answer names its ETag without quotes (`GetObjectAttributes`);
-/// taken off, with the quotes, before the answer leaves.
-pub(crate) const UNQUOTED_ETAG_HEADER: &str = "x-ferry-s3-unquoted-etag";
 
 /// The XML body with its `<ETag>` value's quotes (as written, `"` or `&quot;`) taken off.
 fn unquoted_etag(xml: &[u8]) -> bytes::Bytes {
@@ -152,7 +139,7 @@ impl S3Route for Forward {
             ..
         } = req;
         // The server's request id, said the way S3 clients read it.
-        let request_id = extensions.get::<crate::RequestId>().map(|id| id.0.clone());
+        let request_id = extensions.get::<RequestId>().map(|id| id.0.clone());
         // The signature was checked; the inner service must see an unsigned request.
         headers.remove(AUTHORIZATION);
         headers.remove("x-amz-content-sha256");

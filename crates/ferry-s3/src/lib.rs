@@ -13,30 +13,27 @@
 mod attributes;
 mod auth;
 mod bucket;
+mod buckets;
 mod checksum;
+mod context;
 mod door;
 mod errors;
 mod forward;
 mod listing;
+mod lists;
 mod multipart;
+mod reads;
+mod request;
 mod service;
 mod serving;
 mod upload_checksum;
+mod writes;
 
 use std::sync::Arc;
 
 pub use auth::{Identities, SESSION_ACCESS_KEY, SESSION_SECRET, TokenRefusal};
 use ferry_app::App;
-
-/// The id the server gave a request (`X-Request-Id`, kept or made): the server sets it on
-/// every request it hands the door, and the door names it in S3's answers (`x-amz-request-id`,
-/// an error's `<RequestId>`). It is not read from the request's header, which keeps what the
-/// client sent, so that a signature covering that header still verifies.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub http::HeaderValue);
-
-/// Where the door is mounted on ferry's port.
-pub const PREFIX: &str = "/s3";
+pub use request::{PREFIX, RequestId};
 
 pub use service::Service;
 
@@ -61,7 +58,7 @@ impl std::fmt::Debug for Setup {
 /// Builds the door.
 pub fn service(setup: Setup) -> Service {
     let inner = {
-        let mut builder = s3s::service::S3ServiceBuilder::new(door::Door::new(
+        let mut builder = s3s::service::S3ServiceBuilder::new(context::Door::new(
             setup.app.clone(),
             setup.region.clone(),
         ));

@@ -13,9 +13,10 @@ use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
 use crate::attributes::{Assembled, Attributes, sent};
 use crate::checksum::{Expected, StoredChecksum, Verified, sent_checksum, with_checksum};
-use crate::door::{Door, ReadConditions, checked, time_of};
+use crate::context::{Door, ReadConditions, time_of};
 use crate::errors::to_s3;
 use crate::upload_checksum::UploadChecksum;
+use crate::writes::checked;
 use ferry_app::objects::Destination;
 
 /// The least size of every part but the last, as in S3.
@@ -235,7 +236,7 @@ impl Door {
         )
         .await?;
         let condition =
-            crate::door::write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
+            crate::writes::write_condition(input.if_none_match.as_ref(), input.if_match.as_ref())?;
         attributes.assembled = Some(Assembled {
             upload_id: upload.upload_id.clone(),
             part_sizes: chosen.iter().map(|p| p.size).collect(),
@@ -425,7 +426,7 @@ fn completed(
 ) -> CompleteMultipartUploadOutput {
     with_checksum!(
         typed CompleteMultipartUploadOutput {
-            location: Some(format!("{}/{}/{}", crate::PREFIX, input.bucket, input.key)),
+            location: Some(format!("{}/{}/{}", crate::request::PREFIX, input.bucket, input.key)),
             bucket: Some(input.bucket),
             key: Some(input.key),
             e_tag: Some(ETag::Strong(etag)),

@@ -49,7 +49,7 @@ where
         if let Err(message) = check_presigned_lifetime(request.uri()) {
             let id = request
                 .extensions()
-                .get::<crate::RequestId>()
+                .get::<crate::request::RequestId>()
                 .map(|id| &id.0);
             let refusal = access_denied(message, id);
             return Box::pin(std::future::ready(Ok(refusal)));

@@ -94,23 +94,19 @@ const LINGER_TIME: Duration = Duration::from_secs(10);
 /// before the answer goes out. Otherwise the server would close the connection on a client
 /// still sending, and the client would see a broken pipe instead of the error envelope.
 ///
-/// Two refusals are answered at once instead: a client that sent `Expect: 100-continue` and
-/// whose body was never asked for is still waiting for this answer and sends nothing (reading
-/// would ask it for the body), and a rest declared larger than the bound would be cut off
-/// all the same.
+/// A rest declared larger than the bound is not read at all: it would be cut off all the
+/// same, so the answer goes out at once and the connection closes. (A client waiting on
+/// `Expect: 100-continue` is still asked for its body here: some clients, answered without a
+/// `100 Continue`, keep the connection without sending the body, and the server would then
+/// read their next request as the rest of this one.)
 pub async fn linger_on_refusal(
     request: Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let waits_for_continue = request
-        .headers()
-        .get(axum::http::header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    let leftover: Arc<Mutex<Option<Leftover>>> = Arc::default();
+    let leftover: Arc<Mutex<Option<Body>>> = Arc::default();
     let request = request.map(|body| {
         Body::new(Returnable {
             inner: Some(body),
-            polled: false,
             leftover: leftover.clone(),
         })
     });
@@ -119,20 +115,12 @@ pub async fn linger_on_refusal(
         return response;
     }
     let rest = leftover.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(Leftover { body, polled }) = rest {
-        let unasked = waits_for_continue && !polled;
-        let too_long = http_body::Body::size_hint(&body).lower() > LINGER_BYTES;
-        if !unasked && !too_long {
-            let _ = tokio::time::timeout(LINGER_TIME, discard(body)).await;
-        }
+    if let Some(rest) = rest
+        && http_body::Body::size_hint(&rest).lower() <= LINGER_BYTES
+    {
+        let _ = tokio::time::timeout(LINGER_TIME, discard(rest)).await;
     }
     response
-}
-
-/// What a refused request left of its body, and whether anything had asked for it.
-struct Leftover {
-    body: Body,
-    polled: bool,
 }
 
 /// Reads a body to its end, up to [`LINGER_BYTES`].
@@ -152,8 +140,7 @@ async fn discard(mut body: Body) {
 /// A request body that, dropped before its end, hands what is left to [`linger_on_refusal`].
 struct Returnable {
     inner: Option<Body>,
-    polled: bool,
-    leftover: Arc<Mutex<Option<Leftover>>>,
+    leftover: Arc<Mutex<Option<Body>>>,
 }
 
 impl http_body::Body for Returnable {
@@ -168,7 +155,6 @@ impl http_body::Body for Returnable {
         let Some(inner) = &mut this.inner else {
             return Poll::Ready(None);
         };
-        this.polled = true;
         let polled = Pin::new(inner).poll_frame(cx);
         if let Poll::Ready(None | Some(Err(_))) = &polled {
             // Ended, or broken: nothing to hand back.
@@ -196,10 +182,7 @@ impl Drop for Returnable {
         if let Some(rest) = self.inner.take()
             && !http_body::Body::is_end_stream(&rest)
         {
-            *self.leftover.lock().unwrap_or_else(|p| p.into_inner()) = Some(Leftover {
-                body: rest,
-                polled: self.polled,
-            });
+            *self.leftover.lock().unwrap_or_else(|p| p.into_inner()) = Some(rest);
         }
     }
 }
