@@ -76,15 +76,51 @@ impl Service<Request<Body>> for McpEndpoint {
             if declared.is_some_and(|len| len > max_body as u64) {
                 return Ok(too_large());
             }
+            accept_anything_means_both(&mut parts.headers);
+            let sent_json = parts
+                .headers
+                .get(axum::http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| ferry_core::content_type::essence(v) == "application/json");
             let answer = mcp.oneshot(Request::from_parts(parts, body)).await;
             Ok(match answer {
                 // The SDK's own refusal of a body that grew past the limit is plain text; the
                 // API answers in its envelope everywhere, /mcp included.
                 Ok(response) if response.status() == StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+                // The SDK says 415 also for JSON that is no JSON-RPC message it knows; the type
+                // was right, the message was not: that is a malformed request.
+                Ok(response)
+                    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sent_json =>
+                {
+                    ApiError::invalid_request(
+                        "the body is JSON but not a JSON-RPC message of MCP: send a request, \
+                         notification or response with 'jsonrpc': '2.0'",
+                    )
+                    .into_response()
+                }
                 Ok(response) => response.into_response(),
                 Err(never) => match never {},
             })
         })
+    }
+}
+
+/// What MCP's streamable HTTP answers with: JSON, or an event stream.
+const MCP_ACCEPT: &str = "application/json, text/event-stream";
+
+/// A request with no `Accept`, or `*/*`, takes any type (RFC 9110 §12.5.1), so both of MCP's
+/// are acceptable: it is given the `Accept` the MCP SDK asks clients to send rather than a 406.
+/// Any other `Accept` is left to the SDK, which answers 406 unless it takes both.
+fn accept_anything_means_both(headers: &mut axum::http::HeaderMap) {
+    let anything = match headers.get(axum::http::header::ACCEPT) {
+        None => true,
+        Some(value) => value.to_str().is_ok_and(|v| v.trim() == "*/*"),
+    };
+    if anything {
+        headers.insert(
+            axum::http::header::ACCEPT,
+            axum::http::HeaderValue::from_static(MCP_ACCEPT),
+        );
     }
 }
 

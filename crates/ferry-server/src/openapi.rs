@@ -85,8 +85,10 @@ struct McpEndpoint;
 impl utoipa::Modify for McpEndpoint {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+        use utoipa::openapi::request_body::RequestBodyBuilder;
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
         use utoipa::openapi::security::SecurityRequirement;
-        use utoipa::openapi::{RefOr, ResponseBuilder};
+        use utoipa::openapi::{ContentBuilder, RefOr, Required, ResponseBuilder};
         let operation = OperationBuilder::new()
             .tag("mcp")
             .operation_id(Some("mcp"))
@@ -94,6 +96,34 @@ impl utoipa::Modify for McpEndpoint {
             .description(Some(
                 "JSON-RPC messages of the Model Context Protocol; the tools act with the bearer \
                  token of each request. See docs/mcp.md.",
+            ))
+            .request_body(Some(
+                RequestBodyBuilder::new()
+                    .description(Some("One JSON-RPC message"))
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(
+                                ObjectBuilder::new()
+                                    .schema_type(Type::Object)
+                                    .property(
+                                        "jsonrpc",
+                                        ObjectBuilder::new()
+                                            .schema_type(Type::String)
+                                            .enum_values(Some(["2.0"])),
+                                    )
+                                    // A request or notification names its method; a
+                                    // response (to a request the server sent) has none.
+                                    .property(
+                                        "method",
+                                        ObjectBuilder::new().schema_type(Type::String),
+                                    )
+                                    .required("jsonrpc"),
+                            ))
+                            .build(),
+                    )
+                    .required(Some(Required::True))
+                    .build(),
             ))
             .response(
                 "200",
@@ -104,11 +134,28 @@ impl utoipa::Modify for McpEndpoint {
                 ),
             )
             .response(
+                "202",
+                RefOr::T(
+                    ResponseBuilder::new()
+                        .description("A notification or a response, taken")
+                        .build(),
+                ),
+            )
+            .response(
+                "415",
+                RefOr::T(
+                    ResponseBuilder::new()
+                        .description("The body is not sent as application/json")
+                        .build(),
+                ),
+            )
+            .response(
                 "400",
                 RefOr::T(
                     ResponseBuilder::new()
                         .description(
-                            "Not a JSON-RPC message, or a session the server does not know",
+                            "Not a JSON-RPC message of MCP (INVALID_REQUEST), or a session the \
+                             server does not know",
                         )
                         .build(),
                 ),
@@ -119,7 +166,8 @@ impl utoipa::Modify for McpEndpoint {
                     ResponseBuilder::new()
                         .description(
                             "The request's Accept header does not take both application/json and \
-                             text/event-stream, as MCP's streamable HTTP requires",
+                             text/event-stream, as MCP's streamable HTTP requires (no Accept, or \
+                             */*, takes both)",
                         )
                         .build(),
                 ),
@@ -277,6 +325,13 @@ fn constrain(route: &str, method: &str, parameter: &mut utoipa::openapi::path::P
             "^{}/[^/]+/[^/]+$",
             ferry_core::storage_path::PUBLISHED_BUCKET
         ))),
+        // A page's cursor is URL-safe base64 without padding.
+        (ParameterIn::Query, "cursor") => {
+            text().min_length(Some(1)).pattern(Some("^[A-Za-z0-9_-]+$"))
+        }
+        // An upload's name is at least one character; which names pass (the last segment,
+        // trimmed, under the path rules) is for the server to say.
+        (ParameterIn::Query, "filename") => text().min_length(Some(1)),
         (ParameterIn::Query, "revisions") => text().enum_values(Some(["all", "latest"])),
         (ParameterIn::Query, "format") => text().enum_values(Some(["json"])),
         // Page sizes: above the maximum they are lowered; a listing refuses 0, the event

@@ -133,8 +133,8 @@ pub struct NewConnector {
     #[serde(rename = "type")]
     #[schema(pattern = "^webhook$")]
     pub kind: String,
-    /// Where each message is POSTed (http or https).
-    #[schema(pattern = "^https?://")]
+    /// Where each message is POSTed: an http or https URL with a host.
+    #[schema(pattern = "^https?://[^\\s/?#@]+(?:[/?#]\\S*)?$")]
     pub url: String,
 }
 
