@@ -122,3 +122,88 @@ pub async fn principal_of(app: &App, access_key_id: &str) -> Result<Option<Princ
     };
     Ok(Some(principal))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{self, agent, user};
+
+    fn ids(keys: Vec<AccessKey>) -> Vec<String> {
+        // Sorted, so that keys made in the same millisecond compare in one order.
+        let mut ids: Vec<String> = keys.into_iter().map(|k| k.access_key_id).collect();
+        ids.sort();
+        ids
+    }
+
+    #[tokio::test]
+    async fn an_agents_key_ends_with_its_token_and_with_its_thread() {
+        let (app, _dir) = testing::app().await;
+        let alice = user("alice");
+        let thread = crate::threads::create(&app, &alice, None, None)
+            .await
+            .unwrap();
+        let its_agent = agent("alice", &thread.id);
+        let later = Timestamp(Timestamp::now().millis() + 60_000);
+        let key = create(&app, &its_agent, later).await.unwrap();
+        assert_eq!(key.expires_at, Some(later));
+        assert_eq!(
+            principal_of(&app, &key.access_key_id).await.unwrap(),
+            Some(its_agent.clone())
+        );
+        let past = Timestamp(Timestamp::now().millis() - 1);
+        let ended = create(&app, &its_agent, past).await.unwrap();
+        assert_eq!(
+            principal_of(&app, &ended.access_key_id).await.unwrap(),
+            None
+        );
+        // A person's key does not end with the token that made it.
+        let own = create(&app, &alice, past).await.unwrap();
+        assert_eq!(own.expires_at, None);
+        assert_eq!(
+            principal_of(&app, &own.access_key_id).await.unwrap(),
+            Some(alice.clone())
+        );
+        // A key of an agent whose thread is gone is no key.
+        let gone = create(&app, &agent("alice", "no-such-thread"), later)
+            .await
+            .unwrap();
+        assert_eq!(principal_of(&app, &gone.access_key_id).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn the_thread_owner_lists_and_revokes_its_agents_keys_and_no_one_else_does() {
+        let (app, _dir) = testing::app().await;
+        let (alice, bob) = (user("alice"), user("bob"));
+        let thread = crate::threads::create(&app, &alice, None, None)
+            .await
+            .unwrap();
+        let its_agent = agent("alice", &thread.id);
+        let later = Timestamp(Timestamp::now().millis() + 60_000);
+        let agents = create(&app, &its_agent, later).await.unwrap();
+        let alices = create(&app, &alice, later).await.unwrap();
+        let bobs = create(&app, &bob, later).await.unwrap();
+        let mut both = vec![agents.access_key_id.clone(), alices.access_key_id.clone()];
+        both.sort();
+        assert_eq!(ids(list(&app, &alice).await.unwrap()), both);
+        assert_eq!(
+            ids(list(&app, &bob).await.unwrap()),
+            [bobs.access_key_id.as_str()]
+        );
+        assert_eq!(
+            ids(list(&app, &its_agent).await.unwrap()),
+            [agents.access_key_id.as_str()]
+        );
+        let service = Principal::Service { sub: None };
+        assert_eq!(
+            ids(list(&app, &service).await.unwrap()),
+            [agents.access_key_id.as_str()]
+        );
+        let refused = revoke(&app, &bob, &agents.access_key_id).await;
+        assert!(matches!(refused, Err(Error::NotFound(_))), "{refused:?}");
+        revoke(&app, &alice, &agents.access_key_id).await.unwrap();
+        assert_eq!(
+            principal_of(&app, &agents.access_key_id).await.unwrap(),
+            None
+        );
+    }
+}

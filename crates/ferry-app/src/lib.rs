@@ -29,6 +29,9 @@ pub mod spaces;
 pub mod threads;
 pub mod uploads;
 
+#[cfg(test)]
+mod testing;
+
 pub use access::Action;
 pub use error::{Error, Result, describe_bytes};
 pub use principal::Principal;

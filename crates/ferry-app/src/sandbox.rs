@@ -92,3 +92,138 @@ pub async fn delete(
     let sandbox = app.sandboxes.open(&thread.id).await?;
     sandbox.delete(path.relative()).await.map_err(in_sandbox)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{self, agent, body, user};
+    use ferry_core::ValidPath;
+
+    fn at(path: &str) -> SandboxPath {
+        SandboxPath::parse(path).unwrap()
+    }
+
+    #[tokio::test]
+    async fn only_the_threads_agent_writes_and_everyone_of_the_thread_reads() {
+        let (app, _dir) = testing::app().await;
+        let alice = user("alice");
+        let thread = crate::threads::create(&app, &alice, None, None)
+            .await
+            .unwrap();
+        let its_agent = agent("alice", &thread.id);
+        let path = at("/sandbox/outputs/r.md");
+        let (created, entry) = write(
+            &app,
+            &its_agent,
+            &thread.id,
+            &path,
+            "text/markdown",
+            &WriteCondition::None,
+            body(b"# r"),
+        )
+        .await
+        .unwrap();
+        assert!(created && entry.size == 3);
+        // The owner reads but does not write; another user does not even see the thread.
+        assert!(open(&app, &alice, &thread.id, &path).await.is_ok());
+        let by_owner = write(
+            &app,
+            &alice,
+            &thread.id,
+            &path,
+            "text/plain",
+            &WriteCondition::None,
+            body(b"x"),
+        )
+        .await;
+        assert!(matches!(by_owner, Err(Error::Forbidden(_))), "{by_owner:?}");
+        let by_stranger = open(&app, &user("bob"), &thread.id, &path).await;
+        assert!(matches!(by_stranger, Err(Error::NotFound(_))));
+        // The agent of another thread is a stranger too.
+        let other = agent("alice", "another-thread");
+        let refused = write(
+            &app,
+            &other,
+            &thread.id,
+            &path,
+            "text/plain",
+            &WriteCondition::None,
+            body(b"x"),
+        )
+        .await;
+        assert!(matches!(refused, Err(Error::NotFound(_))), "{refused:?}");
+    }
+
+    #[tokio::test]
+    async fn skills_are_read_only_and_the_spaces_rules_hold() {
+        let (app, _dir) = testing::app().await;
+        let alice = user("alice");
+        let thread = crate::threads::create(&app, &alice, None, None)
+            .await
+            .unwrap();
+        let its_agent = agent("alice", &thread.id);
+        let skill = write(
+            &app,
+            &its_agent,
+            &thread.id,
+            &at("/sandbox/skills/x.md"),
+            "text/plain",
+            &WriteCondition::None,
+            body(b"x"),
+        )
+        .await;
+        assert!(matches!(skill, Err(Error::Forbidden(_))), "{skill:?}");
+        let typed = write(
+            &app,
+            &its_agent,
+            &thread.id,
+            &at("/sandbox/outputs/t.txt"),
+            "foo",
+            &WriteCondition::None,
+            body(b"x"),
+        )
+        .await;
+        assert!(
+            matches!(typed, Err(Error::UnsupportedMediaType(_))),
+            "{typed:?}"
+        );
+        let both = WriteCondition::IfMatchAndCreateOnly(vec!["*".into()]);
+        let refused = write(
+            &app,
+            &its_agent,
+            &thread.id,
+            &at("/sandbox/outputs/t.txt"),
+            "text/plain",
+            &both,
+            body(b"x"),
+        )
+        .await;
+        assert!(
+            matches!(refused, Err(Error::InvalidRequest(_))),
+            "{refused:?}"
+        );
+        // Relative paths live under the workspace.
+        let relative = SandboxPath::from_relative(ValidPath::parse("workspace/n.txt").unwrap());
+        write(
+            &app,
+            &its_agent,
+            &thread.id,
+            &relative,
+            "text/plain",
+            &WriteCondition::None,
+            body(b"n"),
+        )
+        .await
+        .unwrap();
+        let listed = list(
+            &app,
+            &alice,
+            &thread.id,
+            Some(&at("/sandbox/workspace")),
+            false,
+        )
+        .await
+        .unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+    }
+}

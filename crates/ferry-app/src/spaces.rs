@@ -149,3 +149,161 @@ pub async fn delete(
             other => other.into(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{self, SPACE_LIMIT, body, user};
+
+    fn at(path: &str) -> (SpaceName, ValidPath) {
+        (
+            SpaceName::parse("notes").unwrap(),
+            ValidPath::parse(path).unwrap(),
+        )
+    }
+
+    async fn put(
+        app: &App,
+        who: &Principal,
+        path: &str,
+        content_type: &str,
+        condition: &WriteCondition,
+        bytes: &[u8],
+    ) -> Result<Written> {
+        let (space, path) = at(path);
+        let meta = FileMeta::typed(content_type);
+        write(app, who, &space, &path, meta, condition, body(bytes)).await
+    }
+
+    #[tokio::test]
+    async fn a_write_is_created_then_overwritten_and_read_back() {
+        let (app, _dir) = testing::app().await;
+        let alice = user("alice");
+        let first = put(
+            &app,
+            &alice,
+            "a.md",
+            "text/markdown",
+            &WriteCondition::None,
+            b"one",
+        )
+        .await
+        .unwrap();
+        assert!(first.created);
+        let again = put(
+            &app,
+            &alice,
+            "a.md",
+            "text/markdown",
+            &WriteCondition::None,
+            b"two",
+        )
+        .await
+        .unwrap();
+        assert!(!again.created);
+        let (space, path) = at("a.md");
+        let read = file(&app, &alice, &space, &path).await.unwrap();
+        assert_eq!((read.size, read.sha256), (3, again.file.sha256));
+        // Another user's spaces are their own: nothing of Alice's is there.
+        let bob = file(&app, &user("bob"), &space, &path).await;
+        assert!(matches!(bob, Err(Error::NotFound(_))));
+    }
+
+    #[tokio::test]
+    async fn conditions_decide_with_the_write() {
+        let (app, _dir) = testing::app().await;
+        let alice = user("alice");
+        let made = put(
+            &app,
+            &alice,
+            "c.md",
+            "text/plain",
+            &WriteCondition::CreateOnly,
+            b"x",
+        )
+        .await
+        .unwrap();
+        let taken = put(
+            &app,
+            &alice,
+            "c.md",
+            "text/plain",
+            &WriteCondition::CreateOnly,
+            b"y",
+        )
+        .await;
+        assert!(matches!(taken, Err(Error::AlreadyExists(_))), "{taken:?}");
+        let stale = WriteCondition::IfMatch(vec!["0".repeat(64)]);
+        let refused = put(&app, &alice, "c.md", "text/plain", &stale, b"y").await;
+        assert!(
+            matches!(refused, Err(Error::PreconditionFailed(_))),
+            "{refused:?}"
+        );
+        let current = WriteCondition::IfMatch(vec![made.file.sha256.clone()]);
+        put(&app, &alice, "c.md", "text/plain", &current, b"y")
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_bad_content_type_or_length_stores_nothing() {
+        let (app, _dir) = testing::app().await;
+        let alice = user("alice");
+        for bad in ["foo", "text/html, text/plain", "<b>"] {
+            let refused = put(&app, &alice, "t.txt", bad, &WriteCondition::None, b"x").await;
+            assert!(
+                matches!(refused, Err(Error::UnsupportedMediaType(_))),
+                "{bad}"
+            );
+        }
+        let big = vec![0u8; SPACE_LIMIT as usize + 1];
+        let refused = put(
+            &app,
+            &alice,
+            "t.txt",
+            "text/plain",
+            &WriteCondition::None,
+            &big,
+        )
+        .await;
+        assert!(matches!(refused, Err(Error::TooLarge(_))), "{refused:?}");
+        // A body longer than it declared.
+        let (space, path) = at("t.txt");
+        let lying = crate::body::Incoming::new(
+            futures::stream::iter([Ok::<_, std::io::Error>(Bytes::from_static(b"0123456789"))]),
+            Some(4),
+        );
+        let refused = write(
+            &app,
+            &alice,
+            &space,
+            &path,
+            FileMeta::typed("text/plain"),
+            &WriteCondition::None,
+            lying,
+        )
+        .await;
+        assert!(
+            matches!(refused, Err(Error::InvalidRequest(_))),
+            "{refused:?}"
+        );
+        let none = file(&app, &alice, &space, &path).await;
+        assert!(matches!(none, Err(Error::NotFound(_))));
+    }
+
+    #[tokio::test]
+    async fn a_service_token_without_a_user_has_no_spaces() {
+        let (app, _dir) = testing::app().await;
+        let service = Principal::Service { sub: None };
+        let refused = put(
+            &app,
+            &service,
+            "a.md",
+            "text/plain",
+            &WriteCondition::None,
+            b"x",
+        )
+        .await;
+        assert!(matches!(refused, Err(Error::Forbidden(_))), "{refused:?}");
+    }
+}

@@ -1,0 +1,67 @@
+//! An [`App`] for this crate's own tests: SQLite and blobs and sandboxes in a temporary
+//! folder, the default limits but for a small space limit. No extraction runs here (the
+//! worker program named is never started by the use cases these tests call).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use ferry_extract::{Extractor, ExtractorConfig};
+use ferry_store::sandbox::{SandboxLimits, Sandboxes};
+use ferry_store::{Blobs, Db, LocalBlobs};
+use futures::Stream;
+use tokio::sync::Notify;
+
+use crate::body::Incoming;
+use crate::{App, Inner, Limits, Principal};
+
+/// The space limit of the test app.
+pub(crate) const SPACE_LIMIT: u64 = 1024;
+
+/// A fresh app; it lives as long as the returned folder.
+pub(crate) async fn app() -> (App, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let db = Db::open(&url).await.unwrap();
+    let blobs = Blobs::Local(LocalBlobs::open(dir.path().join("blobs")).unwrap());
+    let sandboxes =
+        Sandboxes::local(dir.path().join("sandboxes"), SandboxLimits::default()).unwrap();
+    let extractor = Extractor::new(ExtractorConfig::new(
+        dir.path().join("no-worker"),
+        Vec::<String>::new(),
+    ));
+    let app = App::new(Inner {
+        db,
+        blobs,
+        sandboxes,
+        extractor,
+        limits: Limits {
+            space_max_bytes: SPACE_LIMIT,
+            preview_wait: Duration::from_secs(1),
+            ..Limits::default()
+        },
+        events: Default::default(),
+        deliveries_due: Notify::new(),
+        skills_dir: None,
+        cache: crate::cache::DerivedCache::new(dir.path().join("cache")),
+    });
+    (app, dir)
+}
+
+pub(crate) fn user(sub: &str) -> Principal {
+    Principal::User { sub: sub.into() }
+}
+
+pub(crate) fn agent(sub: &str, thread: &str) -> Principal {
+    Principal::Agent {
+        sub: sub.into(),
+        thread: thread.into(),
+        agent_id: "agent".into(),
+    }
+}
+
+/// `bytes` as a body that declares its length.
+pub(crate) fn body(bytes: &[u8]) -> Incoming<impl Stream<Item = std::io::Result<Bytes>> + use<>> {
+    let bytes = Bytes::copy_from_slice(bytes);
+    let len = bytes.len() as u64;
+    Incoming::new(futures::stream::iter([Ok(bytes)]), Some(len))
+}
