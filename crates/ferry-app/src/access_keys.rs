@@ -139,10 +139,7 @@ mod tests {
     async fn an_agents_key_ends_with_its_token_and_with_its_thread() {
         let (app, _dir) = testing::app().await;
         let alice = user("alice");
-        let thread = crate::threads::create(&app, &alice, None, None)
-            .await
-            .unwrap();
-        let its_agent = agent("alice", &thread.id);
+        let (_, its_agent) = testing::thread_of(&app, "alice").await;
         let later = Timestamp(Timestamp::now().millis() + 60_000);
         let key = create(&app, &its_agent, later).await.unwrap();
         assert_eq!(key.expires_at, Some(later));
@@ -174,10 +171,7 @@ mod tests {
     async fn the_thread_owner_lists_and_revokes_its_agents_keys_and_no_one_else_does() {
         let (app, _dir) = testing::app().await;
         let (alice, bob) = (user("alice"), user("bob"));
-        let thread = crate::threads::create(&app, &alice, None, None)
-            .await
-            .unwrap();
-        let its_agent = agent("alice", &thread.id);
+        let (_, its_agent) = testing::thread_of(&app, "alice").await;
         let later = Timestamp(Timestamp::now().millis() + 60_000);
         let agents = create(&app, &its_agent, later).await.unwrap();
         let alices = create(&app, &alice, later).await.unwrap();

@@ -107,15 +107,12 @@ mod tests {
     async fn only_the_threads_agent_writes_and_everyone_of_the_thread_reads() {
         let (app, _dir) = testing::app().await;
         let alice = user("alice");
-        let thread = crate::threads::create(&app, &alice, None, None)
-            .await
-            .unwrap();
-        let its_agent = agent("alice", &thread.id);
+        let (thread_id, its_agent) = testing::thread_of(&app, "alice").await;
         let path = at("/sandbox/outputs/r.md");
         let (created, entry) = write(
             &app,
             &its_agent,
-            &thread.id,
+            &thread_id,
             &path,
             "text/markdown",
             &WriteCondition::None,
@@ -125,11 +122,11 @@ mod tests {
         .unwrap();
         assert!(created && entry.size == 3);
         // The owner reads but does not write; another user does not even see the thread.
-        assert!(open(&app, &alice, &thread.id, &path).await.is_ok());
+        assert!(open(&app, &alice, &thread_id, &path).await.is_ok());
         let by_owner = write(
             &app,
             &alice,
-            &thread.id,
+            &thread_id,
             &path,
             "text/plain",
             &WriteCondition::None,
@@ -137,14 +134,14 @@ mod tests {
         )
         .await;
         assert!(matches!(by_owner, Err(Error::Forbidden(_))), "{by_owner:?}");
-        let by_stranger = open(&app, &user("bob"), &thread.id, &path).await;
+        let by_stranger = open(&app, &user("bob"), &thread_id, &path).await;
         assert!(matches!(by_stranger, Err(Error::NotFound(_))));
         // The agent of another thread is a stranger too.
         let other = agent("alice", "another-thread");
         let refused = write(
             &app,
             &other,
-            &thread.id,
+            &thread_id,
             &path,
             "text/plain",
             &WriteCondition::None,
@@ -158,14 +155,11 @@ mod tests {
     async fn skills_are_read_only_and_the_spaces_rules_hold() {
         let (app, _dir) = testing::app().await;
         let alice = user("alice");
-        let thread = crate::threads::create(&app, &alice, None, None)
-            .await
-            .unwrap();
-        let its_agent = agent("alice", &thread.id);
+        let (thread_id, its_agent) = testing::thread_of(&app, "alice").await;
         let skill = write(
             &app,
             &its_agent,
-            &thread.id,
+            &thread_id,
             &at("/sandbox/skills/x.md"),
             "text/plain",
             &WriteCondition::None,
@@ -176,7 +170,7 @@ mod tests {
         let typed = write(
             &app,
             &its_agent,
-            &thread.id,
+            &thread_id,
             &at("/sandbox/outputs/t.txt"),
             "foo",
             &WriteCondition::None,
@@ -191,7 +185,7 @@ mod tests {
         let refused = write(
             &app,
             &its_agent,
-            &thread.id,
+            &thread_id,
             &at("/sandbox/outputs/t.txt"),
             "text/plain",
             &both,
@@ -207,7 +201,7 @@ mod tests {
         write(
             &app,
             &its_agent,
-            &thread.id,
+            &thread_id,
             &relative,
             "text/plain",
             &WriteCondition::None,
@@ -218,7 +212,7 @@ mod tests {
         let listed = list(
             &app,
             &alice,
-            &thread.id,
+            &thread_id,
             Some(&at("/sandbox/workspace")),
             false,
         )

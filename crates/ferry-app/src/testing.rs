@@ -65,3 +65,12 @@ pub(crate) fn body(bytes: &[u8]) -> Incoming<impl Stream<Item = std::io::Result<
     let len = bytes.len() as u64;
     Incoming::new(futures::stream::iter([Ok(bytes)]), Some(len))
 }
+
+/// A thread of `owner`'s, and its agent.
+pub(crate) async fn thread_of(app: &App, owner: &str) -> (String, Principal) {
+    let thread = crate::threads::create(app, &user(owner), None, None)
+        .await
+        .unwrap();
+    let its_agent = agent(owner, &thread.id);
+    (thread.id, its_agent)
+}

@@ -15,9 +15,7 @@ import urllib.request
 import zlib
 from email.utils import formatdate
 
-import boto3
 from boto3.s3.transfer import TransferConfig
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 import ferry_s3
@@ -35,25 +33,10 @@ def new_key(token):
 
 
 def client(key=None, session_token=None):
-    if key is None:
-        key = {"accessKeyId": "ferry", "secretAccessKey": "ferry"}
-    return boto3.client(
-        "s3",
-        endpoint_url=args.url + "/s3",
-        aws_access_key_id=key["accessKeyId"],
-        aws_secret_access_key=key["secretAccessKey"],
-        aws_session_token=session_token,
-        region_name="us-east-1",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
+    return ferry_s3.boto3_client(args.url, key, session_token)
 
 
-def error_code(call):
-    try:
-        call()
-    except ClientError as e:
-        return e.response["Error"]["Code"]
-    return None
+error_code = ferry_s3.error_code
 
 
 alice_key = new_key(args.alice)

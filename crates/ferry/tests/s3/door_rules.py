@@ -20,10 +20,6 @@ import urllib.request
 import zlib
 import base64
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError
-
 import ferry_s3
 from ferry_s3 import check
 
@@ -33,23 +29,10 @@ endpoint = urllib.parse.urlsplit(args.url)
 
 
 def client(token):
-    return boto3.client(
-        "s3",
-        endpoint_url=args.url + "/s3",
-        aws_access_key_id="ferry",
-        aws_secret_access_key="ferry",
-        aws_session_token=token,
-        region_name="us-east-1",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
+    return ferry_s3.boto3_client(args.url, session_token=token)
 
 
-def error_code(call):
-    try:
-        call()
-    except ClientError as e:
-        return e.response["Error"]["Code"]
-    return None
+error_code = ferry_s3.error_code
 
 
 def fetch(url, headers=None):
@@ -223,11 +206,7 @@ def agent_token(ttl):
 
 
 def key_client(key):
-    return boto3.client(
-        "s3", endpoint_url=args.url + "/s3", region_name="us-east-1",
-        aws_access_key_id=key["accessKeyId"], aws_secret_access_key=key["secretAccessKey"],
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
+    return ferry_s3.boto3_client(args.url, key)
 
 
 sandbox = f"sandbox-{args.thread}"

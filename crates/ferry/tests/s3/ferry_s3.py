@@ -81,3 +81,34 @@ def tree(root):
             with open(path, "rb") as f:
                 found[os.path.relpath(path, root)] = f.read()
     return found
+
+
+def boto3_client(url, key=None, session_token=None):
+    """A boto3 S3 client of the door at `url`: signing with `key` (an access key from
+    `new_key`), or with the bearer `session_token` the session-token way (key and secret
+    `ferry`); path-style, one attempt per call."""
+    import boto3
+    from botocore.config import Config
+
+    if key is None:
+        key = {"accessKeyId": "ferry", "secretAccessKey": "ferry"}
+    return boto3.client(
+        "s3",
+        endpoint_url=url + "/s3",
+        aws_access_key_id=key["accessKeyId"],
+        aws_secret_access_key=key["secretAccessKey"],
+        aws_session_token=session_token,
+        region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+
+
+def error_code(call):
+    """The S3 error code `call` raised, or None when it succeeded."""
+    from botocore.exceptions import ClientError
+
+    try:
+        call()
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+    return None
