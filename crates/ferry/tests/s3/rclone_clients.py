@@ -89,8 +89,13 @@ with tempfile.TemporaryDirectory() as work:
     rclone(agent, "check", outputs, sandbox)
     status, _, body = ferry_s3.api(args.url, "GET", f"/api/threads/{args.thread}/sandbox/outputs/data/table.csv", args.alice)
     check(status == 200 and body == b"a,b\n1,2\n", "the sandbox holds the agent's sync", status, body)
+    # rclone asks whether the bucket is there (NoSuchBucket), then tries to make it, which a
+    # sandbox- name never may be (InvalidBucketName): refused either way, and nothing lands.
     err = rclone(agent, "copy", outputs, f"ferry:sandbox-{args.other_thread}/outputs", ok=False)
-    check("NoSuchBucket" in err or "AccessDenied" in err, "another thread's sandbox is refused", err)
+    refusals = ("NoSuchBucket", "AccessDenied", "InvalidBucketName")
+    check(any(code in err for code in refusals), "another thread's sandbox is refused", err)
+    status, _, _ = ferry_s3.api(args.url, "GET", f"/api/threads/{args.other_thread}/sandbox/outputs/report.md", args.alice)
+    check(status == 404, "and nothing reached it", status)
 
     # purge removes the tree.
     rclone(alice, "purge", "ferry:rc/tree")
