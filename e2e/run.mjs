@@ -575,10 +575,14 @@ step('a file the agent sends is shown inline, collapsible, with a download', asy
   assert.equal(await content.textContent(), text);
   const toggle = block.locator('.file-send-toggle');
   assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+  // Each click is judged once the page has applied it (a re-render between the click and the
+  // check must not decide the outcome).
   await toggle.click();
-  assert.equal(await content.isVisible(), false);
+  await content.waitFor({ state: 'hidden', timeout: 5000 });
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
   await toggle.click();
-  assert.equal(await content.isVisible(), true);
+  await content.waitFor({ state: 'visible', timeout: 5000 });
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
   const [download] = await Promise.all([page.waitForEvent('download'), block.getByRole('button', { name: 'Download todo.md' }).click()]);
   assert.equal(download.suggestedFilename(), 'todo.md');
   const saved = join(S.tmp, 'todo.md');

@@ -7,6 +7,7 @@
 //! the door's business.
 
 use ferry_core::content_type::ContentTypeError;
+use ferry_core::error_code::ErrorCode;
 use ferry_core::path::PathError;
 use ferry_core::send_file::SendFileError;
 use ferry_core::space_name::SpaceNameError;
@@ -88,23 +89,22 @@ impl Error {
         Error::Internal
     }
 
-    /// The envelope's name for this kind of failure (`NOT_FOUND`, `REQUEST_TOO_LARGE`, …), for
-    /// the events that report a failure (`file_publish_failed`). The HTTP API answers with the
-    /// same code (a test there holds the two together).
-    pub fn code(&self) -> &'static str {
+    /// The envelope's code for this kind of failure: the one every door answers with (the
+    /// HTTP API gives it its status, MCP carries it, events that report a failure name it).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::NotFound(_) => "NOT_FOUND",
-            Error::Forbidden(_) => "FORBIDDEN",
-            Error::InvalidPath(_) => "INVALID_PATH",
-            Error::InvalidRequest(_) => "INVALID_REQUEST",
-            Error::AlreadyExists(_) => "ALREADY_EXISTS",
-            Error::PreconditionFailed(_) => "PRECONDITION_FAILED",
-            Error::TooLarge(_) => "REQUEST_TOO_LARGE",
-            Error::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
-            Error::UnsupportedFileType(_) => "UNSUPPORTED_FILE_TYPE",
-            Error::Busy(_) => "UNAVAILABLE",
-            Error::DiskFull => "INSUFFICIENT_STORAGE",
-            Error::Internal => "INTERNAL",
+            Error::NotFound(_) => ErrorCode::NotFound,
+            Error::Forbidden(_) => ErrorCode::Forbidden,
+            Error::InvalidPath(_) => ErrorCode::InvalidPath,
+            Error::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            Error::AlreadyExists(_) => ErrorCode::AlreadyExists,
+            Error::PreconditionFailed(_) => ErrorCode::PreconditionFailed,
+            Error::TooLarge(_) => ErrorCode::RequestTooLarge,
+            Error::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
+            Error::UnsupportedFileType(_) => ErrorCode::UnsupportedFileType,
+            Error::Busy(_) => ErrorCode::Unavailable,
+            Error::DiskFull => ErrorCode::InsufficientStorage,
+            Error::Internal => ErrorCode::Internal,
         }
     }
 

@@ -7,6 +7,7 @@
 pub mod attachment;
 pub mod conditions;
 pub mod content_type;
+pub mod error_code;
 pub mod mime;
 pub mod path;
 pub mod send_file;

@@ -9,6 +9,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
+use ferry_core::error_code::ErrorCode;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
 use http::{HeaderMap, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -118,13 +119,13 @@ impl FerryMcp {
                     .get::<http::request::Parts>()
                     .ok_or_else(|| {
                         envelope(
-                            "UNAUTHENTICATED",
+                            ErrorCode::Unauthenticated,
                             "this MCP endpoint needs the bearer token of an HTTP request",
                         )
                     })?;
                 let token = bearer(&parts.headers).ok_or_else(|| {
                     envelope(
-                        "UNAUTHENTICATED",
+                        ErrorCode::Unauthenticated,
                         "missing bearer token: send 'Authorization: Bearer <JWT>'",
                     )
                 })?;
@@ -146,8 +147,13 @@ impl FerryMcp {
         mut headers: HeaderMap,
         body: Bytes,
     ) -> Result<ApiResponse, Stop> {
-        let authorization = HeaderValue::try_from(format!("Bearer {}", caller.token))
-            .map_err(|_| envelope("UNAUTHENTICATED", "the token is not valid header text"))?;
+        let authorization =
+            HeaderValue::try_from(format!("Bearer {}", caller.token)).map_err(|_| {
+                envelope(
+                    ErrorCode::Unauthenticated,
+                    "the token is not valid header text",
+                )
+            })?;
         headers.insert(AUTHORIZATION, authorization);
         let request = ApiRequest {
             method,
@@ -191,7 +197,10 @@ impl FerryMcp {
             tools::SAY => self.say(caller, arguments).await,
             tools::LIST_UPLOADS => self.list_uploads(caller, arguments).await,
             tools::READ_UPLOAD => self.read_upload(caller, arguments).await,
-            other => Err(envelope("NOT_FOUND", format!("no tool is named '{other}'"))),
+            other => Err(envelope(
+                ErrorCode::NotFound,
+                format!("no tool is named '{other}'"),
+            )),
         };
         outcome.unwrap_or_else(|error| *error)
     }
@@ -292,7 +301,7 @@ impl FerryMcp {
                 .collect();
             Bytes::from(STANDARD.decode(cleaned.as_bytes()).map_err(|e| {
                 envelope(
-                    "INVALID_REQUEST",
+                    ErrorCode::InvalidRequest,
                     format!(
                         "content must be base64 for the content type '{}' ({e}); send text only \
                          for text types (text/*, JSON, XML, JavaScript, SVG)",
@@ -305,7 +314,7 @@ impl FerryMcp {
         if !args.content_type.is_empty() {
             let value = HeaderValue::try_from(args.content_type.as_str()).map_err(|_| {
                 envelope(
-                    "UNSUPPORTED_MEDIA_TYPE",
+                    ErrorCode::UnsupportedMediaType,
                     format!(
                         "'{}' cannot be sent as a Content-Type header: use a media type such as text/markdown; charset=utf-8",
                         args.content_type
@@ -345,7 +354,7 @@ impl FerryMcp {
             };
             let value = HeaderValue::try_from(quoted).map_err(|_| {
                 envelope(
-                    "INVALID_REQUEST",
+                    ErrorCode::InvalidRequest,
                     "ifMatch must be an etag such as \"3a7b…\"",
                 )
             })?;
@@ -410,7 +419,7 @@ impl FerryMcp {
         }
         let blocks: Vec<Value> = serde_json::from_slice(&response.body).map_err(|e| {
             envelope(
-                "INTERNAL",
+                ErrorCode::Internal,
                 format!("the server's model content could not be read: {e}"),
             )
         })?;
@@ -442,7 +451,7 @@ type Outcome = Result<CallToolResult, Stop>;
 fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Stop> {
     serde_json::from_value(arguments).map_err(|e| {
         envelope(
-            "INVALID_REQUEST",
+            ErrorCode::InvalidRequest,
             format!("invalid arguments for {tool}: {e}"),
         )
     })
@@ -451,7 +460,7 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Stop> {
 fn thread_of(caller: &Caller) -> Result<&str, Stop> {
     caller.thread.as_deref().ok_or_else(|| {
         envelope(
-            "INVALID_REQUEST",
+            ErrorCode::InvalidRequest,
             "this tool acts in a thread, and the token names none: use an agent token \
              (ferry token --agent --thread ID --user OWNER, or POST /api/threads/{id}/agent-token)",
         )
@@ -460,8 +469,8 @@ fn thread_of(caller: &Caller) -> Result<&str, Stop> {
 
 /// An error found before any request was sent, in the server's envelope so that an agent
 /// reads every error the same way.
-fn envelope(code: &str, message: impl Into<String>) -> Stop {
-    let body = json!({ "error": { "code": code, "message": message.into() } });
+fn envelope(code: ErrorCode, message: impl Into<String>) -> Stop {
+    let body = json!({ "error": { "code": code.as_str(), "message": message.into() } });
     let mut result = CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
     result.structured_content = Some(body);
     Box::new(result)

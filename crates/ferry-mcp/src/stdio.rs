@@ -8,6 +8,7 @@
 //! HTTP; any other request gets a JSON-RPC error. A line that is not JSON-RPC gets the
 //! JSON-RPC parse error.
 
+use ferry_core::error_code::ErrorCode;
 use futures::channel::mpsc as fmpsc;
 use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -155,7 +156,8 @@ fn too_large(head: &Head, max_line: usize) -> Option<String> {
         "the request is larger than the limit of {max_line} bytes; write large files through \
          the HTTP API or the sandbox instead"
     );
-    let envelope = json!({ "error": { "code": "REQUEST_TOO_LARGE", "message": message } });
+    let envelope =
+        json!({ "error": { "code": ErrorCode::RequestTooLarge.as_str(), "message": message } });
     let reply = if head.method.as_deref() == Some("tools/call") {
         json!({
             "jsonrpc": "2.0",

@@ -5,7 +5,7 @@
 //! `{ "error": { "code": "…", "message": "…" } }` with the code's status. Internal failures are
 //! logged in full and answered with a generic message: no stack trace or host path leaks.
 
-pub use crate::error_code::ErrorCode;
+pub use crate::error_code::{ErrorCode, HttpStatus};
 use axum::Json;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -172,50 +172,8 @@ impl IntoResponse for ApiError {
 impl<E: Into<ferry_app::Error>> From<E> for ApiError {
     fn from(e: E) -> Self {
         let e: ferry_app::Error = e.into();
-        let message = e.to_string();
-        let code = match e {
-            ferry_app::Error::NotFound(_) => ErrorCode::NotFound,
-            ferry_app::Error::Forbidden(_) => ErrorCode::Forbidden,
-            ferry_app::Error::InvalidPath(_) => ErrorCode::InvalidPath,
-            ferry_app::Error::InvalidRequest(_) => ErrorCode::InvalidRequest,
-            ferry_app::Error::AlreadyExists(_) => ErrorCode::AlreadyExists,
-            ferry_app::Error::PreconditionFailed(_) => ErrorCode::PreconditionFailed,
-            ferry_app::Error::TooLarge(_) => ErrorCode::RequestTooLarge,
-            ferry_app::Error::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
-            ferry_app::Error::UnsupportedFileType(_) => ErrorCode::UnsupportedFileType,
-            ferry_app::Error::Busy(_) => ErrorCode::Unavailable,
-            ferry_app::Error::DiskFull => ErrorCode::InsufficientStorage,
-            ferry_app::Error::Internal => ErrorCode::Internal,
-        };
-        ApiError::new(code, message)
+        ApiError::new(e.code(), e.to_string())
     }
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
-
-#[cfg(test)]
-mod app_error_tests {
-    use super::*;
-
-    /// Events name a failure by `ferry_app::Error::code`; the HTTP answer must use the same.
-    #[test]
-    fn the_envelope_code_is_the_one_events_carry() {
-        for e in [
-            ferry_app::Error::NotFound(String::new()),
-            ferry_app::Error::Forbidden(String::new()),
-            ferry_app::Error::InvalidPath(String::new()),
-            ferry_app::Error::InvalidRequest(String::new()),
-            ferry_app::Error::AlreadyExists(String::new()),
-            ferry_app::Error::PreconditionFailed(String::new()),
-            ferry_app::Error::TooLarge(String::new()),
-            ferry_app::Error::UnsupportedMediaType(String::new()),
-            ferry_app::Error::UnsupportedFileType(String::new()),
-            ferry_app::Error::Busy(String::new()),
-            ferry_app::Error::DiskFull,
-            ferry_app::Error::Internal,
-        ] {
-            let code = e.code();
-            assert_eq!(ApiError::from(e).code.as_str(), code);
-        }
-    }
-}

@@ -1,38 +1,18 @@
-//! The error codes of the HTTP API's envelope and the status each one answers with
-//! (docs/reference/errors.md).
+//! The status each error code of the envelope answers with over HTTP
+//! (docs/reference/errors.md). The codes themselves are `ferry_core::error_code`, one list for
+//! every door.
 
 use axum::http::StatusCode;
-use serde::Serialize;
 
-/// One code of the `{ "error": { "code", "message" } }` envelope.
-///
-/// Beside the codes every API answers with, five that HTTP itself needs: a wrong method, an
-/// unsatisfiable `Range`, a client over its share (too many open streams), a busy server, and
-/// a full disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    Unauthenticated,
-    Forbidden,
-    NotFound,
-    MethodNotAllowed,
-    InvalidPath,
-    InvalidRequest,
-    AlreadyExists,
-    PreconditionFailed,
-    RequestTooLarge,
-    UnsupportedMediaType,
-    RangeNotSatisfiable,
-    UnsupportedFileType,
-    TooManyRequests,
-    Internal,
-    Unavailable,
-    InsufficientStorage,
+pub use ferry_core::error_code::ErrorCode;
+
+/// The HTTP status of an error code.
+pub trait HttpStatus {
+    fn status(self) -> StatusCode;
 }
 
-impl ErrorCode {
-    /// The HTTP status code this error answers with.
-    pub fn status(self) -> StatusCode {
+impl HttpStatus for ErrorCode {
+    fn status(self) -> StatusCode {
         match self {
             ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
             ErrorCode::Forbidden => StatusCode::FORBIDDEN,
@@ -51,49 +31,11 @@ impl ErrorCode {
             ErrorCode::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
         }
     }
-
-    /// The code as it is written in the envelope, e.g. `INVALID_PATH`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
-            ErrorCode::Forbidden => "FORBIDDEN",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            ErrorCode::InvalidPath => "INVALID_PATH",
-            ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::AlreadyExists => "ALREADY_EXISTS",
-            ErrorCode::PreconditionFailed => "PRECONDITION_FAILED",
-            ErrorCode::RequestTooLarge => "REQUEST_TOO_LARGE",
-            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
-            ErrorCode::RangeNotSatisfiable => "RANGE_NOT_SATISFIABLE",
-            ErrorCode::UnsupportedFileType => "UNSUPPORTED_FILE_TYPE",
-            ErrorCode::TooManyRequests => "TOO_MANY_REQUESTS",
-            ErrorCode::Internal => "INTERNAL",
-            ErrorCode::Unavailable => "UNAVAILABLE",
-            ErrorCode::InsufficientStorage => "INSUFFICIENT_STORAGE",
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn serialized_form_matches_as_str() {
-        for code in [
-            ErrorCode::Unauthenticated,
-            ErrorCode::InvalidPath,
-            ErrorCode::AlreadyExists,
-            ErrorCode::UnsupportedFileType,
-            ErrorCode::RangeNotSatisfiable,
-            ErrorCode::TooManyRequests,
-            ErrorCode::InsufficientStorage,
-        ] {
-            let json = serde_json::to_string(&code).unwrap();
-            assert_eq!(json, format!("\"{}\"", code.as_str()));
-        }
-    }
 
     #[test]
     fn documented_statuses() {
