@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use ferry_app::Error;
+use ferry_core::attachment::escape;
 use http::{HeaderMap, HeaderValue};
 use s3s::{S3Error, S3ErrorCode};
 
@@ -135,28 +136,12 @@ pub(crate) fn with_element(body: &[u8], name: &str, value: &str) -> Bytes {
     let Some(at) = body.windows(END.len()).rposition(|w| w == END) else {
         return Bytes::copy_from_slice(body);
     };
-    let element = format!("<{name}>{}</{name}>", xml_text(value));
+    let element = format!("<{name}>{}</{name}>", escape(value));
     let mut out = Vec::with_capacity(body.len() + element.len());
     out.extend_from_slice(&body[..at]);
     out.extend_from_slice(element.as_bytes());
     out.extend_from_slice(&body[at..]);
     Bytes::from(out)
-}
-
-/// `value` as XML character data: a header or message can hold no markup of its own.
-pub(crate) fn xml_text(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::HeaderMap;
 
-use crate::errors::xml_text;
+use ferry_core::attachment::escape;
 use http::header::{AUTHORIZATION, DATE};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc2822;
@@ -81,8 +81,8 @@ fn access_denied(message: &str, request_id: Option<&http::HeaderValue>) -> s3s::
     let xml = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>\
          <Message>{}</Message><RequestId>{}</RequestId></Error>",
-        xml_text(message),
-        xml_text(request_id),
+        escape(message),
+        escape(request_id),
     );
     let mut response = http::Response::new(s3s::Body::from(xml));
     *response.status_mut() = http::StatusCode::FORBIDDEN;
