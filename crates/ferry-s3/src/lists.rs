@@ -157,6 +157,39 @@ pub(crate) async fn list_objects_v2(
     }))
 }
 
+/// The listing a marker-paged request asks for (`ListObjects`, `ListObjectVersions`). A
+/// marker that is a common prefix (it ends with the delimiter) resumes after everything
+/// beneath it, as the marker that page answered promised.
+fn by_marker(
+    prefix: Option<&str>,
+    delimiter: Option<String>,
+    marker: Option<&str>,
+    requested: Option<i32>,
+) -> listing::Request {
+    let after = match marker {
+        None | Some("") => After::Start,
+        Some(marker) if delimiter.as_deref().is_some_and(|d| marker.ends_with(d)) => {
+            After::Below(marker.to_owned())
+        }
+        Some(marker) => After::Key(marker.to_owned()),
+    };
+    listing::Request {
+        prefix: prefix.unwrap_or_default().to_owned(),
+        delimiter,
+        after,
+        max_keys: max_keys(requested),
+    }
+}
+
+/// Where the next marker-paged request resumes, when the page was cut.
+fn next_marker(page: &listing::Page) -> Option<String> {
+    match &page.next {
+        Some(After::Key(key)) => Some(key.clone()),
+        Some(After::Below(prefix)) => Some(prefix.clone()),
+        _ => None,
+    }
+}
+
 pub(crate) async fn list_objects(
     door: &Door,
     req: S3Request<ListObjectsInput>,
@@ -164,29 +197,17 @@ pub(crate) async fn list_objects(
     let principal = caller(&req)?;
     let input = req.input;
     let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
-    // A marker that is a common prefix (it ends with the delimiter) resumes after
-    // everything beneath it, as NextMarker promised.
-    let after = match input.marker.as_deref() {
-        None | Some("") => After::Start,
-        Some(marker) if delimiter.as_deref().is_some_and(|d| marker.ends_with(d)) => {
-            After::Below(marker.to_owned())
-        }
-        Some(marker) => After::Key(marker.to_owned()),
-    };
-    let max = max_keys(input.max_keys);
-    let request = listing::Request {
-        prefix: input.prefix.clone().unwrap_or_default(),
-        delimiter: delimiter.clone(),
-        after,
-        max_keys: max,
-    };
+    let request = by_marker(
+        input.prefix.as_deref(),
+        delimiter.clone(),
+        input.marker.as_deref(),
+        input.max_keys,
+    );
+    let max = request.max_keys;
     let page = door.list(&principal, &input.bucket, request).await?;
     let keys = Keys::of(input.encoding_type.as_ref());
-    let next_marker = match (&page.next, &delimiter) {
-        (Some(After::Key(key)), Some(_)) => Some(key.clone()),
-        (Some(After::Below(prefix)), Some(_)) => Some(prefix.clone()),
-        _ => None,
-    };
+    // Version 1 names a next marker only when a delimiter was given.
+    let next_marker = delimiter.as_ref().and(next_marker(&page));
     Ok(S3Response::new(ListObjectsOutput {
         contents: Some(objects(&page, keys)),
         common_prefixes: Some(common_prefixes(&page, keys)),
@@ -213,27 +234,16 @@ pub(crate) async fn list_object_versions(
     let principal = caller(&req)?;
     let input = req.input;
     let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
-    let after = match input.key_marker.as_deref() {
-        None | Some("") => After::Start,
-        Some(marker) if delimiter.as_deref().is_some_and(|d| marker.ends_with(d)) => {
-            After::Below(marker.to_owned())
-        }
-        Some(marker) => After::Key(marker.to_owned()),
-    };
-    let max = max_keys(input.max_keys);
-    let request = listing::Request {
-        prefix: input.prefix.clone().unwrap_or_default(),
-        delimiter: delimiter.clone(),
-        after,
-        max_keys: max,
-    };
+    let request = by_marker(
+        input.prefix.as_deref(),
+        delimiter,
+        input.key_marker.as_deref(),
+        input.max_keys,
+    );
+    let max = request.max_keys;
     let page = door.list(&principal, &input.bucket, request).await?;
     let keys = Keys::of(input.encoding_type.as_ref());
-    let next_key_marker = match &page.next {
-        Some(After::Key(key)) => Some(key.clone()),
-        Some(After::Below(prefix)) => Some(prefix.clone()),
-        _ => None,
-    };
+    let next_key_marker = next_marker(&page);
     let versions = page
         .objects
         .iter()
