@@ -1,8 +1,8 @@
 //! The bytes a write receives, with the length their sender declared (docs/security.md,
 //! limits): a declaration over the limit is refused before a byte is read, and a body that
 //! does not end exactly at its declared length is refused as it arrives, so a lying length
-//! (an aws-chunked `x-amz-decoded-content-length`, a tus `Upload-Length`) never stores more
-//! or less than it said. Every write use case takes its body as an [`Incoming`], so this
+//! (an aws-chunked `x-amz-decoded-content-length`, say) never stores more or less than it
+//! said. Every write use case takes its body as an [`Incoming`], so this
 //! holds for every door.
 
 use std::pin::Pin;

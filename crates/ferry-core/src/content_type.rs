@@ -79,10 +79,19 @@ pub const SANDBOXED_CSP: &str =
 
 /// How bytes stored as `content_type` are answered on ferry's own origin. Only passive types
 /// — raster images, PDF, plain text, CSV, JSON, audio and video — are shown in place; every
-/// other type (HTML, SVG, XML, scripts, anything unknown) is an attachment, so no stored byte
+/// other type (HTML, SVG, XML, scripts, anything unknown, anything that is not one valid
+/// media type) is an attachment, so no stored byte
 /// runs script on the origin of the web UI, whatever type it was stored or asked for with.
 /// Every answer also carries `X-Content-Type-Options: nosniff`, so the type is never guessed.
 pub fn serving(content_type: &str) -> Serving {
+    // A value that is not one media type (a list, say `application/pdf;,text/html`, which
+    // browsers read as its last type) is never trusted to be passive.
+    if check(content_type).is_err() {
+        return Serving {
+            inline: false,
+            content_security_policy: Some(SANDBOXED_CSP),
+        };
+    }
     let essence = essence(content_type);
     if essence == "application/pdf" {
         // Browsers show PDF in their own viewer, which a `sandbox` directive stops; the viewer
@@ -244,5 +253,16 @@ mod tests {
         }
         let pdf = serving("application/pdf");
         assert!(pdf.inline && pdf.content_security_policy.is_none());
+        // Browsers take the last type of a list: a list is never passive, whatever it starts
+        // with.
+        for smuggled in [
+            "application/pdf;,text/html",
+            "image/png, text/html",
+            "text/plain;,",
+        ] {
+            let serving = serving(smuggled);
+            assert!(!serving.inline, "{smuggled}");
+            assert_eq!(serving.content_security_policy, Some(SANDBOXED_CSP));
+        }
     }
 }

@@ -58,6 +58,23 @@ pub(crate) fn etag_of(value: &str) -> ETag {
     ETag::Strong(value.to_owned())
 }
 
+/// The ETags an `If-Match` (of a write or a delete) names, as the use cases take them: `*`
+/// for any existing object, or the strong tag (a weak one never matches).
+pub(crate) fn if_match_tags(condition: &ETagCondition) -> Vec<String> {
+    match condition {
+        ETagCondition::Any => vec!["*".to_owned()],
+        ETagCondition::ETag(tag) => vec![tag.as_strong().unwrap_or_default().to_owned()],
+    }
+}
+
+/// The content type an object is written with: the one sent, else (as S3 clients expect)
+/// the one its key's extension names.
+pub(crate) fn sent_or_guessed_type(sent: Option<&str>, key: &str) -> String {
+    sent.filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .unwrap_or_else(|| ferry_core::mime::mime_for_name(key))
+}
+
 /// An S3 entity-tag condition as the tag list every door evaluates.
 pub(crate) fn tag_list(condition: &ETagCondition) -> TagList {
     match condition {

@@ -13,7 +13,7 @@ use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
 use crate::attributes::{Assembled, Attributes, sent};
 use crate::checksum::{Expected, StoredChecksum, Verified, sent_checksum, with_checksum};
-use crate::context::{Door, ReadConditions, time_of};
+use crate::context::{Door, ReadConditions, sent_or_guessed_type, time_of};
 use crate::errors::to_s3;
 use crate::upload_checksum::UploadChecksum;
 use crate::writes::checked;
@@ -76,10 +76,7 @@ impl Door {
         let mut attributes = Attributes::of(sent!(input));
         attributes.upload_checksum = checksum.clone();
         let attributes = attributes.to_json();
-        let content_type = input
-            .content_type
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| ferry_core::mime::mime_for_name(&input.key));
+        let content_type = sent_or_guessed_type(input.content_type.as_deref(), &input.key);
         let upload = multipart::create(
             self.app(),
             principal,

@@ -3,7 +3,7 @@
 //! headers of stored content ([`crate::serving`]).
 
 use s3s::dto::*;
-use s3s::{S3Request, S3Response, S3Result};
+use s3s::{S3Request, S3Response, S3Result, s3_error};
 use sync_wrapper::SyncStream;
 
 use crate::checksum::with_checksum;
@@ -117,11 +117,8 @@ pub(crate) async fn head_object(
             input.checksum_mode.as_ref(),
         )
         .await?;
-    let safety = reading.safety_headers(
-        input.response_content_type.as_deref(),
-        input.response_content_disposition.as_deref(),
-        &input.key,
-    );
+    // s3s applies `response-*` overrides to GetObject only: HEAD answers the stored headers.
+    let safety = reading.safety_headers(None, None, &input.key);
     let mut answer = S3Response::new(read_output!(HeadObjectOutput, reading, {}));
     answer.headers.extend(safety);
     Ok(answer)
@@ -204,6 +201,12 @@ pub(crate) async fn get_object(
 ) -> S3Result<S3Response<GetObjectOutput>> {
     let principal = caller(&req)?;
     let input = &req.input;
+    // The type a link asks the answer to carry passes the same check as a stored one: a list
+    // such as `application/pdf;,text/html` (which browsers read as its last type) is refused.
+    if let Some(asked) = input.response_content_type.as_deref() {
+        ferry_core::content_type::check(asked)
+            .map_err(|e| s3_error!(InvalidArgument, "response-content-type: {e}"))?;
+    }
     let reading = door
         .reading(
             &principal,

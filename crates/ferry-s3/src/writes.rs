@@ -14,7 +14,10 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::attributes::{Attributes, sent};
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
 use crate::checksum::{Expected, Outcome, Verified, sent_checksum, with_checksum};
-use crate::context::{Body, Door, ReadConditions, caller, etag_of, tag_list, time_of};
+use crate::context::{
+    Body, Door, ReadConditions, caller, etag_of, if_match_tags, sent_or_guessed_type, tag_list,
+    time_of,
+};
 use crate::errors::{Condition, precondition_failed, to_s3};
 use crate::listing::MAX_KEYS;
 use crate::request::Trailers;
@@ -27,11 +30,7 @@ pub(crate) fn write_condition(
     if_match: Option<&ETagCondition>,
 ) -> S3Result<WriteCondition> {
     let create_only = matches!(if_none_match, Some(ETagCondition::Any));
-    let tags = if_match.map(|condition| match condition {
-        ETagCondition::Any => vec!["*".to_owned()],
-        ETagCondition::ETag(tag) => vec![tag.as_strong().unwrap_or_default().to_owned()],
-    });
-    Ok(WriteCondition::of(create_only, tags))
+    Ok(WriteCondition::of(create_only, if_match.map(if_match_tags)))
 }
 
 impl Door {
@@ -106,11 +105,7 @@ pub(crate) async fn put_object(
     let attributes = Attributes::of(sent!(input))
         .with_checksum(expected.to_keep())
         .to_json();
-    let content_type = input
-        .content_type
-        .clone()
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| ferry_core::mime::mime_for_name(&input.key));
+    let content_type = sent_or_guessed_type(input.content_type.as_deref(), &input.key);
     let destination = Door::destination(&bucket, &input.key)?;
     // For an aws-chunked body s3s has put the decoded length here: the use case holds
     // the body to it.
@@ -310,10 +305,7 @@ async fn delete(
     match bucket {
         Bucket::Space(space) => {
             let path = space_key(key)?;
-            let tags = if_match.map(|condition| match condition {
-                ETagCondition::Any => vec!["*".to_owned()],
-                ETagCondition::ETag(tag) => vec![tag.as_strong().unwrap_or_default().to_owned()],
-            });
+            let tags = if_match.map(if_match_tags);
             match ferry_app::spaces::delete(app, principal, space, &path, tags.as_deref()).await {
                 Ok(_) | Err(ferry_app::Error::NotFound(_)) => Ok(()),
                 Err(e) => Err(to_s3(e)),

@@ -68,11 +68,7 @@ impl Service<Request<Body>> for McpEndpoint {
                 return Ok(refused.into_response());
             }
             let too_large = || ApiError::too_large(max_body as u64).into_response();
-            let declared = parts
-                .headers
-                .get(axum::http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok());
+            let declared = crate::write_headers::declared_length(&parts.headers);
             if declared.is_some_and(|len| len > max_body as u64) {
                 return Ok(too_large());
             }
@@ -108,20 +104,43 @@ impl Service<Request<Body>> for McpEndpoint {
 /// What MCP's streamable HTTP answers with: JSON, or an event stream.
 const MCP_ACCEPT: &str = "application/json, text/event-stream";
 
-/// A request with no `Accept`, or `*/*`, takes any type (RFC 9110 §12.5.1), so both of MCP's
-/// are acceptable: it is given the `Accept` the MCP SDK asks clients to send rather than a 406.
-/// Any other `Accept` is left to the SDK, which answers 406 unless it takes both.
+/// A request whose `Accept` takes both of MCP's types — none at all (RFC 9110 §12.5.1: any
+/// type), `*/*`, `application/*, text/*`, with any `q` above 0 — is given the `Accept` the
+/// MCP SDK asks clients to send, rather than a 406 for not naming them. Any other `Accept`
+/// is left to the SDK, which answers 406.
 fn accept_anything_means_both(headers: &mut axum::http::HeaderMap) {
-    let anything = match headers.get(axum::http::header::ACCEPT) {
+    let takes_both = match headers.get(axum::http::header::ACCEPT) {
         None => true,
-        Some(value) => value.to_str().is_ok_and(|v| v.trim() == "*/*"),
+        Some(value) => value.to_str().is_ok_and(|accept| {
+            takes(accept, "application", "json") && takes(accept, "text", "event-stream")
+        }),
     };
-    if anything {
+    if takes_both {
         headers.insert(
             axum::http::header::ACCEPT,
             axum::http::HeaderValue::from_static(MCP_ACCEPT),
         );
     }
+}
+
+/// Whether an `Accept` value has a media range with a `q` above 0 that covers `kind/sub`.
+fn takes(accept: &str, kind: &str, sub: &str) -> bool {
+    accept.split(',').any(|range| {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim();
+        let weighted_out = parts.any(|p| {
+            p.trim()
+                .strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        let Some((k, s)) = media.split_once('/') else {
+            return false;
+        };
+        let covers = (k == "*" && s == "*")
+            || (k.eq_ignore_ascii_case(kind) && (s == "*" || s.eq_ignore_ascii_case(sub)));
+        covers && !weighted_out
+    })
 }
 
 /// The HTTP API of this very server, reached without a socket.
@@ -151,5 +170,33 @@ impl Api for InProcess {
             headers: parts.headers,
             body,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accept_that_takes_both_of_mcps_types_is_given_them() {
+        for both in [
+            "*/*",
+            "*/*;q=0.9",
+            "text/html, */*",
+            "application/*, text/*",
+            MCP_ACCEPT,
+        ] {
+            assert!(
+                takes(both, "application", "json") && takes(both, "text", "event-stream"),
+                "{both}"
+            );
+        }
+        for not_both in ["application/json", "text/html", "*/*;q=0", "application/*"] {
+            assert!(
+                !(takes(not_both, "application", "json")
+                    && takes(not_both, "text", "event-stream")),
+                "{not_both}"
+            );
+        }
     }
 }

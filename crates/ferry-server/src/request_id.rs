@@ -34,11 +34,11 @@ pub fn is_usable(id: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:/+=@".contains(b))
 }
 
-/// The `X-Request-Id` a client sent that was not kept, as sent: a request signature (S3's
-/// SigV4) may cover the header, so the S3 door puts it back before the signature is checked
-/// (`crate::s3`). Nothing else reads it.
+/// The `X-Request-Id` values a client sent that were not kept, as sent: a request signature
+/// (S3's SigV4) may cover the header, so the S3 door puts them back before the signature is
+/// checked (`crate::s3`). Nothing else reads them.
 #[derive(Debug, Clone)]
-pub struct Replaced(pub HeaderValue);
+pub struct Replaced(pub Vec<HeaderValue>);
 
 /// Takes off a request id that is not [`is_usable`] (or is sent twice), so that one is made
 /// in its place: runs before the layer that makes ids.
@@ -49,15 +49,15 @@ pub async fn drop_unusable<B>(mut request: Request<B>) -> Request<B> {
     request
 }
 
-/// Takes off unusable ids; answers the one taken off when it was sent once.
-fn strip_unusable(headers: &mut HeaderMap) -> Option<HeaderValue> {
+/// Takes off unusable ids; answers every value taken off, in order.
+fn strip_unusable(headers: &mut HeaderMap) -> Option<Vec<HeaderValue>> {
     let ids = headers.get_all("x-request-id");
-    let count = ids.iter().count();
-    if count <= 1 && ids.iter().all(|id| is_usable(id.as_bytes())) {
+    if ids.iter().count() <= 1 && ids.iter().all(|id| is_usable(id.as_bytes())) {
         return None;
     }
-    let first = headers.remove("x-request-id");
-    first.filter(|_| count == 1)
+    let taken: Vec<HeaderValue> = ids.iter().cloned().collect();
+    headers.remove("x-request-id");
+    Some(taken)
 }
 
 /// The span every request is handled in: its id, method and path (never the query, which may
@@ -109,12 +109,13 @@ mod tests {
         let mut dropped = headers("<x>");
         assert_eq!(
             strip_unusable(&mut dropped),
-            Some(HeaderValue::from_static("<x>"))
+            Some(vec![HeaderValue::from_static("<x>")])
         );
         assert!(dropped.get("x-request-id").is_none());
         let mut twice = headers("a");
         twice.append("x-request-id", HeaderValue::from_static("b"));
-        assert_eq!(strip_unusable(&mut twice), None);
+        let both = vec![HeaderValue::from_static("a"), HeaderValue::from_static("b")];
+        assert_eq!(strip_unusable(&mut twice), Some(both));
         assert!(twice.get("x-request-id").is_none());
     }
 }

@@ -62,8 +62,11 @@ pub fn door(
             if let Some(id) = request.headers().get("x-request-id").cloned() {
                 request.extensions_mut().insert(ferry_s3::RequestId(id));
             }
-            if let Some(Replaced(original)) = request.extensions_mut().remove::<Replaced>() {
-                request.headers_mut().insert("x-request-id", original);
+            if let Some(Replaced(originals)) = request.extensions_mut().remove::<Replaced>() {
+                request.headers_mut().remove("x-request-id");
+                for original in originals {
+                    request.headers_mut().append("x-request-id", original);
+                }
             }
             Ok(match service.oneshot(request).await {
                 Ok(response) => response.map(Body::new),

@@ -102,7 +102,7 @@ pub fn parse_range(value: &str, size: u64) -> RangeAsk {
     }
 }
 
-/// Sends a stored blob, honouring `If-None-Match`, `Range` and `HEAD`.
+/// Sends a stored blob, honouring the read conditions, `Range` and `HEAD`.
 pub async fn serve_blob(
     blobs: &Blobs,
     method: &Method,
@@ -156,8 +156,8 @@ pub struct Representation<'a> {
     pub disposition: Option<String>,
 }
 
-/// Answers a GET or HEAD for a representation: `304` when `If-None-Match` matches, `206` for a
-/// single satisfiable range, `416` for an unsatisfiable one; `read` is called (with the range)
+/// Answers a GET or HEAD for a representation: `412` or `304` when its conditions say so
+/// ([`read_conditions`]), `206` for a single satisfiable range, `416` for an unsatisfiable one; `read` is called (with the range)
 /// only when bytes are sent.
 pub async fn respond<F, Fut>(
     method: &Method,

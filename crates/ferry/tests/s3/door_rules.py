@@ -118,6 +118,12 @@ status, headers, _ = fetch(forced)
 check(status == 200 and headers.get("Content-Disposition", "").startswith("attachment"),
       "response-content-type=text/html turns the object into an attachment, not a page", dict(headers))
 check("sandbox" in headers.get("Content-Security-Policy", ""), "and it is sandboxed", dict(headers))
+# A type list passes as its first type to some readers and as its last to browsers: refused.
+smuggled = s3.generate_presigned_url(
+    "get_object", Params={"Bucket": "site", "Key": "page.html", "ResponseContentType": "application/pdf;,text/html"},
+)
+status, headers, body = fetch(smuggled)
+check(status == 400 and b"InvalidArgument" in body, "response-content-type that is a list", status, body)
 status, headers, _ = fetch(s3.generate_presigned_url("get_object", Params={"Bucket": "site", "Key": "chart.png"}))
 check(status == 200 and "Content-Disposition" not in headers, "a PNG is shown in place", dict(headers))
 check("sandbox" in headers.get("Content-Security-Policy", ""), "and sandboxed too", dict(headers))
