@@ -172,6 +172,20 @@ pub(crate) struct ReadConditions<'a> {
     pub(crate) if_unmodified_since: Option<&'a s3s::dto::Timestamp>,
 }
 
+/// The [`ReadConditions`] a copy's source must meet, from the `x-amz-copy-source-if-*`
+/// fields that `CopyObject` and `UploadPartCopy` share.
+macro_rules! copy_source_conditions {
+    ($input:expr) => {
+        $crate::context::ReadConditions {
+            if_match: $input.copy_source_if_match.as_ref(),
+            if_none_match: $input.copy_source_if_none_match.as_ref(),
+            if_modified_since: $input.copy_source_if_modified_since.as_ref(),
+            if_unmodified_since: $input.copy_source_if_unmodified_since.as_ref(),
+        }
+    };
+}
+pub(crate) use copy_source_conditions;
+
 impl ReadConditions<'_> {
     /// The conditions as the rule every door evaluates (`ferry_core::conditions`), which is
     /// S3's order too: `If-Match` (else `If-Unmodified-Since`) may answer 412, then

@@ -13,7 +13,7 @@ use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
 use crate::attributes::{Assembled, Attributes, sent};
 use crate::checksum::{Expected, StoredChecksum, Verified, sent_checksum, with_checksum};
-use crate::context::{Door, ReadConditions, sent_or_guessed_type, time_of};
+use crate::context::{Door, copy_source_conditions, sent_or_guessed_type, time_of};
 use crate::errors::to_s3;
 use crate::upload_checksum::UploadChecksum;
 use crate::writes::checked;
@@ -150,12 +150,7 @@ impl Door {
             .copy_source(
                 principal,
                 &input.copy_source,
-                ReadConditions {
-                    if_match: input.copy_source_if_match.as_ref(),
-                    if_none_match: input.copy_source_if_none_match.as_ref(),
-                    if_modified_since: input.copy_source_if_modified_since.as_ref(),
-                    if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
-                },
+                copy_source_conditions!(input),
             )
             .await?;
         let span = match input.copy_source_range.as_deref() {

@@ -15,8 +15,8 @@ use crate::attributes::{Attributes, sent};
 use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
 use crate::checksum::{Expected, Outcome, Verified, sent_checksum, with_checksum};
 use crate::context::{
-    Body, Door, ReadConditions, caller, etag_of, if_match_tags, sent_or_guessed_type, tag_list,
-    time_of,
+    Body, Door, caller, copy_source_conditions, etag_of, if_match_tags, sent_or_guessed_type,
+    tag_list, time_of,
 };
 use crate::errors::{Condition, precondition_failed, to_s3};
 use crate::listing::MAX_KEYS;
@@ -157,12 +157,7 @@ pub(crate) async fn copy_object(
         .copy_source(
             &principal,
             &input.copy_source,
-            ReadConditions {
-                if_match: input.copy_source_if_match.as_ref(),
-                if_none_match: input.copy_source_if_none_match.as_ref(),
-                if_modified_since: input.copy_source_if_modified_since.as_ref(),
-                if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
-            },
+            copy_source_conditions!(input),
         )
         .await?;
     let destination = door.bucket(&principal, &input.bucket).await?;
