@@ -23,6 +23,21 @@ impl DerivedCache {
         tokio::fs::read(self.dir.join(name)).await.ok()
     }
 
+    /// Writes `bytes` to a file of its own that is removed when the returned path is dropped:
+    /// how bytes that live elsewhere (a blob, a sandbox file) reach the extractor, which reads
+    /// files from disk.
+    pub async fn scratch(&self, bytes: Vec<u8>) -> std::io::Result<tempfile::TempPath> {
+        let dir = self.dir.join("scratch");
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&dir)?;
+            let mut file = tempfile::NamedTempFile::new_in(&dir)?;
+            std::io::Write::write_all(&mut file, &bytes)?;
+            Ok(file.into_temp_path())
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    }
+
     /// Stores the entry `name`. Written to a temporary file and renamed, so a reader sees the
     /// whole entry or none.
     pub async fn write(&self, name: &str, bytes: Vec<u8>) {

@@ -16,6 +16,7 @@ pub mod cache;
 pub mod connectors;
 pub mod error;
 pub mod events;
+pub mod files;
 pub mod messages;
 pub mod model_content;
 pub mod multipart;

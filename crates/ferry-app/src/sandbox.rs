@@ -80,17 +80,45 @@ where
         .map_err(in_sandbox)
 }
 
-/// Removes a sandbox file (the thread's agent, or service_role); `/sandbox/skills/` is
-/// refused by the sandbox itself.
+/// Removes a sandbox file (the thread's agent, or service_role), if its ETag is one of
+/// `if_match` when given; `/sandbox/skills/` is refused by the sandbox itself.
 pub async fn delete(
     app: &App,
     principal: &Principal,
     thread_id: &str,
     path: &SandboxPath,
+    if_match: Option<&[String]>,
 ) -> Result<()> {
+    let sandbox = writable(app, principal, thread_id).await?;
+    sandbox
+        .delete(path.relative(), if_match)
+        .await
+        .map_err(|e| match e {
+            ferry_store::Error::PreconditionFailed => Error::PreconditionFailed(format!(
+                "the current ETag of '{path}' does not match If-Match"
+            )),
+            other => in_sandbox(other),
+        })
+}
+
+/// The thread's sandbox, opened for its agent (or service_role) to change.
+pub(crate) async fn writable(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+) -> Result<ferry_store::sandbox::Sandbox> {
     let thread = access::thread(app, principal, thread_id, Action::ActAsAgent).await?;
-    let sandbox = app.sandboxes.open(&thread.id).await?;
-    sandbox.delete(path.relative()).await.map_err(in_sandbox)
+    Ok(app.sandboxes.open(&thread.id).await?)
+}
+
+/// The thread's sandbox, opened for anyone who may read the thread.
+pub(crate) async fn readable(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+) -> Result<ferry_store::sandbox::Sandbox> {
+    let thread = access::thread(app, principal, thread_id, Action::Read).await?;
+    Ok(app.sandboxes.open(&thread.id).await?)
 }
 
 #[cfg(test)]

@@ -19,12 +19,30 @@ pub(crate) const SPACE_LIMIT: u64 = 1024;
 
 /// A fresh app; it lives as long as the returned folder.
 pub(crate) async fn app() -> (App, tempfile::TempDir) {
+    app_with(Where::Local).await
+}
+
+/// Where a test app keeps its sandboxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Where {
+    /// Folders on this host.
+    Local,
+    /// The blob store and the database, as a deployment of several nodes keeps them.
+    Stored,
+}
+
+/// A fresh app with its sandboxes kept `sandboxes`.
+pub(crate) async fn app_with(sandboxes: Where) -> (App, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
     let db = Db::open(&url).await.unwrap();
     let blobs = Blobs::Local(LocalBlobs::open(dir.path().join("blobs")).unwrap());
-    let sandboxes =
-        Sandboxes::local(dir.path().join("sandboxes"), SandboxLimits::default()).unwrap();
+    let sandboxes = match sandboxes {
+        Where::Local => {
+            Sandboxes::local(dir.path().join("sandboxes"), SandboxLimits::default()).unwrap()
+        }
+        Where::Stored => Sandboxes::stored(db.clone(), blobs.clone()),
+    };
     let extractor = Extractor::new(ExtractorConfig::new(
         dir.path().join("no-worker"),
         Vec::<String>::new(),

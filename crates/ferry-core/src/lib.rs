@@ -4,6 +4,8 @@
 //! The server, the store and the MCP tools all call into this crate so that each rule
 //! (what a valid path is, which files `send_file` accepts, how `<file>` tags parse) exists once.
 
+pub mod agent_files;
+pub mod agent_path;
 pub mod attachment;
 pub mod conditions;
 pub mod content_type;
@@ -16,6 +18,7 @@ pub mod storage_path;
 pub mod tags;
 pub mod timestamp;
 
+pub use agent_path::{AgentPath, AgentPathError};
 pub use path::{PathError, SandboxPath, ValidPath};
 pub use space_name::SpaceName;
 pub use timestamp::Timestamp;

@@ -187,6 +187,20 @@ pub(crate) fn format_of(file_name: &str) -> Format {
     }
 }
 
+/// Whether a file of this name is a document whose text is extracted (PDF, DOCX, XLSX/XLS,
+/// PPTX) rather than read as it is.
+pub fn is_document(file_name: &str) -> bool {
+    matches!(
+        format_of(file_name),
+        Format::Pdf | Format::Docx | Format::Xlsx | Format::Xls | Format::Pptx
+    )
+}
+
+/// Whether a file of this name is a raster image a model can be shown (PNG, JPEG, GIF, WebP).
+pub fn is_raster_image(file_name: &str) -> bool {
+    format_of(file_name) == Format::Image
+}
+
 /// The preview kind for a file name (docs/reference/publish.md): `image` for PNG, JPEG, GIF,
 /// WebP and SVG; `pdf`; `html` for text, Markdown, CSV, JSON, code, DOCX,
 /// XLSX/XLS and PPTX; `none` for everything else.

@@ -314,7 +314,7 @@ async fn delete(
                 ));
             }
             let path = sandbox_key(key)?;
-            match ferry_app::sandbox::delete(app, principal, thread_id, &path).await {
+            match ferry_app::sandbox::delete(app, principal, thread_id, &path, None).await {
                 Ok(()) | Err(ferry_app::Error::NotFound(_)) => Ok(()),
                 Err(e) => Err(to_s3(e)),
             }

@@ -17,6 +17,7 @@ mod record_cache;
 pub mod sandbox;
 pub mod say;
 mod space_file;
+pub mod space_moves;
 pub mod space_names;
 pub mod spaces;
 mod sqlite_reads;

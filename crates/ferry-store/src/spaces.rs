@@ -485,34 +485,7 @@ impl Db {
             .bind(path.as_str())
             .execute(&mut *tx)
             .await?;
-        // Deepest folder first: a folder is empty once nothing sorts between `dir/` and `dir0`
-        // ('0' follows '/' in byte order), neither a file nor a folder.
-        let ancestors: Vec<&str> = path.ancestors().collect();
-        'prune: for dir in ancestors.into_iter().rev() {
-            let (low, high) = (format!("{dir}/"), format!("{dir}0"));
-            for table in ["space_files", "space_dirs"] {
-                let sql = format!(
-                    "SELECT path FROM {table} WHERE owner = $1 AND space = $2 \
-                     AND path > $3 AND path < $4 LIMIT 1"
-                );
-                let inside: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql))
-                    .bind(owner)
-                    .bind(space.as_str())
-                    .bind(&low)
-                    .bind(&high)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if inside.is_some() {
-                    break 'prune;
-                }
-            }
-            sqlx::query("DELETE FROM space_dirs WHERE owner = $1 AND space = $2 AND path = $3")
-                .bind(owner)
-                .bind(space.as_str())
-                .bind(dir)
-                .execute(&mut *tx)
-                .await?;
-        }
+        prune_empty_folders(&mut tx, owner, space, path).await?;
         tx.commit().await?;
         Ok(current)
     }
@@ -559,4 +532,42 @@ fn dir_records<'a>(
             ],
         )
     })
+}
+
+/// Removes the folders above `path` that no longer hold anything, deepest first: a folder is
+/// empty once nothing sorts between `dir/` and `dir0` ('0' follows '/' in byte order), neither
+/// a file nor a folder.
+pub(crate) async fn prune_empty_folders(
+    tx: &mut crate::db::WriteTx,
+    owner: &str,
+    space: &SpaceName,
+    path: &ValidPath,
+) -> Result<(), Error> {
+    let ancestors: Vec<&str> = path.ancestors().collect();
+    'prune: for dir in ancestors.into_iter().rev() {
+        let (low, high) = (format!("{dir}/"), format!("{dir}0"));
+        for table in ["space_files", "space_dirs"] {
+            let sql = format!(
+                "SELECT path FROM {table} WHERE owner = $1 AND space = $2 \
+                 AND path > $3 AND path < $4 LIMIT 1"
+            );
+            let inside: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql))
+                .bind(owner)
+                .bind(space.as_str())
+                .bind(&low)
+                .bind(&high)
+                .fetch_optional(&mut **tx)
+                .await?;
+            if inside.is_some() {
+                break 'prune;
+            }
+        }
+        sqlx::query("DELETE FROM space_dirs WHERE owner = $1 AND space = $2 AND path = $3")
+            .bind(owner)
+            .bind(space.as_str())
+            .bind(dir)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
 }

@@ -38,6 +38,9 @@ use crate::chunk_writer::ChunkWriter;
 use crate::db::Db;
 use crate::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
 
+mod tree;
+pub use tree::{Moved, PathKind};
+
 /// Where API writes are assembled before their atomic rename into place; not listed. Its
 /// handle also carries the sandbox's commit lock (`flock`), so that checking a write's
 /// condition and renaming the file into place happen as one step.
@@ -553,15 +556,16 @@ impl Sandbox {
         }
     }
 
-    /// Removes the file at `path` (never a folder; a symlink is removed, not followed).
-    /// `skills/` is read-only. Folders stay, as on any file system.
-    pub async fn delete(&self, path: &ValidPath) -> Result<(), Error> {
+    /// Removes the file at `path` (never a folder; a symlink is removed, not followed), if
+    /// its ETag is one of `if_match` (`*` for any) when given. `skills/` is read-only. Folders
+    /// stay, as on any file system.
+    pub async fn delete(&self, path: &ValidPath, if_match: Option<&[String]>) -> Result<(), Error> {
         if path.segments().next() == Some("skills") {
             return Err(Error::ReadOnly);
         }
         match self {
-            Sandbox::Local(local) => local.delete(path).await,
-            Sandbox::Stored(stored) => stored.delete(path).await,
+            Sandbox::Local(local) => local.delete(path, if_match).await,
+            Sandbox::Stored(stored) => stored.delete(path, if_match).await,
         }
     }
 
@@ -605,10 +609,10 @@ pub struct StoredSandbox {
 }
 
 impl StoredSandbox {
-    async fn delete(&self, path: &ValidPath) -> Result<(), Error> {
+    async fn delete(&self, path: &ValidPath, if_match: Option<&[String]>) -> Result<(), Error> {
         let space = SpaceName::sandbox();
         self.db
-            .space_delete(&self.thread_id, &space, path, None)
+            .space_delete(&self.thread_id, &space, path, if_match)
             .await?;
         // The standard folders stay, as they do in a sandbox on disk.
         self.db
@@ -778,9 +782,10 @@ impl LocalSandbox {
 
     /// Unlinks a file under the commit lock, so a delete and a write of the same path are
     /// ordered; the parent folder is reached without following symlinks.
-    async fn delete(&self, path: &ValidPath) -> Result<(), Error> {
+    async fn delete(&self, path: &ValidPath, if_match: Option<&[String]>) -> Result<(), Error> {
         let target = path.as_str().to_owned();
         let wait = self.op_timeout;
+        let if_match = if_match.map(<[String]>::to_vec);
         self.blocking(move |dir| {
             let _lock = lock_commits(dir, wait)?;
             let (parent, name) = match target.rsplit_once('/') {
@@ -790,6 +795,13 @@ impl LocalSandbox {
             let meta = parent.symlink_metadata(&name).map_err(jailed)?;
             if meta.is_dir() {
                 return Err(Error::IsDir);
+            }
+            if let Some(tags) = &if_match {
+                // Decided under the commit lock, so no API write lands between check and unlink.
+                let current = etag_of(&meta);
+                if !tags.iter().any(|t| t == "*" || *t == current) {
+                    return Err(Error::PreconditionFailed);
+                }
             }
             parent.remove_file(&name).map_err(jailed)
         })

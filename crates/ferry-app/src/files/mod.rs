@@ -1,0 +1,689 @@
+//! The agent's file system (docs/agent-files.md): `ls`, `read_file`, `write_file`,
+//! `edit_file`, `glob`, `grep`, `move_file` and `delete_file` over one path space — the thread's
+//! sandbox under `/sandbox/…` and the user's spaces under `/spaces/{space}/…`.
+//!
+//! Nothing here is a second copy of a rule: a write is [`crate::sandbox::write`] or
+//! [`crate::spaces::write`] (the validator, `skills/` read-only, who may write, limits,
+//! atomicity, content types), reads go through the sandbox's jail or the spaces' records, and
+//! access to a thread is decided by [`crate::access`]. Every door (HTTP, MCP) calls these
+//! functions and only shapes their answers.
+
+mod edit;
+mod read;
+mod search;
+
+pub use edit::{Edited, edit};
+pub use read::{ReadOutput, read};
+pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
+
+use bytes::Bytes;
+use ferry_core::agent_files::{DeleteFileInput, MoveFileInput, WriteFileInput, bare_etag};
+use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
+use ferry_store::sandbox::{OpenedFile, PathKind};
+use ferry_store::space_moves::Found;
+use ferry_store::spaces::{FileMeta, ListQuery, SpaceEntry, SpaceFile, WriteCondition};
+use futures::StreamExt;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::body::Incoming;
+use crate::error::{Error, Result, in_sandbox};
+use crate::principal::Principal;
+
+/// Who asks, and which thread's sandbox `/sandbox` is: the thread of the route, or else the
+/// agent token's own.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    pub app: &'a App,
+    pub principal: &'a Principal,
+    pub thread: Option<&'a str>,
+}
+
+impl<'a> Caller<'a> {
+    fn thread(&self) -> Result<&'a str> {
+        match (self.thread, self.principal) {
+            (Some(thread), _) => Ok(thread),
+            (None, Principal::Agent { thread, .. }) => Ok(thread),
+            (None, _) => Err(Error::invalid_request(
+                "a /sandbox path needs a thread: use an agent token, or the thread's route \
+                 /api/threads/{id}/fs/…",
+            )),
+        }
+    }
+
+    fn owner(&self) -> Result<&'a str> {
+        self.principal.space_owner()
+    }
+}
+
+/// Parses a path of the agent's path space.
+pub fn parse(text: &str) -> Result<AgentPath> {
+    AgentPath::parse(text).map_err(|e| Error::InvalidPath(e.to_string()))
+}
+
+/// A path that must name a file or folder below a place's root.
+fn below_root(path: &AgentPath) -> Result<&ValidPath> {
+    path.within().ok_or_else(|| {
+        Error::InvalidPath(format!(
+            "'{path}' is a folder the server keeps; name a file or folder inside it"
+        ))
+    })
+}
+
+/// Largest file `read_file` and `edit_file` read whole; a larger one is read with a ranged GET.
+pub const READ_MAX_BYTES: u64 = 64 << 20;
+
+/// The state of a file as read: what a conditional write of it names.
+#[derive(Debug)]
+pub(crate) struct Current {
+    pub size: u64,
+    /// The ETag value, without quotes.
+    pub etag: String,
+    /// The stored content type (spaces), or the one its name implies (the sandbox).
+    pub content_type: String,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    Sandbox(OpenedFile),
+    Space(SpaceFile),
+}
+
+impl Current {
+    /// The whole file, or `TooLarge` past `limit` bytes (checked again while reading: a
+    /// sandbox file may grow after it was opened).
+    pub async fn bytes(self, app: &App, limit: u64) -> Result<Vec<u8>> {
+        let too_large = || {
+            Error::TooLarge(format!(
+                "the file is larger than the {} an agent tool reads whole; read it in byte \
+                 ranges with GET and a Range header",
+                crate::describe_bytes(limit)
+            ))
+        };
+        if self.size > limit {
+            return Err(too_large());
+        }
+        let mut read = match self.source {
+            Source::Sandbox(opened) => opened.stream(None).await?,
+            Source::Space(file) => app.blobs.read(&file.blob_key, None).await?,
+        };
+        let mut out = Vec::with_capacity(self.size as usize);
+        while let Some(chunk) = read.stream.next().await {
+            out.extend_from_slice(&chunk?);
+            if out.len() as u64 > limit {
+                return Err(too_large());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Opens the file at `path` for reading.
+pub(crate) async fn open(caller: Caller<'_>, path: &AgentPath) -> Result<Current> {
+    match path {
+        AgentPath::Sandbox(_) => {
+            let within = below_root(path)?;
+            let thread = caller.thread()?;
+            let opened = crate::sandbox::open(
+                caller.app,
+                caller.principal,
+                thread,
+                &SandboxPath::from_relative(within.clone()),
+            )
+            .await
+            .map_err(|e| named(e, path))?;
+            Ok(Current {
+                size: opened.size,
+                etag: opened.etag.clone(),
+                content_type: ferry_core::mime::mime_for_name(within.file_name()),
+                source: Source::Sandbox(opened),
+            })
+        }
+        AgentPath::Space { space, .. } => {
+            let within = below_root(path)?;
+            let file = crate::spaces::file(caller.app, caller.principal, space, within)
+                .await
+                .map_err(|e| named(e, path))?;
+            Ok(Current {
+                size: file.size,
+                etag: file.sha256.clone(),
+                content_type: file.content_type.clone(),
+                source: Source::Space(file),
+            })
+        }
+        AgentPath::Spaces => Err(is_a_folder(path)),
+    }
+}
+
+/// Says which path a "not found" or "is a folder" was about.
+fn named(e: Error, path: &AgentPath) -> Error {
+    match e {
+        Error::NotFound(_) => Error::not_found(format!("no file at '{path}'")),
+        Error::InvalidPath(message) if message.contains("folder") => is_a_folder(path),
+        other => other,
+    }
+}
+
+fn is_a_folder(path: &AgentPath) -> Error {
+    Error::InvalidPath(format!("'{path}' is a folder, not a file"))
+}
+
+/// What is at a path.
+async fn find(caller: Caller<'_>, path: &AgentPath) -> Result<Option<PathKind>> {
+    match path {
+        AgentPath::Sandbox(None) | AgentPath::Spaces | AgentPath::Space { path: None, .. } => {
+            Ok(Some(PathKind::Folder))
+        }
+        AgentPath::Sandbox(Some(within)) => {
+            let sandbox =
+                crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?;
+            Ok(sandbox.find(within).await.map_err(in_sandbox)?)
+        }
+        AgentPath::Space {
+            space,
+            path: Some(within),
+        } => Ok(
+            match caller
+                .app
+                .db
+                .space_find(caller.owner()?, space, within)
+                .await?
+            {
+                Found::File(_) => Some(PathKind::File),
+                Found::Folder => Some(PathKind::Folder),
+                Found::Nothing => None,
+            },
+        ),
+    }
+}
+
+/// One entry of a listing, as every door shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// The entry's path in the agent's path space, e.g. /sandbox/outputs/report.md.
+    pub path: String,
+    /// `file` or `dir`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// RFC 3339.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_at: Option<String>,
+    /// The file's ETag, quoted as in an `ETag` header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+}
+
+impl Entry {
+    fn dir(path: String) -> Entry {
+        Entry {
+            path,
+            kind: "dir",
+            size: None,
+            modified_at: None,
+            etag: None,
+        }
+    }
+
+    fn file(path: String, size: u64, modified: ferry_core::Timestamp, etag: &str) -> Entry {
+        Entry {
+            path,
+            kind: "file",
+            size: Some(size),
+            modified_at: Some(modified.rfc3339()),
+            etag: Some(quoted(etag)),
+        }
+    }
+}
+
+/// An ETag value as headers and listings show it.
+pub fn quoted(etag: &str) -> String {
+    format!("\"{etag}\"")
+}
+
+/// `ls`'s answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Listing {
+    /// One level, sorted by path.
+    pub entries: Vec<Entry>,
+    /// Present (true) when the folder holds more than [`MAX_LISTED`] entries.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// Entries `ls` answers at most.
+pub const MAX_LISTED: usize = 10_000;
+
+fn space_prefix(space: &SpaceName) -> String {
+    format!("/spaces/{space}/")
+}
+
+/// `ls`: the direct children of a folder, sorted. A folder that does not exist lists nothing,
+/// as in spaces and S3; a file is refused.
+pub async fn ls(caller: Caller<'_>, path: &AgentPath) -> Result<Listing> {
+    if find(caller, path).await? == Some(PathKind::File) {
+        return Err(Error::InvalidPath(format!(
+            "'{path}' is a file; ls lists folders (read it with read_file)"
+        )));
+    }
+    let mut entries = match path {
+        AgentPath::Sandbox(dir) => {
+            let dir = dir.clone().map(SandboxPath::from_relative);
+            crate::sandbox::list(
+                caller.app,
+                caller.principal,
+                caller.thread()?,
+                dir.as_ref(),
+                false,
+            )
+            .await?
+            .into_iter()
+            .map(|entry| {
+                let shown = format!("/sandbox/{}", entry.path);
+                if entry.is_dir {
+                    Entry::dir(shown)
+                } else {
+                    Entry::file(shown, entry.size, entry.modified, &entry.etag)
+                }
+            })
+            .collect()
+        }
+        AgentPath::Spaces => crate::spaces::list_spaces(caller.app, caller.principal)
+            .await?
+            .into_iter()
+            .map(|space| Entry::dir(format!("/spaces/{}", space.name)))
+            .collect(),
+        AgentPath::Space { space, path: dir } => {
+            let prefix = space_prefix(space);
+            let mut entries = Vec::new();
+            let mut after = None;
+            loop {
+                let query = ListQuery {
+                    dir: dir.as_ref(),
+                    recursive: false,
+                    limit: 1000,
+                    after,
+                };
+                let page = crate::spaces::list(caller.app, caller.principal, space, &query).await?;
+                entries.extend(page.entries.into_iter().map(|entry| match entry {
+                    SpaceEntry::Dir { path } => Entry::dir(format!("{prefix}{path}")),
+                    SpaceEntry::File(f) => Entry::file(
+                        format!("{prefix}{}", f.path),
+                        f.size,
+                        f.updated_at,
+                        &f.sha256,
+                    ),
+                }));
+                match page.next {
+                    Some(next) if entries.len() <= MAX_LISTED => after = Some(next),
+                    _ => break,
+                }
+            }
+            entries
+        }
+    };
+    let truncated = entries.len() > MAX_LISTED;
+    entries.truncate(MAX_LISTED);
+    Ok(Listing { entries, truncated })
+}
+
+/// `write_file`'s answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Written {
+    pub path: String,
+    pub size: u64,
+    /// Quoted, as in an `ETag` header.
+    pub etag: String,
+    /// Whether nothing was at the path before.
+    pub created: bool,
+}
+
+/// The write condition of a tool's `ifNoneMatch` / `ifMatch`.
+fn condition(if_none_match: Option<&str>, if_match: Option<&str>) -> Result<WriteCondition> {
+    let create_only = match if_none_match.map(str::trim) {
+        None => false,
+        Some("*") => true,
+        Some(other) => {
+            return Err(Error::invalid_request(format!(
+                "ifNoneMatch takes only \"*\" (write only if nothing is there), not '{other}'"
+            )));
+        }
+    };
+    let if_match = if_match.map(|tag| vec![bare_etag(tag).to_owned()]);
+    if create_only && if_match.is_some() {
+        return Err(Error::invalid_request(
+            "send either ifNoneMatch or ifMatch, not both",
+        ));
+    }
+    Ok(WriteCondition::of(create_only, if_match))
+}
+
+/// Writes `bytes` at `path` through the place's own write, with its rules; answers whether it
+/// created the file, its size and its ETag value.
+async fn put(
+    caller: Caller<'_>,
+    path: &AgentPath,
+    content_type: &str,
+    condition: &WriteCondition,
+    bytes: Vec<u8>,
+) -> Result<(bool, u64, String)> {
+    let len = bytes.len() as u64;
+    let body = Incoming::new(
+        futures::stream::iter([Ok::<_, std::convert::Infallible>(Bytes::from(bytes))]),
+        Some(len),
+    );
+    match path {
+        AgentPath::Sandbox(_) => {
+            let within = SandboxPath::from_relative(below_root(path)?.clone());
+            let (created, entry) = crate::sandbox::write(
+                caller.app,
+                caller.principal,
+                caller.thread()?,
+                &within,
+                content_type,
+                condition,
+                body,
+            )
+            .await
+            .map_err(|e| named(e, path))?;
+            Ok((created, entry.size, entry.etag))
+        }
+        AgentPath::Space { space, .. } => {
+            let within = below_root(path)?;
+            let written = crate::spaces::write(
+                caller.app,
+                caller.principal,
+                space,
+                within,
+                FileMeta::typed(content_type),
+                condition,
+                body,
+            )
+            .await?;
+            Ok((written.created, written.file.size, written.file.sha256))
+        }
+        AgentPath::Spaces => Err(is_a_folder(path)),
+    }
+}
+
+/// `write_file`: creates or replaces a file (the folders on the way are made), typed by its
+/// name.
+pub async fn write(caller: Caller<'_>, input: &WriteFileInput) -> Result<Written> {
+    use base64::Engine as _;
+    let path = parse(&input.path)?;
+    let condition = condition(input.if_none_match.as_deref(), input.if_match.as_deref())?;
+    let bytes = match input.encoding {
+        ferry_core::agent_files::Encoding::Utf8 => input.content.clone().into_bytes(),
+        ferry_core::agent_files::Encoding::Base64 => {
+            let text: String = input
+                .content
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            let text = text.trim_end_matches('=');
+            base64::engine::general_purpose::STANDARD_NO_PAD
+                .decode(text)
+                .map_err(|e| {
+                    Error::invalid_request(format!("content is not valid base64: {e}"))
+                })?
+        }
+    };
+    let content_type = ferry_core::mime::mime_for_name(path.file_name());
+    let (created, size, etag) = put(caller, &path, &content_type, &condition, bytes).await?;
+    Ok(Written {
+        path: path.to_string(),
+        size,
+        etag: quoted(&etag),
+        created,
+    })
+}
+
+/// `move_file`'s answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Moved {
+    pub source: String,
+    pub destination: String,
+    /// The moved file's ETag (a move keeps it); absent for a folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// Files moved (1 for a file).
+    pub moved: u64,
+}
+
+/// `move_file`: renames a file or folder within the sandbox or within one space. A taken
+/// destination is `ALREADY_EXISTS` unless `overwrite` (which replaces a file, never a folder).
+pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Moved> {
+    let (source, destination) = (parse(&input.source)?, parse(&input.destination)?);
+    if !source.same_place(&destination) {
+        return Err(Error::invalid_request(format!(
+            "'{source}' and '{destination}' are in different places; move_file moves within the \
+             sandbox or within one space. Copy across with read_file and write_file (or \
+             publish_file_to_user), then delete the original"
+        )));
+    }
+    let (from, to) = (below_root(&source)?, below_root(&destination)?);
+    if from == to {
+        return Err(Error::invalid_request(format!(
+            "'{source}' is already at that path"
+        )));
+    }
+    if to.starts_with(from) {
+        return Err(Error::invalid_request(format!(
+            "'{destination}' is inside '{source}': a folder cannot move into itself"
+        )));
+    }
+    let taken = |_| Error::AlreadyExists(format!("'{destination}' already exists"));
+    let (moved, etag) = match &source {
+        AgentPath::Sandbox(_) => {
+            let sandbox =
+                crate::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
+            let moved = sandbox
+                .rename(from, to, input.overwrite)
+                .await
+                .map_err(|e| match e {
+                    ferry_store::Error::AlreadyExists => taken(()),
+                    ferry_store::Error::NotFound => {
+                        Error::not_found(format!("nothing at '{source}'"))
+                    }
+                    other => other.into(),
+                })?;
+            (moved.files, moved.etag)
+        }
+        AgentPath::Space { space, .. } => {
+            let owner = caller.owner()?;
+            let moved = caller
+                .app
+                .db
+                .space_move(owner, space, from, to, input.overwrite)
+                .await
+                .map_err(|e| match e {
+                    ferry_store::Error::AlreadyExists => taken(()),
+                    ferry_store::Error::NotFound => {
+                        Error::not_found(format!("nothing at '{source}'"))
+                    }
+                    other => other.into(),
+                })?;
+            let etag = match caller.app.db.space_find(owner, space, to).await? {
+                Found::File(file) => Some(file.sha256),
+                _ => None,
+            };
+            (moved.len() as u64, etag)
+        }
+        AgentPath::Spaces => unreachable!("below_root refused /spaces"),
+    };
+    Ok(Moved {
+        source: source.to_string(),
+        destination: destination.to_string(),
+        etag: etag.map(|tag| quoted(&tag)),
+        moved,
+    })
+}
+
+/// `delete_file`'s answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Deleted {
+    pub path: String,
+    /// Files deleted.
+    pub deleted: u64,
+}
+
+/// `delete_file`: removes a file (if `ifMatch` still holds), or with `recursive` a folder
+/// and everything in it. A whole space goes with it when its root is named.
+pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Deleted> {
+    let path = parse(&input.path)?;
+    let if_match = input
+        .if_match
+        .as_deref()
+        .map(|tag| vec![bare_etag(tag).to_owned()]);
+    let kind = find(caller, &path)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("nothing at '{path}'")))?;
+    if kind == PathKind::Folder && !input.recursive {
+        return Err(Error::invalid_request(format!(
+            "'{path}' is a folder; pass recursive: true to delete it and everything in it"
+        )));
+    }
+    if kind == PathKind::Folder && if_match.is_some() {
+        return Err(Error::invalid_request(
+            "ifMatch names a file's version; a folder has none",
+        ));
+    }
+    let deleted = match (&path, kind) {
+        (AgentPath::Sandbox(None) | AgentPath::Spaces, _) => {
+            return Err(Error::forbidden(format!(
+                "'{path}' itself cannot be deleted; delete what is in it"
+            )));
+        }
+        (AgentPath::Sandbox(Some(within)), PathKind::File) => {
+            crate::sandbox::delete(
+                caller.app,
+                caller.principal,
+                caller.thread()?,
+                &SandboxPath::from_relative(within.clone()),
+                if_match.as_deref(),
+            )
+            .await
+            .map_err(|e| named(e, &path))?;
+            1
+        }
+        (AgentPath::Sandbox(Some(within)), PathKind::Folder) => {
+            let sandbox =
+                crate::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
+            sandbox.remove_tree(within).await.map_err(in_sandbox)?
+        }
+        (
+            AgentPath::Space {
+                space,
+                path: Some(within),
+            },
+            PathKind::File,
+        ) => {
+            crate::spaces::delete(
+                caller.app,
+                caller.principal,
+                space,
+                within,
+                if_match.as_deref(),
+            )
+            .await?;
+            1
+        }
+        (AgentPath::Space { space, path: dir }, _) => {
+            let owner = caller.owner()?;
+            let removed = caller
+                .app
+                .db
+                .space_remove_tree(owner, space, dir.as_ref())
+                .await?;
+            if dir.is_none() {
+                crate::spaces::remove(caller.app, caller.principal, space).await?;
+            }
+            removed.len() as u64
+        }
+    };
+    Ok(Deleted {
+        path: path.to_string(),
+        deleted,
+    })
+}
+
+/// Every file below `path` (or `path` itself when it is a file), with its path shown in the
+/// agent's path space and its path relative to `path` (what a glob is matched against).
+pub(crate) async fn files_below(
+    caller: Caller<'_>,
+    path: &AgentPath,
+) -> Result<Vec<(AgentPath, String, u64)>> {
+    let kind = find(caller, path)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("nothing at '{path}'")))?;
+    if kind == PathKind::File {
+        let name = path.file_name().to_owned();
+        let size = open(caller, path).await?.size;
+        return Ok(vec![(path.clone(), name, size)]);
+    }
+    let relative_to = |full: &str, base: Option<&ValidPath>| -> String {
+        match base {
+            Some(base) => full[base.as_str().len() + 1..].to_owned(),
+            None => full.to_owned(),
+        }
+    };
+    let mut out = Vec::new();
+    match path {
+        AgentPath::Sandbox(dir) => {
+            let listed_dir = dir.clone().map(SandboxPath::from_relative);
+            for entry in crate::sandbox::list(
+                caller.app,
+                caller.principal,
+                caller.thread()?,
+                listed_dir.as_ref(),
+                true,
+            )
+            .await?
+            {
+                if entry.is_dir {
+                    continue;
+                }
+                let relative = relative_to(&entry.path, dir.as_ref());
+                let full = AgentPath::Sandbox(Some(ValidPath::parse(&entry.path)?));
+                out.push((full, relative, entry.size));
+            }
+        }
+        AgentPath::Space { space, path: dir } => {
+            let files = caller
+                .app
+                .db
+                .space_files_below(caller.owner()?, space, dir.as_ref())
+                .await?;
+            for file in files {
+                let relative = relative_to(&file.path, dir.as_ref());
+                let full = AgentPath::Space {
+                    space: space.clone(),
+                    path: Some(ValidPath::parse(&file.path)?),
+                };
+                out.push((full, relative, file.size));
+            }
+        }
+        AgentPath::Spaces => {
+            let owner = caller.owner()?;
+            for summary in crate::spaces::list_spaces(caller.app, caller.principal).await? {
+                let space = SpaceName::parse(&summary.name)?;
+                for file in caller.app.db.space_files_below(owner, &space, None).await? {
+                    let relative = format!("{space}/{}", file.path);
+                    let full = AgentPath::Space {
+                        space: space.clone(),
+                        path: Some(ValidPath::parse(&file.path)?),
+                    };
+                    out.push((full, relative, file.size));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

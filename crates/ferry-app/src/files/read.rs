@@ -1,0 +1,195 @@
+//! `read_file`: what a model is handed of a file. Text comes numbered as `cat -n` prints it,
+//! a window of lines at a time; an image comes as the image itself, made ready for a vision
+//! model (as an upload's model content is); a PDF or Office document as its extracted text,
+//! paged the same way; any other binary file as one line saying what it is, never as its
+//! bytes read as text.
+
+use ferry_core::AgentPath;
+use ferry_core::agent_files::ReadFileInput;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{Caller, Current, READ_MAX_BYTES, open, parse, quoted};
+use crate::error::{Error, Result};
+
+/// Characters of a document's extracted text `read_file` pages through at most.
+pub const DOCUMENT_MAX_CHARS: usize = 2_000_000;
+/// Characters of one line shown at most; the rest of a longer line is cut, and said to be.
+pub const LINE_MAX_CHARS: usize = 10_000;
+/// Lines one `read_file` returns at most, whatever `limit` asks.
+pub const MAX_LINES: usize = 50_000;
+
+/// What `read_file` answers.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ReadOutput {
+    /// Lines of a text file, or of a document's extracted text.
+    #[serde(rename_all = "camelCase")]
+    Text {
+        path: String,
+        /// The lines `offset+1 …`, each as `cat -n` prints it: the number right-aligned in
+        /// six columns, a tab, the line.
+        content: String,
+        total_lines: usize,
+        /// Where the next window starts, when lines remain.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next_offset: Option<usize>,
+        /// Quoted, as in an `ETag` header: what `edit_file` and `write_file` take as `ifMatch`.
+        etag: String,
+        /// For a document: that the text was extracted from it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// An image, scaled for a vision model.
+    #[serde(rename_all = "camelCase")]
+    Image {
+        path: String,
+        /// `image/png` or `image/jpeg`.
+        mime_type: String,
+        /// The image's bytes, base64.
+        base64: String,
+        width: u32,
+        height: u32,
+        etag: String,
+        /// One line naming the image.
+        note: String,
+    },
+    /// A file that is neither text nor something ferry can show: its type and size only.
+    #[serde(rename_all = "camelCase")]
+    Binary {
+        path: String,
+        content_type: String,
+        size: u64,
+        etag: String,
+        note: String,
+    },
+}
+
+/// The text of `bytes` if it is text: UTF-8 with no NUL byte (a byte order mark is dropped).
+pub(crate) fn as_text(bytes: &[u8]) -> Option<&str> {
+    if memchr::memchr(0, bytes).is_some() {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    Some(text.strip_prefix('\u{feff}').unwrap_or(text))
+}
+
+/// `read_file`.
+pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutput> {
+    let path = parse(&input.path)?;
+    if input.limit == 0 {
+        return Err(Error::invalid_request("limit must be at least 1"));
+    }
+    let current = open(caller, &path).await?;
+    let etag = quoted(&current.etag);
+    let name = path.file_name().to_owned();
+    if ferry_extract::is_raster_image(&name) {
+        return image(caller, &path, current).await;
+    }
+    if ferry_extract::is_document(&name) {
+        let text = document_text(caller, &name, current).await?;
+        let note = Some(format!(
+            "the text extracted from {name}; its layout, images and charts are not in it"
+        ));
+        return Ok(window(&path, &text, input, etag, note));
+    }
+    let (content_type, size) = (current.content_type.clone(), current.size);
+    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    match as_text(&bytes) {
+        Some(text) => Ok(window(&path, text, input, etag, None)),
+        None => Ok(ReadOutput::Binary {
+            path: path.to_string(),
+            note: format!(
+                "{path} is a binary file ({content_type}, {size} bytes); it has no text to show. \
+                 Publish it to the user, or process it with code in your sandbox"
+            ),
+            content_type,
+            size,
+            etag,
+        }),
+    }
+}
+
+/// The lines `offset+1 … offset+limit` of `text`, numbered.
+fn window(
+    path: &AgentPath,
+    text: &str,
+    input: &ReadFileInput,
+    etag: String,
+    note: Option<String>,
+) -> ReadOutput {
+    let limit = input.limit.min(MAX_LINES);
+    let mut lines = text.split_inclusive('\n');
+    let mut content = String::new();
+    let mut total = 0;
+    for (index, line) in lines.by_ref().enumerate() {
+        total = index + 1;
+        if index < input.offset || index >= input.offset.saturating_add(limit) {
+            continue;
+        }
+        let line = line.trim_end_matches('\n').trim_end_matches('\r');
+        content.push_str(&format!("{:>6}\t", index + 1));
+        match line.char_indices().nth(LINE_MAX_CHARS) {
+            Some((cut, _)) => {
+                content.push_str(&line[..cut]);
+                content.push_str(" … [line cut: longer than 10000 characters]");
+            }
+            None => content.push_str(line),
+        }
+        content.push('\n');
+    }
+    let end = input.offset.saturating_add(limit);
+    ReadOutput::Text {
+        path: path.to_string(),
+        content,
+        total_lines: total,
+        next_offset: (end < total).then_some(end),
+        etag,
+        note,
+    }
+}
+
+/// An image made ready for a model, or (an image that cannot be decoded) a text answer
+/// saying why.
+async fn image(caller: Caller<'_>, path: &AgentPath, current: Current) -> Result<ReadOutput> {
+    let etag = quoted(&current.etag);
+    let (content_type, size) = (current.content_type.clone(), current.size);
+    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let scratch = caller.app.cache.scratch(bytes).await?;
+    let owner = caller.principal.identity_key();
+    match caller.app.extractor.model_image(&owner, &scratch).await {
+        Ok(image) => Ok(ReadOutput::Image {
+            path: path.to_string(),
+            note: format!(
+                "{path}: an image, {}x{} as shown ({content_type}, {size} bytes stored)",
+                image.width, image.height
+            ),
+            mime_type: image.mime_type,
+            base64: image.base64,
+            width: image.width,
+            height: image.height,
+            etag,
+        }),
+        Err(e) => Ok(ReadOutput::Binary {
+            path: path.to_string(),
+            note: format!("{path} is an image that cannot be shown: {e}"),
+            content_type,
+            size,
+            etag,
+        }),
+    }
+}
+
+/// A document's text, extracted by the worker.
+async fn document_text(caller: Caller<'_>, name: &str, current: Current) -> Result<String> {
+    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let scratch = caller.app.cache.scratch(bytes).await?;
+    let owner = caller.principal.identity_key();
+    let preview = caller
+        .app
+        .extractor
+        .preview(&owner, &scratch, name, DOCUMENT_MAX_CHARS)
+        .await
+        .map_err(|e| Error::invalid_request(format!("the text of {name} cannot be read: {e}")))?;
+    Ok(preview.text.unwrap_or_default())
+}

@@ -1,0 +1,196 @@
+//! `glob` and `grep` over the agent's files, with ripgrep's own crates: `globset` matches
+//! paths, `grep-regex` compiles the pattern (a literal unless `regex: true`) for a regex
+//! engine that runs in time linear in the text, whatever the pattern, and `grep-searcher`
+//! finds the matching lines.
+//!
+//! Both are bounded so that no folder and no file can hold a request: a file over
+//! [`GREP_MAX_FILE_BYTES`] or holding a NUL byte is skipped and counted, the bytes searched in
+//! one request stop at [`GREP_MAX_TOTAL_BYTES`], and answers stop at their limits with
+//! `truncated: true`.
+
+use ferry_core::AgentPath;
+use ferry_core::agent_files::{GlobInput, GrepInput, MAX_GLOB_PATHS, MAX_GREP_RESULTS};
+use futures::StreamExt;
+use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{Caller, files_below, open, parse};
+use crate::error::{Error, Result};
+
+/// Files larger than this are skipped by `grep` (and counted).
+pub const GREP_MAX_FILE_BYTES: u64 = 16 << 20;
+/// Bytes one `grep` reads at most; past them the answer is `truncated`.
+pub const GREP_MAX_TOTAL_BYTES: u64 = 1 << 30;
+/// Characters of a matching line shown at most.
+const MATCH_MAX_CHARS: usize = 500;
+/// Files read at once.
+const READ_AHEAD: usize = 8;
+
+/// `glob`'s answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Globbed {
+    /// Matching files, sorted.
+    pub paths: Vec<String>,
+    /// More files matched than were answered.
+    pub truncated: bool,
+}
+
+fn matcher_of(pattern: &str) -> Result<globset::GlobMatcher> {
+    globset::GlobBuilder::new(pattern)
+        // `*` stays within a segment; `**` crosses folders.
+        .literal_separator(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|e| Error::invalid_request(format!("'{pattern}' is not a valid glob: {e}")))
+}
+
+/// `glob`: the files below `path` whose path relative to it matches `pattern`.
+pub async fn glob(caller: Caller<'_>, input: &GlobInput) -> Result<Globbed> {
+    let base = parse(&input.path)?;
+    let matcher = matcher_of(input.pattern.trim_start_matches("./"))?;
+    let mut paths: Vec<String> = files_below(caller, &base)
+        .await?
+        .into_iter()
+        .filter(|(_, relative, _)| matcher.is_match(relative))
+        .map(|(path, _, _)| path.to_string())
+        .collect();
+    paths.sort_unstable();
+    let truncated = paths.len() > MAX_GLOB_PATHS;
+    paths.truncate(MAX_GLOB_PATHS);
+    Ok(Globbed { paths, truncated })
+}
+
+/// One matching line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct GrepMatch {
+    pub path: String,
+    /// 1-based.
+    pub line: u64,
+    /// The line, without its line break; cut at 500 characters.
+    pub text: String,
+}
+
+/// Files `grep` did not search, by reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    /// Files holding a NUL byte.
+    pub binary: u64,
+    /// Files larger than 16 MiB.
+    pub too_large: u64,
+}
+
+/// `grep`'s answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Grepped {
+    pub matches: Vec<GrepMatch>,
+    /// More matches (or more bytes to search) remained than were answered.
+    pub truncated: bool,
+    pub files_searched: u64,
+    pub skipped: Skipped,
+}
+
+/// `grep`.
+pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
+    let base = parse(&input.path)?;
+    if input.pattern.is_empty() {
+        return Err(Error::invalid_request("pattern is empty"));
+    }
+    let max = input.max_results.clamp(1, MAX_GREP_RESULTS);
+    let matcher = grep_regex::RegexMatcherBuilder::new()
+        .case_insensitive(input.ignore_case)
+        .fixed_strings(!input.regex)
+        // Bounds what compiling a pattern may take; the search itself is linear.
+        .size_limit(10 << 20)
+        .dfa_size_limit(10 << 20)
+        .line_terminator(Some(b'\n'))
+        .build(&input.pattern)
+        .map_err(|e| {
+            Error::invalid_request(format!("'{}' is not a valid pattern: {e}", input.pattern))
+        })?;
+    let only = input.glob.as_deref().map(matcher_of).transpose()?;
+    let mut skipped = Skipped::default();
+    let mut candidates: Vec<AgentPath> = Vec::new();
+    for (path, relative, size) in files_below(caller, &base).await? {
+        if only.as_ref().is_some_and(|glob| !glob.is_match(&relative)) {
+            continue;
+        }
+        if size > GREP_MAX_FILE_BYTES {
+            skipped.too_large += 1;
+            continue;
+        }
+        candidates.push(path);
+    }
+    candidates.sort_unstable_by_key(|path| path.to_string());
+    let mut reads = futures::stream::iter(candidates)
+        .map(|path| async move {
+            let bytes = match open(caller, &path).await {
+                Ok(current) => current.bytes(caller.app, GREP_MAX_FILE_BYTES).await,
+                Err(e) => Err(e),
+            };
+            (path, bytes)
+        })
+        .buffered(READ_AHEAD);
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::none())
+        .build();
+    let (mut matches, mut truncated, mut searched, mut total) = (Vec::new(), false, 0, 0u64);
+    while let Some((path, bytes)) = reads.next().await {
+        let bytes = match bytes {
+            Ok(bytes) => bytes,
+            // Removed, or grown past the bound, since it was listed.
+            Err(Error::NotFound(_)) => continue,
+            Err(Error::TooLarge(_)) => {
+                skipped.too_large += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if memchr::memchr(0, &bytes).is_some() {
+            skipped.binary += 1;
+            continue;
+        }
+        total += bytes.len() as u64;
+        if total > GREP_MAX_TOTAL_BYTES {
+            truncated = true;
+            break;
+        }
+        searched += 1;
+        let shown = path.to_string();
+        searcher
+            .search_slice(
+                &matcher,
+                &bytes,
+                sinks::Lossy(|line, text| {
+                    if matches.len() == max {
+                        truncated = true;
+                        return Ok(false);
+                    }
+                    let text = text.trim_end_matches(['\n', '\r']);
+                    let text = match text.char_indices().nth(MATCH_MAX_CHARS) {
+                        Some((cut, _)) => &text[..cut],
+                        None => text,
+                    };
+                    matches.push(GrepMatch {
+                        path: shown.clone(),
+                        line,
+                        text: text.to_owned(),
+                    });
+                    Ok(true)
+                }),
+            )
+            .map_err(Error::internal)?;
+        if truncated {
+            break;
+        }
+    }
+    Ok(Grepped {
+        matches,
+        truncated,
+        files_searched: searched,
+        skipped,
+    })
+}

@@ -1,0 +1,215 @@
+//! What an agent asks of its file system (docs/agent-files.md): the inputs of `ls`,
+//! `read_file`, `write_file`, `edit_file`, `glob`, `grep`, `move_file` and `delete_file`,
+//! defined once. The HTTP routes read these from their JSON bodies and the MCP tools take the
+//! same objects as their arguments, with the schema derived from here, so the two doors cannot
+//! drift apart.
+//!
+//! Paths are of the agent's path space ([`crate::AgentPath`]): `/sandbox/…`, `/spaces/{space}/…`,
+//! or relative to `/sandbox/workspace/`. Field names are the ones the agent tools models know.
+
+use serde::Deserialize;
+
+/// Lines `read_file` returns when no `limit` is given.
+pub const DEFAULT_READ_LINES: usize = 2000;
+/// Paths `glob` answers at most.
+pub const MAX_GLOB_PATHS: usize = 1000;
+/// Matches `grep` answers when no `maxResults` is given.
+pub const DEFAULT_GREP_RESULTS: usize = 200;
+/// The most matches `grep` answers, whatever `maxResults` asks.
+pub const MAX_GREP_RESULTS: usize = 2000;
+
+fn sandbox_root() -> String {
+    "/sandbox".to_owned()
+}
+
+fn default_limit() -> usize {
+    DEFAULT_READ_LINES
+}
+
+fn default_max_results() -> usize {
+    DEFAULT_GREP_RESULTS
+}
+
+/// `ls`: one folder's entries.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LsInput {
+    /// The folder to list: /sandbox (the default), a folder below it, /spaces (the user's
+    /// spaces) or /spaces/{space}/… .
+    #[serde(default = "sandbox_root")]
+    #[cfg_attr(feature = "openapi", schema(default = "/sandbox", example = "/sandbox/outputs"))]
+    pub path: String,
+}
+
+/// `read_file`: a text file's lines, an image, or a document's text.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReadFileInput {
+    /// The file, e.g. /sandbox/user_uploads/q3.csv or /spaces/notes/ideas/a.md.
+    pub path: String,
+    /// Lines to skip before the first one returned (0-based).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
+    pub offset: usize,
+    /// Lines to return at most (default 2000).
+    #[serde(default = "default_limit")]
+    #[cfg_attr(feature = "openapi", schema(default = 2000, minimum = 1))]
+    pub limit: usize,
+}
+
+/// How `write_file`'s `content` is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum Encoding {
+    /// The text itself, stored as UTF-8.
+    #[default]
+    #[serde(rename = "utf-8")]
+    Utf8,
+    /// The bytes, base64-encoded (standard alphabet, padding optional).
+    #[serde(rename = "base64")]
+    Base64,
+}
+
+/// `write_file`: create or replace a file.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WriteFileInput {
+    /// Where to write, e.g. /sandbox/outputs/report.md; the folders on the way are made.
+    pub path: String,
+    /// The file's content: text, or base64 with encoding "base64".
+    pub content: String,
+    /// "utf-8" (the default) or "base64".
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
+    pub encoding: Encoding,
+    /// "*": write only if nothing is at the path (ALREADY_EXISTS otherwise).
+    #[serde(default)]
+    pub if_none_match: Option<String>,
+    /// Write only if the file's ETag is still this one (PRECONDITION_FAILED otherwise).
+    #[serde(default)]
+    pub if_match: Option<String>,
+}
+
+/// `edit_file`: replace an exact string in a text file.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EditFileInput {
+    /// The text file to edit.
+    pub path: String,
+    /// The exact text to replace; it must occur exactly once unless replace_all.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
+    /// Edit only if the file's ETag is still this one.
+    #[serde(default, rename = "ifMatch")]
+    pub if_match: Option<String>,
+}
+
+/// `glob`: the files whose paths match a pattern.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GlobInput {
+    /// A glob relative to path: * and ? within a segment, ** across folders, {a,b}
+    /// alternatives, [abc] classes; e.g. **/*.md or outputs/*.{csv,xlsx}.
+    pub pattern: String,
+    /// The folder to search below (default /sandbox).
+    #[serde(default = "sandbox_root")]
+    #[cfg_attr(feature = "openapi", schema(default = "/sandbox"))]
+    pub path: String,
+}
+
+/// `grep`: the lines that hold a text (or match a regular expression).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GrepInput {
+    /// The text to look for (a regular expression with regex: true).
+    pub pattern: String,
+    /// The folder (or file) to search (default /sandbox).
+    #[serde(default = "sandbox_root")]
+    #[cfg_attr(feature = "openapi", schema(default = "/sandbox"))]
+    pub path: String,
+    /// Only files whose path below `path` matches this glob, e.g. **/*.md.
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Match letters regardless of case.
+    #[serde(default)]
+    pub ignore_case: bool,
+    /// Read pattern as a regular expression (linear-time: no pattern can make it hang).
+    #[serde(default)]
+    pub regex: bool,
+    /// Matches to return at most (default 200, at most 2000).
+    #[serde(default = "default_max_results")]
+    #[cfg_attr(feature = "openapi", schema(default = 200, minimum = 1, maximum = 2000))]
+    pub max_results: usize,
+}
+
+/// `move_file`: rename a file or folder within the sandbox or within one space.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MoveFileInput {
+    /// The file or folder to move.
+    pub source: String,
+    /// Its new path, in the same place (the sandbox, or the same space).
+    pub destination: String,
+    /// Replace a file already at destination (never a folder).
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// `delete_file`: remove a file, or a folder with recursive.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteFileInput {
+    /// The file or folder to delete.
+    pub path: String,
+    /// Required to delete a folder and everything in it.
+    #[serde(default)]
+    pub recursive: bool,
+    /// Delete only if the file's ETag is still this one.
+    #[serde(default)]
+    pub if_match: Option<String>,
+}
+
+/// An ETag as a client may send it back: quoted as in a header or a listing, or bare.
+pub fn bare_etag(tag: &str) -> &str {
+    let tag = tag.trim();
+    let tag = tag.strip_prefix("W/").unwrap_or(tag);
+    tag.strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_names_are_the_tools_ones() {
+        let read: ReadFileInput = serde_json::from_str(r#"{"path":"a.md"}"#).unwrap();
+        assert_eq!((read.offset, read.limit), (0, DEFAULT_READ_LINES));
+        let edit: EditFileInput = serde_json::from_str(
+            r#"{"path":"a","old_string":"x","new_string":"y","replace_all":true,"ifMatch":"\"t\""}"#,
+        )
+        .unwrap();
+        assert!(edit.replace_all);
+        assert_eq!(bare_etag(edit.if_match.as_deref().unwrap()), "t");
+        let write: WriteFileInput =
+            serde_json::from_str(r#"{"path":"a","content":"eA==","encoding":"base64"}"#).unwrap();
+        assert_eq!(write.encoding, Encoding::Base64);
+        let unknown = serde_json::from_str::<LsInput>(r#"{"path":"/sandbox","x":1}"#);
+        assert!(unknown.is_err(), "unknown fields are refused, not ignored");
+        let ls: LsInput = serde_json::from_str("{}").unwrap();
+        assert_eq!(ls.path, "/sandbox");
+    }
+}
