@@ -59,7 +59,8 @@ pub struct ReadFileInput {
     pub limit: usize,
 }
 
-/// How `write_file`'s `content` is written.
+/// How `content` is written: "utf-8" (the default), the text itself, or "base64", the bytes
+/// base64-encoded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Encoding {
@@ -81,7 +82,6 @@ pub struct WriteFileInput {
     pub path: String,
     /// The file's content: text, or base64 with encoding "base64".
     pub content: String,
-    /// "utf-8" (the default) or "base64".
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub encoding: Encoding,

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::api::{Api, ApiRequest, ApiResponse};
+use crate::file_tools;
 use crate::tools::{self, INSTRUCTIONS};
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment or a query
@@ -197,6 +198,9 @@ impl FerryMcp {
             tools::SAY => self.say(caller, arguments).await,
             tools::LIST_UPLOADS => self.list_uploads(caller, arguments).await,
             tools::READ_UPLOAD => self.read_upload(caller, arguments).await,
+            file_tool if file_tools::is_file_tool(file_tool) => {
+                self.file_tool(caller, file_tool, arguments).await
+            }
             other => Err(envelope(
                 ErrorCode::NotFound,
                 format!("no tool is named '{other}'"),
@@ -427,6 +431,63 @@ impl FerryMcp {
             blocks.iter().filter_map(mcp_content).collect(),
         ))
     }
+}
+
+impl FerryMcp {
+    /// A file tool: its arguments are the body of the route of the same name — in the token's
+    /// thread, or in the thread `ferry mcp` was given for a token that names none.
+    async fn file_tool(&self, caller: &Caller, tool: &str, arguments: Value) -> Outcome {
+        let path = match &caller.thread {
+            Some(thread) => format!("/api/threads/{}/fs/{tool}", encode(thread)),
+            None => format!("/api/fs/{tool}"),
+        };
+        let response = self.post_json(caller, path, arguments).await?;
+        if tool != file_tools::READ_FILE || !response.status.is_success() {
+            return Ok(answer(response));
+        }
+        let read: Value = serde_json::from_slice(&response.body).map_err(|e| {
+            envelope(
+                ErrorCode::Internal,
+                format!("the server's answer could not be read: {e}"),
+            )
+        })?;
+        Ok(read_result(read))
+    }
+}
+
+/// What `read_file` shows a model: the numbered lines themselves (with where to read on), the
+/// image as an image, or the note about a binary file; the whole answer as structured content.
+fn read_result(read: Value) -> CallToolResult {
+    let text = |key: &str| read[key].as_str().unwrap_or_default().to_owned();
+    let mut blocks = Vec::new();
+    match read["kind"].as_str() {
+        Some("image") => {
+            blocks.push(ContentBlock::image(text("base64"), text("mimeType")));
+            blocks.push(ContentBlock::text(text("note")));
+        }
+        Some("text") => {
+            let mut shown = text("content");
+            if let Some(next) = read["nextOffset"].as_u64() {
+                shown.push_str(&format!(
+                    "[{} lines in all; read on with offset {next}]\n",
+                    read["totalLines"]
+                ));
+            }
+            if let Some(note) = read["note"].as_str() {
+                shown = format!("[{note}]\n{shown}");
+            }
+            blocks.push(ContentBlock::text(shown));
+        }
+        _ => blocks.push(ContentBlock::text(text("note"))),
+    }
+    let mut result = CallToolResult::success(blocks);
+    // The image's bytes are in its block already; the rest describes it.
+    let mut described = read;
+    if let Some(object) = described.as_object_mut() {
+        object.remove("base64");
+    }
+    result.structured_content = Some(described);
+    result
 }
 
 /// A LangChain standard content block (as the server gives it) as MCP content: an image block

@@ -1,6 +1,8 @@
 //! ferry's agent tools over the Model Context Protocol (docs/mcp.md).
 //!
-//! Nine tools — `send_file`, `publish_file_to_user`, `list_space_files`, `read_space_file`,
+//! Seventeen tools — the agent's file tools (`ls`, `read_file`, `write_file`, `edit_file`,
+//! `glob`, `grep`, `move_file`, `delete_file`; see [`file_tools`]) and `send_file`,
+//! `publish_file_to_user`, `list_space_files`, `read_space_file`,
 //! `write_space_file`, `delete_space_file`, `say`, `list_uploads` and `read_upload` — offered
 //! two ways:
 //!
@@ -15,6 +17,7 @@
 //! status as a result with `isError: true` whose text is the error envelope.
 
 pub mod api;
+pub mod file_tools;
 mod handler;
 pub mod stdio;
 pub mod tools;

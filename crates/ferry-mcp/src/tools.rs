@@ -21,14 +21,23 @@ Delivering files
 - publish_file_to_user delivers any file (DOCX, PDF, spreadsheets, images, large text) as a card \
 with a preview and a download button. Publishing again with the same display_name makes a new \
 revision of the same file.
-- Write deliverables under /sandbox/outputs/ first; the user's uploads are in \
-/sandbox/user_uploads/ (list_uploads shows them with a preview of their text).
+- Write deliverables under /sandbox/outputs/ first (write_file); the user's uploads are in \
+/sandbox/user_uploads/ (list_uploads shows them with a preview of their text, read_file reads \
+them).
 - In say mode, call say: each <say>...</say> block becomes one chat message, and \
 <file>/sandbox/outputs/report.pdf</file> tags attach files to the last message \
 (mode=\"doc\", \"photo\" or \"video\" forces how a file is sent).
 
+Your files: ls, read_file, write_file, edit_file, glob, grep, move_file and delete_file work \
+on /sandbox/... (your thread's sandbox; a relative path is under /sandbox/workspace/) and on \
+/spaces/{space}/... (the user's spaces).
+- read_file numbers lines and reads 2000 at a time; pass offset to read on. It answers an \
+etag: pass it as ifMatch to edit_file, write_file or delete_file to change only what you read.
+- Prefer edit_file for changing part of a file: old_string must match exactly and occur once.
+- /sandbox/skills/ is read-only.
+
 Spaces: the user's own storage (list_space_files, read_space_file, write_space_file, \
-delete_space_file)
+delete_space_file, or the file tools on /spaces/{space}/...)
 - Ask the user to confirm before overwriting or deleting an existing file.
 - Save under ideas/ unless the user names another folder.
 - Name notes YYYYMMDD-HHmm-<short-title>.md, with a short kebab-case title; when the user has \
@@ -317,6 +326,7 @@ pub fn all() -> Vec<Tool> {
             _ => hints(&title, false, false, false),
         });
     }
+    tools.extend(crate::file_tools::all());
     tools
 }
 
@@ -435,6 +445,31 @@ mod tests {
         );
     }
 
+    /// Every step the instructions tell the model to take can be taken: each snake_case word
+    /// in them is a tool `tools/list` offers, or one of the few other names they mention.
+    #[test]
+    fn the_instructions_name_only_tools_that_exist() {
+        const NOT_TOOLS: [&str; 3] = ["user_uploads", "display_name", "old_string"];
+        let names: Vec<String> = all().iter().map(|t| t.name.to_string()).collect();
+        let mut named = 0;
+        for word in INSTRUCTIONS.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            let lower = word.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            if !lower || !word.contains('_') || NOT_TOOLS.contains(&word) {
+                continue;
+            }
+            named += 1;
+            assert!(
+                names.iter().any(|n| n == word),
+                "the instructions name '{word}', which is not a tool"
+            );
+        }
+        assert!(named > 10, "the instructions name the tools: {named}");
+        for short in ["ls", "glob", "grep"] {
+            assert!(names.iter().any(|n| n == short));
+            assert!(INSTRUCTIONS.contains(&format!("{short},")));
+        }
+    }
+
     #[test]
     fn text_types() {
         for t in [
@@ -477,7 +512,15 @@ mod tests {
                 "delete_space_file",
                 "say",
                 "list_uploads",
-                "read_upload"
+                "read_upload",
+                "ls",
+                "read_file",
+                "write_file",
+                "edit_file",
+                "glob",
+                "grep",
+                "move_file",
+                "delete_file"
             ]
         );
         for tool in &tools {
@@ -488,7 +531,8 @@ mod tests {
                 tool.name
             );
             let annotations = tool.annotations.as_ref().unwrap();
-            let destructive = tool.name == DELETE_SPACE_FILE;
+            let destructive = [DELETE_SPACE_FILE, "write_file", "move_file", "delete_file"]
+                .contains(&tool.name.as_ref());
             assert_eq!(
                 annotations.destructive_hint,
                 Some(destructive),

@@ -31,6 +31,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
+/// A JSON body that carries a file's content (`write_file`): it may be as large as the
+/// largest file a sandbox or space takes, base64-encoded, and is refused while it streams in
+/// once it passes that.
+#[derive(Debug)]
+pub struct ContentJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ContentJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limits = &state.app.limits;
+        let largest = limits.sandbox_max_bytes.max(limits.space_max_bytes);
+        // Base64 takes 4 bytes for every 3, and the JSON around the content some more.
+        let limit = largest.saturating_mul(4) / 3 + MAX_JSON_BODY as u64;
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let body = axum::body::to_bytes(req.into_body(), limit)
+            .await
+            .map_err(|_| ApiError::too_large(limit as u64))?;
+        parse_json(&body).map(ContentJson)
+    }
+}
+
 /// An optional JSON body: an empty body is `None`; anything else must parse.
 impl<S: Send + Sync, T: DeserializeOwned> axum::extract::OptionalFromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;

@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, model_content, published, s3_keys, sandbox, say, send_file, spaces, system, threads,
+    events, fs, model_content, published, s3_keys, sandbox, say, send_file, spaces, system, threads,
     uploads,
 };
 use crate::state::AppState;
@@ -90,7 +90,37 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(say::delete_connector))
         .routes(routes!(s3_keys::create, s3_keys::list))
         .routes(routes!(s3_keys::revoke))
+        .merge(agent_file_routes())
         .merge(OpenApiRouter::from(crate::web::routes()))
+}
+
+/// The agent's file operations, each on its own route and on its thread's
+/// (`routes/fs.rs`). A write's JSON carries a whole file, so its routes take the body limit
+/// `ContentJson` sets rather than axum's default of 2 MB.
+fn agent_file_routes() -> OpenApiRouter<AppState> {
+    let (schemas, paths, writes) = routes!(fs::write_file);
+    let (thread_schemas, thread_paths, thread_writes) = routes!(fs::write_file_in_thread);
+    OpenApiRouter::new()
+        .routes(routes!(fs::ls))
+        .routes(routes!(fs::ls_in_thread))
+        .routes(routes!(fs::read_file))
+        .routes(routes!(fs::read_file_in_thread))
+        .routes((schemas, paths, writes.layer(DefaultBodyLimit::disable())))
+        .routes((
+            thread_schemas,
+            thread_paths,
+            thread_writes.layer(DefaultBodyLimit::disable()),
+        ))
+        .routes(routes!(fs::edit_file))
+        .routes(routes!(fs::edit_file_in_thread))
+        .routes(routes!(fs::glob))
+        .routes(routes!(fs::glob_in_thread))
+        .routes(routes!(fs::grep))
+        .routes(routes!(fs::grep_in_thread))
+        .routes(routes!(fs::move_file))
+        .routes(routes!(fs::move_file_in_thread))
+        .routes(routes!(fs::delete_file))
+        .routes(routes!(fs::delete_file_in_thread))
 }
 
 /// The fallbacks and middleware every answer goes through, and the state.

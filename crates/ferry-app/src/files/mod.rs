@@ -17,7 +17,9 @@ pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
 
 use bytes::Bytes;
-use ferry_core::agent_files::{DeleteFileInput, MoveFileInput, WriteFileInput, bare_etag};
+use ferry_core::agent_files::{
+    DeleteFileInput, LsInput, MoveFileInput, WriteFileInput, bare_etag,
+};
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
@@ -264,7 +266,8 @@ fn space_prefix(space: &SpaceName) -> String {
 
 /// `ls`: the direct children of a folder, sorted. A folder that does not exist lists nothing,
 /// as in spaces and S3; a file is refused.
-pub async fn ls(caller: Caller<'_>, path: &AgentPath) -> Result<Listing> {
+pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
+    let path = &parse(&input.path)?;
     if find(caller, path).await? == Some(PathKind::File) {
         return Err(Error::InvalidPath(format!(
             "'{path}' is a file; ls lists folders (read it with read_file)"
@@ -476,7 +479,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
             "'{destination}' is inside '{source}': a folder cannot move into itself"
         )));
     }
-    let taken = |_| Error::AlreadyExists(format!("'{destination}' already exists"));
+    let taken = || Error::AlreadyExists(format!("'{destination}' already exists"));
     let (moved, etag) = match &source {
         AgentPath::Sandbox(_) => {
             let sandbox =
@@ -485,7 +488,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                 .rename(from, to, input.overwrite)
                 .await
                 .map_err(|e| match e {
-                    ferry_store::Error::AlreadyExists => taken(()),
+                    ferry_store::Error::AlreadyExists => taken(),
                     ferry_store::Error::NotFound => {
                         Error::not_found(format!("nothing at '{source}'"))
                     }
@@ -501,7 +504,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                 .space_move(owner, space, from, to, input.overwrite)
                 .await
                 .map_err(|e| match e {
-                    ferry_store::Error::AlreadyExists => taken(()),
+                    ferry_store::Error::AlreadyExists => taken(),
                     ferry_store::Error::NotFound => {
                         Error::not_found(format!("nothing at '{source}'"))
                     }
@@ -513,7 +516,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
             };
             (moved.len() as u64, etag)
         }
-        AgentPath::Spaces => unreachable!("below_root refused /spaces"),
+        AgentPath::Spaces => return Err(is_a_folder(&source)),
     };
     Ok(Moved {
         source: source.to_string(),

@@ -101,7 +101,7 @@ async fn write_read_and_edit_a_file_as_the_tools_say() {
             assert!(text_of(w.agent(), path).await.contains("     2\tline 2\n"));
         }
         // The relative path is the workspace's.
-        let listed = ls(w.agent(), &parse("/sandbox/workspace/drafts").unwrap())
+        let listed = ls(w.agent(), &input(json!({"path": "/sandbox/workspace/drafts"})))
             .await
             .unwrap();
         assert_eq!(listed.entries[0].path, "/sandbox/workspace/drafts/r.md");
@@ -390,7 +390,7 @@ async fn a_folder_is_deleted_only_when_asked_recursively() {
         delete(w.agent(), &input(json!({"path": "/sandbox/outputs", "recursive": true})))
             .await
             .unwrap();
-        let top = ls(w.agent(), &parse("/sandbox").unwrap()).await.unwrap();
+        let top = ls(w.agent(), &input(json!({"path": "/sandbox"}))).await.unwrap();
         assert!(top.entries.iter().any(|e| e.path == "/sandbox/outputs"), "{top:?}");
         let root = delete(w.agent(), &input(json!({"path": "/sandbox", "recursive": true})))
             .await
@@ -433,9 +433,9 @@ async fn the_owner_reads_the_sandbox_but_only_the_agent_changes_it() {
         principal: &alice,
         thread: None,
     };
-    let refused = ls(threadless, &parse("/sandbox").unwrap()).await.unwrap_err();
+    let refused = ls(threadless, &input(json!({"path": "/sandbox"}))).await.unwrap_err();
     assert!(matches!(refused, Error::InvalidRequest(_)), "{refused:?}");
-    assert!(ls(threadless, &parse("/spaces").unwrap()).await.is_ok());
+    assert!(ls(threadless, &input(json!({"path": "/spaces"}))).await.is_ok());
 }
 
 #[cfg(unix)]

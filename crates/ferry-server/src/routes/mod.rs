@@ -1,4 +1,5 @@
 pub mod events;
+pub mod fs;
 pub mod model_content;
 pub mod published;
 pub mod s3_keys;

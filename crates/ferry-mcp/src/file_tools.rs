@@ -1,0 +1,187 @@
+//! The agent's file tools (docs/agent-files.md): `ls`, `read_file`, `write_file`, `edit_file`,
+//! `glob`, `grep`, `move_file` and `delete_file`, the names agents already know for these
+//! operations.
+//!
+//! Each is one `POST` to the server's route of the same name, with the tool's arguments as
+//! the JSON body. Their input schemas are derived from the very structs the server reads those
+//! bodies into (`ferry_core::agent_files`), so what a model is told it may send and what the
+//! server takes are one definition.
+
+use ferry_core::agent_files::{
+    DeleteFileInput, EditFileInput, GlobInput, GrepInput, LsInput, MoveFileInput, ReadFileInput,
+    WriteFileInput,
+};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::Value;
+use utoipa::PartialSchema;
+
+pub const LS: &str = "ls";
+pub const READ_FILE: &str = "read_file";
+pub const WRITE_FILE: &str = "write_file";
+pub const EDIT_FILE: &str = "edit_file";
+pub const GLOB: &str = "glob";
+pub const GREP: &str = "grep";
+pub const MOVE_FILE: &str = "move_file";
+pub const DELETE_FILE: &str = "delete_file";
+
+/// Whether `name` is one of these tools.
+pub fn is_file_tool(name: &str) -> bool {
+    [
+        LS,
+        READ_FILE,
+        WRITE_FILE,
+        EDIT_FILE,
+        GLOB,
+        GREP,
+        MOVE_FILE,
+        DELETE_FILE,
+    ]
+    .contains(&name)
+}
+
+/// The schema of `T` as a JSON object, from its derive.
+fn schema_of<T: PartialSchema>() -> JsonObject {
+    match serde_json::to_value(T::schema()) {
+        // The tool's own description says what it does; the struct's would repeat it.
+        Ok(Value::Object(mut schema)) => {
+            schema.remove("description");
+            schema
+        }
+        // A derived schema is always an object; an empty one would take anything.
+        _ => JsonObject::new(),
+    }
+}
+
+/// (read only, destructive, idempotent)
+type Hints = (bool, bool, bool);
+
+fn tool<T: PartialSchema>(name: &'static str, title: &str, description: &str, hints: Hints) -> Tool {
+    let mut tool = Tool::new(name, description.to_owned(), schema_of::<T>());
+    tool.title = Some(title.to_owned());
+    let (read_only, destructive, idempotent) = hints;
+    tool.annotations = Some(
+        ToolAnnotations::with_title(title)
+            .read_only(read_only)
+            .destructive(destructive)
+            .idempotent(idempotent)
+            .open_world(false),
+    );
+    tool
+}
+
+/// The file tools, in the order they are listed.
+pub fn all() -> Vec<Tool> {
+    vec![
+        tool::<LsInput>(
+            LS,
+            "List a folder",
+            "List one folder of your files, one level, sorted. /sandbox is your thread's \
+             sandbox (user_uploads/ holds what the user sent, outputs/ is for deliverables, \
+             workspace/ for scratch; a relative path is taken under /sandbox/workspace/); \
+             /spaces lists the user's spaces, /spaces/{space}/... a space's folders. Entries \
+             carry path, type (file or dir), size, modifiedAt and etag.",
+            (true, false, true),
+        ),
+        tool::<ReadFileInput>(
+            READ_FILE,
+            "Read a file",
+            "Read a file. Text comes as numbered lines (as cat -n prints them), limit lines \
+             (default 2000) from offset, with totalLines and, when more remain, nextOffset to \
+             read on. An image comes as the image itself; a PDF, DOCX, XLSX or PPTX as its \
+             extracted text, paged the same way; any other binary file as its type and size. \
+             The etag it answers is what edit_file and write_file take as ifMatch.",
+            (true, false, true),
+        ),
+        tool::<WriteFileInput>(
+            WRITE_FILE,
+            "Write a file",
+            "Create a file, or replace it whole, making the folders on the way. content is \
+             text, or base64 with encoding \"base64\". Pass ifNoneMatch \"*\" to create only \
+             (ALREADY_EXISTS if something is there), or ifMatch with the etag you read to \
+             replace only that version (PRECONDITION_FAILED if it changed). Write \
+             deliverables under /sandbox/outputs/; /sandbox/skills/ is read-only. To change a \
+             few lines of a file, use edit_file.",
+            (false, true, true),
+        ),
+        tool::<EditFileInput>(
+            EDIT_FILE,
+            "Edit a file",
+            "Replace old_string with new_string in a text file. old_string must match the \
+             file exactly, whitespace and line breaks included, and occur exactly once (add \
+             surrounding lines to make it unique) unless replace_all is true; otherwise \
+             nothing changes and the error says whether it was found 0 or several times. The \
+             edit applies to the version it read: if the file changed in between it fails \
+             with PRECONDITION_FAILED (read it again and redo the edit). Answers the number \
+             of replacements and the new etag.",
+            (false, false, false),
+        ),
+        tool::<GlobInput>(
+            GLOB,
+            "Find files by name",
+            "Find the files below path (default /sandbox) whose path relative to it matches \
+             pattern: * and ? within a folder name, ** across folders, {a,b} alternatives, \
+             e.g. **/*.md or outputs/*.{csv,xlsx}. Answers the matching paths, sorted, at most \
+             1000 (truncated: true beyond).",
+            (true, false, true),
+        ),
+        tool::<GrepInput>(
+            GREP,
+            "Search file contents",
+            "Find the lines that contain pattern in the files below path (default /sandbox), \
+             optionally only files matching glob. pattern is literal text unless regex is \
+             true (a regular expression without backreferences or lookaround). Answers path, \
+             line number and text of each match, at most maxResults (default 200; truncated: \
+             true when more remain); binary files and files over 16 MiB are skipped and \
+             counted.",
+            (true, false, true),
+        ),
+        tool::<MoveFileInput>(
+            MOVE_FILE,
+            "Move or rename",
+            "Move or rename a file or folder within your sandbox or within one space (not \
+             between them). A taken destination is refused with ALREADY_EXISTS unless \
+             overwrite is true, which replaces a file (never a folder). A moved file keeps its \
+             bytes and etag.",
+            (false, true, false),
+        ),
+        tool::<DeleteFileInput>(
+            DELETE_FILE,
+            "Delete a file or folder",
+            "Delete a file, or a folder and everything in it (recursive: true is required for \
+             a folder). Pass ifMatch with the etag you read to delete only that version. \
+             Answers how many files were deleted. Ask the user before deleting their files.",
+            (false, true, true),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_come_from_the_server_inputs_and_are_strict() {
+        for tool in all() {
+            assert!(is_file_tool(&tool.name), "{}", tool.name);
+            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+            assert_eq!(
+                tool.input_schema["additionalProperties"], false,
+                "{}",
+                tool.name
+            );
+        }
+        let read = all().into_iter().find(|t| t.name == READ_FILE).unwrap();
+        assert_eq!(read.input_schema["required"], serde_json::json!(["path"]));
+        assert_eq!(read.input_schema["properties"]["limit"]["default"], 2000);
+        let edit = all().into_iter().find(|t| t.name == EDIT_FILE).unwrap();
+        let properties = edit.input_schema["properties"].as_object().unwrap();
+        for name in ["old_string", "new_string", "replace_all", "ifMatch"] {
+            assert!(properties.contains_key(name), "{name}");
+        }
+        let write = all().into_iter().find(|t| t.name == WRITE_FILE).unwrap();
+        assert_eq!(
+            write.input_schema["properties"]["encoding"]["enum"],
+            serde_json::json!(["utf-8", "base64"])
+        );
+    }
+}

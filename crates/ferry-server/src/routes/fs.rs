@@ -1,0 +1,132 @@
+//! The agent's file system over HTTP (docs/agent-files.md): one `POST` route per operation,
+//! taking the same JSON object the MCP tool of that name takes and answering what it answers.
+//!
+//! Each operation has two routes: `/api/fs/{operation}`, where `/sandbox` is the sandbox of the
+//! agent token's own thread and `/spaces/…` the spaces of the token's user, and
+//! `/api/threads/{id}/fs/{operation}`, which names the thread (for the thread's owner, who may
+//! read its sandbox, or service_role). Every rule is `ferry_app::files`'s.
+
+use axum::Json;
+use axum::extract::State;
+use ferry_app::files::{
+    self, Caller, Deleted, Edited, Globbed, Grepped, Listing, Moved, ReadOutput, Written,
+};
+use ferry_core::agent_files::{
+    DeleteFileInput, EditFileInput, GlobInput, GrepInput, LsInput, MoveFileInput, ReadFileInput,
+    WriteFileInput,
+};
+
+use crate::auth::Principal;
+use crate::error::ApiResult;
+use crate::extract::{ApiJson, ApiPath, ContentJson};
+use crate::state::AppState;
+
+/// Two handlers of one operation: one for the token's own thread, one naming the thread.
+macro_rules! operation {
+    (
+        $own:ident, $in_thread:ident, $body:ident, $input:ty, $output:ty, $call:path,
+        $own_path:literal, $thread_path:literal, $operation_id:literal, $doc:literal
+    ) => {
+        #[doc = $doc]
+        #[utoipa::path(
+            post, path = $own_path, tag = "agent files",
+            operation_id = $operation_id,
+            request_body = $input,
+            responses(
+                (status = 200, body = $output, description = "Done"),
+                (status = 400, description = "INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern)"),
+                (status = 403, description = "FORBIDDEN: a change to /sandbox/skills/, or by a caller who only reads the sandbox"),
+                (status = 404, description = "NOT_FOUND"),
+                (status = 409, description = "ALREADY_EXISTS"),
+                (status = 412, description = "PRECONDITION_FAILED: the file changed (ifMatch)"),
+                (status = 413, description = "REQUEST_TOO_LARGE"),
+                (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+            ),
+            security(("bearer" = []))
+        )]
+        pub async fn $own(
+            State(state): State<AppState>,
+            principal: Principal,
+            $body(input): $body<$input>,
+        ) -> ApiResult<Json<$output>> {
+            let caller = Caller {
+                app: &state.app,
+                principal: &principal,
+                thread: None,
+            };
+            Ok(Json($call(caller, &input).await?))
+        }
+
+        #[doc = $doc]
+        #[utoipa::path(
+            post, path = $thread_path, tag = "agent files",
+            params(("id" = String, Path)),
+            request_body = $input,
+            responses(
+                (status = 200, body = $output, description = "Done"),
+                (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
+                (status = 403, description = "FORBIDDEN"),
+                (status = 404, description = "NOT_FOUND: no such thread, or nothing at the path"),
+                (status = 409, description = "ALREADY_EXISTS"),
+                (status = 412, description = "PRECONDITION_FAILED"),
+                (status = 413, description = "REQUEST_TOO_LARGE"),
+                (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+            ),
+            security(("bearer" = []))
+        )]
+        pub async fn $in_thread(
+            State(state): State<AppState>,
+            principal: Principal,
+            ApiPath(id): ApiPath<String>,
+            $body(input): $body<$input>,
+        ) -> ApiResult<Json<$output>> {
+            let caller = Caller {
+                app: &state.app,
+                principal: &principal,
+                thread: Some(&id),
+            };
+            Ok(Json($call(caller, &input).await?))
+        }
+    };
+}
+
+operation!(
+    ls, ls_in_thread, ApiJson, LsInput, Listing, files::ls,
+    "/api/fs/ls", "/api/threads/{id}/fs/ls", "fs_ls",
+    "Lists one folder: /sandbox, a folder below it, /spaces, or a space's folder."
+);
+operation!(
+    read_file, read_file_in_thread, ApiJson, ReadFileInput, ReadOutput, files::read,
+    "/api/fs/read_file", "/api/threads/{id}/fs/read_file", "fs_read_file",
+    "Reads a file: numbered lines of text or of a document's extracted text, an image made ready for a model, or a description of any other binary file."
+);
+operation!(
+    write_file, write_file_in_thread, ContentJson, WriteFileInput, Written, files::write,
+    "/api/fs/write_file", "/api/threads/{id}/fs/write_file", "fs_write_file",
+    "Creates or replaces a file from text or base64, making the folders on the way."
+);
+operation!(
+    edit_file, edit_file_in_thread, ApiJson, EditFileInput, Edited, files::edit,
+    "/api/fs/edit_file", "/api/threads/{id}/fs/edit_file", "fs_edit_file",
+    "Replaces an exact string in a text file (once, or every occurrence), against the version it read."
+);
+operation!(
+    glob, glob_in_thread, ApiJson, GlobInput, Globbed, files::glob,
+    "/api/fs/glob", "/api/threads/{id}/fs/glob", "fs_glob",
+    "Finds the files below a folder whose paths match a glob."
+);
+operation!(
+    grep, grep_in_thread, ApiJson, GrepInput, Grepped, files::grep,
+    "/api/fs/grep", "/api/threads/{id}/fs/grep", "fs_grep",
+    "Finds the lines that hold a text (or match a linear-time regular expression) in the files below a folder."
+);
+operation!(
+    move_file, move_file_in_thread, ApiJson, MoveFileInput, Moved, files::move_file,
+    "/api/fs/move_file", "/api/threads/{id}/fs/move_file", "fs_move_file",
+    "Moves a file or folder within the sandbox or within one space."
+);
+operation!(
+    delete_file, delete_file_in_thread, ApiJson, DeleteFileInput, Deleted, files::delete,
+    "/api/fs/delete_file", "/api/threads/{id}/fs/delete_file", "fs_delete_file",
+    "Deletes a file, or a folder and everything in it with recursive: true."
+);
