@@ -38,7 +38,10 @@ pub struct LsInput {
     /// The folder to list: /sandbox (the default), a folder below it, /spaces (the user's
     /// spaces) or /spaces/{space}/… .
     #[serde(default = "sandbox_root")]
-    #[cfg_attr(feature = "openapi", schema(default = "/sandbox", example = "/sandbox/outputs"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(default = "/sandbox", example = "/sandbox/outputs")
+    )]
     pub path: String,
 }
 
@@ -148,7 +151,10 @@ pub struct GrepInput {
     pub regex: bool,
     /// Matches to return at most (default 200, at most 2000).
     #[serde(default = "default_max_results")]
-    #[cfg_attr(feature = "openapi", schema(default = 200, minimum = 1, maximum = 2000))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(default = 200, minimum = 1, maximum = 2000)
+    )]
     pub max_results: usize,
 }
 

@@ -99,9 +99,10 @@ impl AgentPath {
     /// The last segment of the path (the place's own name for a root).
     pub fn file_name(&self) -> &str {
         match self {
-            AgentPath::Sandbox(Some(path)) | AgentPath::Space { path: Some(path), .. } => {
-                path.file_name()
-            }
+            AgentPath::Sandbox(Some(path))
+            | AgentPath::Space {
+                path: Some(path), ..
+            } => path.file_name(),
             AgentPath::Sandbox(None) => "sandbox",
             AgentPath::Spaces => "spaces",
             AgentPath::Space { space, .. } => space.as_str(),
@@ -141,7 +142,10 @@ mod tests {
         assert_eq!(shown("notes/a.md"), "/sandbox/workspace/notes/a.md");
         assert_eq!(shown("/spaces"), "/spaces");
         assert_eq!(shown("/spaces/notes"), "/spaces/notes");
-        assert_eq!(shown("/spaces/notes/ideas/a.md"), "/spaces/notes/ideas/a.md");
+        assert_eq!(
+            shown("/spaces/notes/ideas/a.md"),
+            "/spaces/notes/ideas/a.md"
+        );
     }
 
     #[test]

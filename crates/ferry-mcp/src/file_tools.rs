@@ -55,7 +55,12 @@ fn schema_of<T: PartialSchema>() -> JsonObject {
 /// (read only, destructive, idempotent)
 type Hints = (bool, bool, bool);
 
-fn tool<T: PartialSchema>(name: &'static str, title: &str, description: &str, hints: Hints) -> Tool {
+fn tool<T: PartialSchema>(
+    name: &'static str,
+    title: &str,
+    description: &str,
+    hints: Hints,
+) -> Tool {
     let mut tool = Tool::new(name, description.to_owned(), schema_of::<T>());
     tool.title = Some(title.to_owned());
     let (read_only, destructive, idempotent) = hints;

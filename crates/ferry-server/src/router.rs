@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, fs, model_content, published, s3_keys, sandbox, say, send_file, spaces, system, threads,
-    uploads,
+    events, fs, model_content, published, s3_keys, sandbox, say, send_file, spaces, system,
+    threads, uploads,
 };
 use crate::state::AppState;
 

@@ -151,7 +151,11 @@ impl Db {
         let mut tx = self.begin_write().await?;
         // Every path sorts at or above '' and below U+10FFFF.
         let (exact, low, high) = match dir {
-            Some(dir) => (dir.as_str().to_owned(), format!("{dir}/"), format!("{dir}0")),
+            Some(dir) => (
+                dir.as_str().to_owned(),
+                format!("{dir}/"),
+                format!("{dir}0"),
+            ),
             None => (String::new(), String::new(), "\u{10FFFF}".to_owned()),
         };
         sqlx::query(
@@ -188,7 +192,10 @@ impl Db {
             from.clone(),
             to.clone(),
         );
-        let work = async move { db.move_in_tx(&owner_, &space_, &from_, &to_, overwrite).await };
+        let work = async move {
+            db.move_in_tx(&owner_, &space_, &from_, &to_, overwrite)
+                .await
+        };
         // Both paths' cached records change.
         let to_key = record_cache::key(owner, space.as_str(), to.as_str());
         let db = self.clone();

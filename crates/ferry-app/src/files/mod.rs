@@ -17,9 +17,7 @@ pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
 
 use bytes::Bytes;
-use ferry_core::agent_files::{
-    DeleteFileInput, LsInput, MoveFileInput, WriteFileInput, bare_etag,
-};
+use ferry_core::agent_files::{DeleteFileInput, LsInput, MoveFileInput, WriteFileInput, bare_etag};
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
@@ -430,12 +428,17 @@ pub async fn write(caller: Caller<'_>, input: &WriteFileInput) -> Result<Written
             let text = text.trim_end_matches('=');
             base64::engine::general_purpose::STANDARD_NO_PAD
                 .decode(text)
-                .map_err(|e| {
-                    Error::invalid_request(format!("content is not valid base64: {e}"))
-                })?
+                .map_err(|e| Error::invalid_request(format!("content is not valid base64: {e}")))?
         }
     };
-    let content_type = ferry_core::mime::mime_for_name(path.file_name());
+    let mut content_type = ferry_core::mime::mime_for_name(path.file_name());
+    // Text sent as text is UTF-8, and says so, as the spaces' notes do.
+    if input.encoding == ferry_core::agent_files::Encoding::Utf8
+        && content_type.starts_with("text/")
+        && !content_type.contains("charset")
+    {
+        content_type.push_str("; charset=utf-8");
+    }
     let (created, size, etag) = put(caller, &path, &content_type, &condition, bytes).await?;
     Ok(Written {
         path: path.to_string(),

@@ -73,10 +73,16 @@ async fn write_read_and_edit_a_file_as_the_tools_say() {
         let w = World::new(place).await;
         for path in ["/sandbox/outputs/r.md", "/spaces/notes/r.md", "drafts/r.md"] {
             let made = write_text(w.agent(), path, "# Report\nline two\r\nthree\n").await;
-            assert!(made.created && made.size == 25, "{place:?} {path}: {made:?}");
-            let read_back = read(w.agent(), &input(json!({"path": path, "offset": 1, "limit": 1})))
-                .await
-                .unwrap();
+            assert!(
+                made.created && made.size == 25,
+                "{place:?} {path}: {made:?}"
+            );
+            let read_back = read(
+                w.agent(),
+                &input(json!({"path": path, "offset": 1, "limit": 1})),
+            )
+            .await
+            .unwrap();
             let ReadOutput::Text {
                 content,
                 total_lines,
@@ -101,9 +107,12 @@ async fn write_read_and_edit_a_file_as_the_tools_say() {
             assert!(text_of(w.agent(), path).await.contains("     2\tline 2\n"));
         }
         // The relative path is the workspace's.
-        let listed = ls(w.agent(), &input(json!({"path": "/sandbox/workspace/drafts"})))
-            .await
-            .unwrap();
+        let listed = ls(
+            w.agent(),
+            &input(json!({"path": "/sandbox/workspace/drafts"})),
+        )
+        .await
+        .unwrap();
         assert_eq!(listed.entries[0].path, "/sandbox/workspace/drafts/r.md");
     }
 }
@@ -150,7 +159,9 @@ async fn an_edit_that_matches_zero_or_many_times_or_a_stale_version_changes_noth
         // Binary files are not edited.
         write(
             w.agent(),
-            &input(json!({"path": "/sandbox/outputs/b.bin", "content": "AAEC", "encoding": "base64"})),
+            &input(
+                json!({"path": "/sandbox/outputs/b.bin", "content": "AAEC", "encoding": "base64"}),
+            ),
         )
         .await
         .unwrap();
@@ -172,7 +183,9 @@ async fn a_binary_file_is_described_never_dumped() {
     let w = World::new(Where::Local).await;
     write(
         w.agent(),
-        &input(json!({"path": "/sandbox/outputs/x.bin", "content": "AP8A/w==", "encoding": "base64"})),
+        &input(
+            json!({"path": "/sandbox/outputs/x.bin", "content": "AP8A/w==", "encoding": "base64"}),
+        ),
     )
     .await
     .unwrap();
@@ -196,7 +209,12 @@ async fn a_binary_file_is_described_never_dumped() {
 async fn glob_and_grep_find_across_folders_and_skip_binaries() {
     for place in PLACES {
         let w = World::new(place).await;
-        write_text(w.agent(), "/sandbox/outputs/a.md", "Revenue rose\nrevenue fell\n").await;
+        write_text(
+            w.agent(),
+            "/sandbox/outputs/a.md",
+            "Revenue rose\nrevenue fell\n",
+        )
+        .await;
         write_text(w.agent(), "/sandbox/outputs/deep/b.md", "no match here\n").await;
         write_text(w.agent(), "/sandbox/outputs/c.csv", "x,REVENUE\n").await;
         write_text(w.agent(), "/spaces/notes/ideas/n.md", "revenue idea\n").await;
@@ -217,13 +235,13 @@ async fn glob_and_grep_find_across_folders_and_skip_binaries() {
             ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md"],
             "{place:?}"
         );
-        let top = glob(
-            w.agent(),
-            &input(json!({"pattern": "outputs/*.{csv,md}"})),
-        )
-        .await
-        .unwrap();
-        assert_eq!(top.paths, ["/sandbox/outputs/a.md", "/sandbox/outputs/c.csv"]);
+        let top = glob(w.agent(), &input(json!({"pattern": "outputs/*.{csv,md}"})))
+            .await
+            .unwrap();
+        assert_eq!(
+            top.paths,
+            ["/sandbox/outputs/a.md", "/sandbox/outputs/c.csv"]
+        );
         let found = grep(
             w.agent(),
             &input(json!({"pattern": "revenue", "path": "/sandbox/outputs", "ignoreCase": true})),
@@ -267,9 +285,12 @@ async fn glob_and_grep_find_across_folders_and_skip_binaries() {
         .await
         .unwrap();
         assert!(hostile.matches.is_empty());
-        let spaces = grep(w.agent(), &input(json!({"pattern": "idea", "path": "/spaces"})))
-            .await
-            .unwrap();
+        let spaces = grep(
+            w.agent(),
+            &input(json!({"pattern": "idea", "path": "/spaces"})),
+        )
+        .await
+        .unwrap();
         assert_eq!(spaces.matches[0].path, "/spaces/notes/ideas/n.md");
         let invalid = grep(w.agent(), &input(json!({"pattern": "(", "regex": true})))
             .await
@@ -297,38 +318,65 @@ async fn moves_keep_the_bytes_and_the_etag_and_refuse_what_would_lose_data() {
             )
             .await
             .unwrap();
-            assert_eq!((moved.moved, moved.etag.as_deref()), (1, Some(made.etag.as_str())));
-            assert_eq!(text_of(w.agent(), &format!("{root}/e/a2.md")).await, "     1\tA\n");
+            assert_eq!(
+                (moved.moved, moved.etag.as_deref()),
+                (1, Some(made.etag.as_str()))
+            );
+            assert_eq!(
+                text_of(w.agent(), &format!("{root}/e/a2.md")).await,
+                "     1\tA\n"
+            );
             let taken = move_file(
                 w.agent(),
                 &mv(format!("{root}/e/a2.md"), format!("{root}/taken.md"), false),
             )
             .await
             .unwrap_err();
-            assert!(matches!(taken, Error::AlreadyExists(_)), "{place:?} {taken:?}");
-            assert_eq!(text_of(w.agent(), &format!("{root}/taken.md")).await, "     1\tT\n");
+            assert!(
+                matches!(taken, Error::AlreadyExists(_)),
+                "{place:?} {taken:?}"
+            );
+            assert_eq!(
+                text_of(w.agent(), &format!("{root}/taken.md")).await,
+                "     1\tT\n"
+            );
             move_file(
                 w.agent(),
                 &mv(format!("{root}/e/a2.md"), format!("{root}/taken.md"), true),
             )
             .await
             .unwrap();
-            assert_eq!(text_of(w.agent(), &format!("{root}/taken.md")).await, "     1\tA\n");
+            assert_eq!(
+                text_of(w.agent(), &format!("{root}/taken.md")).await,
+                "     1\tA\n"
+            );
             let into_itself = move_file(
                 w.agent(),
                 &mv(format!("{root}/d"), format!("{root}/d/sub/x"), false),
             )
             .await
             .unwrap_err();
-            assert!(matches!(into_itself, Error::InvalidRequest(_)), "{into_itself:?}");
-            let folder = move_file(w.agent(), &mv(format!("{root}/d"), format!("{root}/f"), false))
-                .await
-                .unwrap();
+            assert!(
+                matches!(into_itself, Error::InvalidRequest(_)),
+                "{into_itself:?}"
+            );
+            let folder = move_file(
+                w.agent(),
+                &mv(format!("{root}/d"), format!("{root}/f"), false),
+            )
+            .await
+            .unwrap();
             assert_eq!((folder.moved, folder.etag), (1, None), "{place:?} {root}");
-            assert_eq!(text_of(w.agent(), &format!("{root}/f/sub/b.md")).await, "     1\tB\n");
-            let gone = read(w.agent(), &input(json!({"path": format!("{root}/d/sub/b.md")})))
-                .await
-                .unwrap_err();
+            assert_eq!(
+                text_of(w.agent(), &format!("{root}/f/sub/b.md")).await,
+                "     1\tB\n"
+            );
+            let gone = read(
+                w.agent(),
+                &input(json!({"path": format!("{root}/d/sub/b.md")})),
+            )
+            .await
+            .unwrap_err();
             assert!(matches!(gone, Error::NotFound(_)), "{gone:?}");
         }
         let across = move_file(
@@ -369,7 +417,10 @@ async fn a_folder_is_deleted_only_when_asked_recursively() {
             )
             .await
             .unwrap_err();
-            assert!(matches!(stale, Error::PreconditionFailed(_)), "{place:?} {stale:?}");
+            assert!(
+                matches!(stale, Error::PreconditionFailed(_)),
+                "{place:?} {stale:?}"
+            );
             let exact = delete(
                 w.agent(),
                 &input(json!({"path": format!("{root}/t/1.md"), "ifMatch": one.etag})),
@@ -377,9 +428,12 @@ async fn a_folder_is_deleted_only_when_asked_recursively() {
             .await
             .unwrap();
             assert_eq!(exact.deleted, 1);
-            let all = delete(w.agent(), &input(json!({"path": folder, "recursive": true})))
-                .await
-                .unwrap();
+            let all = delete(
+                w.agent(),
+                &input(json!({"path": folder, "recursive": true})),
+            )
+            .await
+            .unwrap();
             assert_eq!(all.deleted, 1, "{place:?} {root}");
             let missing = delete(w.agent(), &input(json!({"path": folder})))
                 .await
@@ -387,14 +441,25 @@ async fn a_folder_is_deleted_only_when_asked_recursively() {
             assert!(matches!(missing, Error::NotFound(_)), "{missing:?}");
         }
         // The standard folders come back after a recursive delete of one of them.
-        delete(w.agent(), &input(json!({"path": "/sandbox/outputs", "recursive": true})))
+        delete(
+            w.agent(),
+            &input(json!({"path": "/sandbox/outputs", "recursive": true})),
+        )
+        .await
+        .unwrap();
+        let top = ls(w.agent(), &input(json!({"path": "/sandbox"})))
             .await
             .unwrap();
-        let top = ls(w.agent(), &input(json!({"path": "/sandbox"}))).await.unwrap();
-        assert!(top.entries.iter().any(|e| e.path == "/sandbox/outputs"), "{top:?}");
-        let root = delete(w.agent(), &input(json!({"path": "/sandbox", "recursive": true})))
-            .await
-            .unwrap_err();
+        assert!(
+            top.entries.iter().any(|e| e.path == "/sandbox/outputs"),
+            "{top:?}"
+        );
+        let root = delete(
+            w.agent(),
+            &input(json!({"path": "/sandbox", "recursive": true})),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(root, Error::Forbidden(_)), "{root:?}");
     }
 }
@@ -403,10 +468,16 @@ async fn a_folder_is_deleted_only_when_asked_recursively() {
 async fn the_owner_reads_the_sandbox_but_only_the_agent_changes_it() {
     let w = World::new(Where::Local).await;
     write_text(w.agent(), "/sandbox/outputs/r.md", "r").await;
-    assert_eq!(text_of(w.owner(), "/sandbox/outputs/r.md").await, "     1\tr\n");
-    let written = write(w.owner(), &input(json!({"path": "/sandbox/outputs/r.md", "content": "x"})))
-        .await
-        .unwrap_err();
+    assert_eq!(
+        text_of(w.owner(), "/sandbox/outputs/r.md").await,
+        "     1\tr\n"
+    );
+    let written = write(
+        w.owner(),
+        &input(json!({"path": "/sandbox/outputs/r.md", "content": "x"})),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(written, Error::Forbidden(_)), "{written:?}");
     let moved = move_file(
         w.owner(),
@@ -433,9 +504,15 @@ async fn the_owner_reads_the_sandbox_but_only_the_agent_changes_it() {
         principal: &alice,
         thread: None,
     };
-    let refused = ls(threadless, &input(json!({"path": "/sandbox"}))).await.unwrap_err();
+    let refused = ls(threadless, &input(json!({"path": "/sandbox"})))
+        .await
+        .unwrap_err();
     assert!(matches!(refused, Error::InvalidRequest(_)), "{refused:?}");
-    assert!(ls(threadless, &input(json!({"path": "/spaces"}))).await.is_ok());
+    assert!(
+        ls(threadless, &input(json!({"path": "/spaces"})))
+            .await
+            .is_ok()
+    );
 }
 
 #[cfg(unix)]
@@ -451,9 +528,13 @@ async fn a_symlink_out_of_the_sandbox_is_refused_by_every_operation() {
         .await
         .unwrap_err();
     assert!(matches!(read_link, Error::InvalidPath(_)), "{read_link:?}");
-    let file_link = read(w.agent(), &input(json!({"path": "s"}))).await.unwrap_err();
+    let file_link = read(w.agent(), &input(json!({"path": "s"})))
+        .await
+        .unwrap_err();
     assert!(matches!(file_link, Error::InvalidPath(_)), "{file_link:?}");
-    let found = grep(w.agent(), &input(json!({"pattern": "secret"}))).await.unwrap();
+    let found = grep(w.agent(), &input(json!({"pattern": "secret"})))
+        .await
+        .unwrap();
     assert!(found.matches.is_empty(), "{found:?}");
     let edited = edit(
         w.agent(),
@@ -481,7 +562,9 @@ async fn a_symlink_out_of_the_sandbox_is_refused_by_every_operation() {
     let fifo = host.join("workspace/fifo");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     if made.is_ok_and(|s| s.success()) {
-        let refused = read(w.agent(), &input(json!({"path": "fifo"}))).await.unwrap_err();
+        let refused = read(w.agent(), &input(json!({"path": "fifo"})))
+            .await
+            .unwrap_err();
         assert!(matches!(refused, Error::InvalidPath(_)), "{refused:?}");
     }
 }

@@ -91,42 +91,98 @@ macro_rules! operation {
 }
 
 operation!(
-    ls, ls_in_thread, ApiJson, LsInput, Listing, files::ls,
-    "/api/fs/ls", "/api/threads/{id}/fs/ls", "fs_ls",
+    ls,
+    ls_in_thread,
+    ApiJson,
+    LsInput,
+    Listing,
+    files::ls,
+    "/api/fs/ls",
+    "/api/threads/{id}/fs/ls",
+    "fs_ls",
     "Lists one folder: /sandbox, a folder below it, /spaces, or a space's folder."
 );
 operation!(
-    read_file, read_file_in_thread, ApiJson, ReadFileInput, ReadOutput, files::read,
-    "/api/fs/read_file", "/api/threads/{id}/fs/read_file", "fs_read_file",
+    read_file,
+    read_file_in_thread,
+    ApiJson,
+    ReadFileInput,
+    ReadOutput,
+    files::read,
+    "/api/fs/read_file",
+    "/api/threads/{id}/fs/read_file",
+    "fs_read_file",
     "Reads a file: numbered lines of text or of a document's extracted text, an image made ready for a model, or a description of any other binary file."
 );
 operation!(
-    write_file, write_file_in_thread, ContentJson, WriteFileInput, Written, files::write,
-    "/api/fs/write_file", "/api/threads/{id}/fs/write_file", "fs_write_file",
+    write_file,
+    write_file_in_thread,
+    ContentJson,
+    WriteFileInput,
+    Written,
+    files::write,
+    "/api/fs/write_file",
+    "/api/threads/{id}/fs/write_file",
+    "fs_write_file",
     "Creates or replaces a file from text or base64, making the folders on the way."
 );
 operation!(
-    edit_file, edit_file_in_thread, ApiJson, EditFileInput, Edited, files::edit,
-    "/api/fs/edit_file", "/api/threads/{id}/fs/edit_file", "fs_edit_file",
+    edit_file,
+    edit_file_in_thread,
+    ApiJson,
+    EditFileInput,
+    Edited,
+    files::edit,
+    "/api/fs/edit_file",
+    "/api/threads/{id}/fs/edit_file",
+    "fs_edit_file",
     "Replaces an exact string in a text file (once, or every occurrence), against the version it read."
 );
 operation!(
-    glob, glob_in_thread, ApiJson, GlobInput, Globbed, files::glob,
-    "/api/fs/glob", "/api/threads/{id}/fs/glob", "fs_glob",
+    glob,
+    glob_in_thread,
+    ApiJson,
+    GlobInput,
+    Globbed,
+    files::glob,
+    "/api/fs/glob",
+    "/api/threads/{id}/fs/glob",
+    "fs_glob",
     "Finds the files below a folder whose paths match a glob."
 );
 operation!(
-    grep, grep_in_thread, ApiJson, GrepInput, Grepped, files::grep,
-    "/api/fs/grep", "/api/threads/{id}/fs/grep", "fs_grep",
+    grep,
+    grep_in_thread,
+    ApiJson,
+    GrepInput,
+    Grepped,
+    files::grep,
+    "/api/fs/grep",
+    "/api/threads/{id}/fs/grep",
+    "fs_grep",
     "Finds the lines that hold a text (or match a linear-time regular expression) in the files below a folder."
 );
 operation!(
-    move_file, move_file_in_thread, ApiJson, MoveFileInput, Moved, files::move_file,
-    "/api/fs/move_file", "/api/threads/{id}/fs/move_file", "fs_move_file",
+    move_file,
+    move_file_in_thread,
+    ApiJson,
+    MoveFileInput,
+    Moved,
+    files::move_file,
+    "/api/fs/move_file",
+    "/api/threads/{id}/fs/move_file",
+    "fs_move_file",
     "Moves a file or folder within the sandbox or within one space."
 );
 operation!(
-    delete_file, delete_file_in_thread, ApiJson, DeleteFileInput, Deleted, files::delete,
-    "/api/fs/delete_file", "/api/threads/{id}/fs/delete_file", "fs_delete_file",
+    delete_file,
+    delete_file_in_thread,
+    ApiJson,
+    DeleteFileInput,
+    Deleted,
+    files::delete,
+    "/api/fs/delete_file",
+    "/api/threads/{id}/fs/delete_file",
+    "fs_delete_file",
     "Deletes a file, or a folder and everything in it with recursive: true."
 );

@@ -6,6 +6,7 @@ mod support;
 #[path = "../thread_support/mod.rs"]
 mod thread_support;
 
+mod agent_files;
 mod events;
 mod hardening;
 mod identity_provider;

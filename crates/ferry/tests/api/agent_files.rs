@@ -1,0 +1,362 @@
+//! The agent's file system over HTTP (docs/agent-files.md): every operation through its
+//! route, seen at once through the sandbox and spaces routes with the same ETag, and each
+//! refusal in the envelope.
+
+use crate::support::{Reply, TestApp};
+use crate::thread_support::{fixture, put_file, sandbox_dir, thread};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+async fn fs(app: &TestApp, token: &str, tool: &str, body: Value) -> Reply {
+    app.post_json(&format!("/api/fs/{tool}"), token, body).await
+}
+
+fn ok(reply: &Reply) -> Value {
+    reply.expect(200, None);
+    reply.json()
+}
+
+#[tokio::test]
+async fn a_session_of_file_work_is_seen_at_once_through_the_other_routes() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let written = ok(&fs(
+        &app,
+        &t.agent,
+        "write_file",
+        json!({"path": "/sandbox/outputs/report.md", "content": "# Report\nSales: 10\n"}),
+    )
+    .await);
+    assert_eq!(written["created"], true);
+    let etag = written["etag"].as_str().unwrap().to_owned();
+    // The sandbox route serves the same bytes under the same ETag.
+    let read = app.get(&t.url("/sandbox/outputs/report.md"), &t.user).await;
+    read.expect(200, None);
+    assert_eq!(read.header("etag"), Some(etag.as_str()));
+    assert_eq!(read.text(), "# Report\nSales: 10\n");
+
+    let edited = ok(&fs(
+        &app,
+        &t.agent,
+        "edit_file",
+        json!({"path": "/sandbox/outputs/report.md", "old_string": "10", "new_string": "12", "ifMatch": etag}),
+    )
+    .await);
+    assert_eq!(edited["replacements"], 1);
+    let after = app
+        .get(&t.url("/sandbox/outputs/report.md"), &t.agent)
+        .await;
+    assert_eq!(after.text(), "# Report\nSales: 12\n");
+    assert_eq!(after.header("etag"), edited["etag"].as_str());
+
+    let found = ok(&fs(&app, &t.agent, "grep", json!({"pattern": "Sales"})).await);
+    assert_eq!(
+        found["matches"],
+        json!([{"path": "/sandbox/outputs/report.md", "line": 2, "text": "Sales: 12"}])
+    );
+    let moved = ok(&fs(
+        &app,
+        &t.agent,
+        "move_file",
+        json!({"source": "/sandbox/outputs/report.md", "destination": "/sandbox/outputs/final/report.md"}),
+    )
+    .await);
+    assert_eq!(moved["etag"], edited["etag"]);
+    app.get(&t.url("/sandbox/outputs/report.md"), &t.agent)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    let listed = app
+        .get(&t.url("/sandbox?dir=/sandbox/outputs/final"), &t.agent)
+        .await;
+    assert_eq!(listed.json()["files"][0]["etag"], edited["etag"]);
+
+    // The thread's owner reads through the thread's route, and may not write.
+    let owner_read = ok(&app
+        .post_json(
+            &t.url("/fs/read_file"),
+            &t.user,
+            json!({"path": "/sandbox/outputs/final/report.md"}),
+        )
+        .await);
+    assert_eq!(
+        owner_read["content"],
+        "     1\t# Report\n     2\tSales: 12\n"
+    );
+    app.post_json(
+        &t.url("/fs/delete_file"),
+        &t.user,
+        json!({"path": "/sandbox/outputs/final/report.md"}),
+    )
+    .await
+    .expect(403, Some("FORBIDDEN"));
+
+    let deleted = ok(&fs(
+        &app,
+        &t.agent,
+        "delete_file",
+        json!({"path": "/sandbox/outputs/final", "recursive": true}),
+    )
+    .await);
+    assert_eq!(deleted["deleted"], 1);
+    let empty = ok(&fs(&app, &t.agent, "ls", json!({"path": "/sandbox/outputs"})).await);
+    assert_eq!(empty["entries"], json!([]));
+}
+
+#[tokio::test]
+async fn spaces_are_the_same_files_through_the_spaces_routes() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let written = ok(&fs(
+        &app,
+        &t.agent,
+        "write_file",
+        json!({"path": "/spaces/notes/ideas/tea.md", "content": "green tea\n"}),
+    )
+    .await);
+    let through_spaces = app
+        .get("/api/spaces/notes/files/ideas/tea.md", &t.user)
+        .await;
+    through_spaces.expect(200, None);
+    assert_eq!(through_spaces.header("etag"), written["etag"].as_str());
+    assert_eq!(
+        through_spaces.header("content-type"),
+        Some("text/markdown; charset=utf-8")
+    );
+    // The user's own token reaches the user's spaces on the route without a thread.
+    let listed = ok(&fs(&app, &t.user, "ls", json!({"path": "/spaces"})).await);
+    assert_eq!(
+        listed["entries"],
+        json!([{"path": "/spaces/notes", "type": "dir"}])
+    );
+    let globbed = ok(&fs(
+        &app,
+        &t.user,
+        "glob",
+        json!({"pattern": "**/*.md", "path": "/spaces/notes"}),
+    )
+    .await);
+    assert_eq!(globbed["paths"], json!(["/spaces/notes/ideas/tea.md"]));
+    ok(&fs(
+        &app,
+        &t.user,
+        "move_file",
+        json!({"source": "/spaces/notes/ideas/tea.md", "destination": "/spaces/notes/done/tea.md"}),
+    )
+    .await);
+    app.get("/api/spaces/notes/files/done/tea.md", &t.user)
+        .await
+        .expect(200, None);
+    // A user token names no thread: its /sandbox is refused, clearly.
+    fs(&app, &t.user, "ls", json!({"path": "/sandbox"}))
+        .await
+        .expect(400, Some("INVALID_REQUEST"));
+}
+
+#[tokio::test]
+async fn every_refusal_is_in_the_envelope_and_changes_nothing() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    put_file(&app, &t, "outputs/a.txt", b"one one\n").await;
+    let cases = [
+        (
+            "read_file",
+            json!({"path": "/etc/passwd"}),
+            400,
+            "INVALID_PATH",
+        ),
+        (
+            "read_file",
+            json!({"path": "/sandbox/../etc/passwd"}),
+            400,
+            "INVALID_PATH",
+        ),
+        (
+            "read_file",
+            json!({"path": "/sandbox/outputs"}),
+            400,
+            "INVALID_PATH",
+        ),
+        (
+            "read_file",
+            json!({"path": "/sandbox/none.md"}),
+            404,
+            "NOT_FOUND",
+        ),
+        (
+            "read_file",
+            json!({"path": "a", "surprise": 1}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "edit_file",
+            json!({"path": "/sandbox/outputs/a.txt", "old_string": "one", "new_string": "1"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "edit_file",
+            json!({"path": "/sandbox/outputs/a.txt", "old_string": "two", "new_string": "2"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "edit_file",
+            json!({"path": "/sandbox/outputs/a.txt", "old_string": "one", "new_string": "1", "replace_all": true, "ifMatch": "\"stale\""}),
+            412,
+            "PRECONDITION_FAILED",
+        ),
+        (
+            "write_file",
+            json!({"path": "/sandbox/outputs/a.txt", "content": "x", "ifNoneMatch": "*"}),
+            409,
+            "ALREADY_EXISTS",
+        ),
+        (
+            "write_file",
+            json!({"path": "/sandbox/skills/x.md", "content": "x"}),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            "write_file",
+            json!({"path": "/sandbox/outputs/b.bin", "content": "@@", "encoding": "base64"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "delete_file",
+            json!({"path": "/sandbox/outputs"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "move_file",
+            json!({"source": "/sandbox/outputs/a.txt", "destination": "/spaces/notes/a.txt"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "move_file",
+            json!({"source": "/sandbox/outputs", "destination": "/sandbox/outputs/inner"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "grep",
+            json!({"pattern": "(", "regex": true}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "glob",
+            json!({"pattern": "[", "path": "/sandbox"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+    ];
+    for (tool, body, status, code) in cases {
+        let reply = fs(&app, &t.agent, tool, body.clone()).await;
+        assert_eq!(
+            reply.status.as_u16(),
+            status,
+            "{tool} {body}: {}",
+            reply.text()
+        );
+        assert_eq!(reply.json()["error"]["code"], code, "{tool} {body}");
+    }
+    let left = app.get(&t.url("/sandbox/outputs/a.txt"), &t.agent).await;
+    assert_eq!(left.text(), "one one\n");
+    // Another user's agent, or another user, does not see the thread.
+    let bob = app.user("bob");
+    app.post_json(&t.url("/fs/ls"), &bob, json!({}))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+#[tokio::test]
+async fn images_documents_and_binaries_are_read_as_a_model_needs_them() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    put_file(&app, &t, "user_uploads/wide.png", &fixture("wide.png")).await;
+    put_file(
+        &app,
+        &t,
+        "user_uploads/paper.pdf",
+        &fixture("two-pages.pdf"),
+    )
+    .await;
+    put_file(
+        &app,
+        &t,
+        "user_uploads/report.docx",
+        &fixture("report.docx"),
+    )
+    .await;
+    put_file(&app, &t, "user_uploads/blob.bin", &[0, 159, 146, 150, 0, 1]).await;
+    let image = ok(&fs(
+        &app,
+        &t.agent,
+        "read_file",
+        json!({"path": "/sandbox/user_uploads/wide.png"}),
+    )
+    .await);
+    assert_eq!(image["kind"], "image", "{image}");
+    let shown = STANDARD.decode(image["base64"].as_str().unwrap()).unwrap();
+    assert!(image["width"].as_u64().unwrap() <= 1568, "{image}");
+    assert!(!shown.is_empty());
+    for document in ["paper.pdf", "report.docx"] {
+        let text = ok(&fs(
+            &app,
+            &t.agent,
+            "read_file",
+            json!({"path": format!("/sandbox/user_uploads/{document}"), "limit": 3}),
+        )
+        .await);
+        assert_eq!(text["kind"], "text", "{document}: {text}");
+        assert!(
+            text["content"].as_str().unwrap().starts_with("     1\t"),
+            "{document}: {text}"
+        );
+        assert!(text["note"].as_str().unwrap().contains("extracted"));
+    }
+    let binary = ok(&fs(
+        &app,
+        &t.agent,
+        "read_file",
+        json!({"path": "/sandbox/user_uploads/blob.bin"}),
+    )
+    .await);
+    assert_eq!(binary["kind"], "binary");
+    assert_eq!(binary["size"], 6);
+}
+
+#[tokio::test]
+async fn a_planted_link_or_fifo_is_refused_within_the_operation() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let dir = sandbox_dir(&app, &t).await;
+    std::os::unix::fs::symlink("/etc", dir.join("workspace/etc")).unwrap();
+    fs(&app, &t.agent, "read_file", json!({"path": "etc/passwd"}))
+        .await
+        .expect(400, Some("INVALID_PATH"));
+    let found = ok(&fs(&app, &t.agent, "grep", json!({"pattern": "root"})).await);
+    assert_eq!(found["matches"], json!([]));
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("workspace/pipe"))
+        .status();
+    if made.is_ok_and(|s| s.success()) {
+        fs(&app, &t.agent, "read_file", json!({"path": "pipe"}))
+            .await
+            .expect(400, Some("INVALID_PATH"));
+        fs(
+            &app,
+            &t.agent,
+            "edit_file",
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        )
+        .await
+        .expect(400, Some("INVALID_PATH"));
+    }
+}
