@@ -187,6 +187,56 @@ pub struct DeleteFileInput {
     pub if_match: Option<String>,
 }
 
+/// How long a `file_url` works when `expiresIn` is not given, in seconds.
+pub const DEFAULT_URL_SECONDS: u64 = 900;
+/// The longest a `file_url` works, in seconds.
+pub const MAX_URL_SECONDS: u64 = 3600;
+
+fn default_url_seconds() -> u64 {
+    DEFAULT_URL_SECONDS
+}
+
+/// What a `file_url` lets its holder do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum TransferMethod {
+    /// Read the file.
+    #[serde(rename = "GET")]
+    Get,
+    /// Create or replace the file.
+    #[serde(rename = "PUT")]
+    Put,
+}
+
+impl TransferMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransferMethod::Get => "GET",
+            TransferMethod::Put => "PUT",
+        }
+    }
+}
+
+/// `file_url`: a short-lived URL for one path and one method, for a process that holds no
+/// ferry credentials (the agent's own code sandbox with `curl`).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FileUrlInput {
+    /// The file the URL reads or writes, e.g. /sandbox/outputs/chart.png.
+    pub path: String,
+    /// GET to read the file, PUT to create or replace it.
+    #[cfg_attr(feature = "openapi", schema(inline))]
+    pub method: TransferMethod,
+    /// Seconds the URL works (default 900, at most 3600).
+    #[serde(default = "default_url_seconds")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(default = 900, minimum = 1, maximum = 3600)
+    )]
+    pub expires_in: u64,
+}
+
 /// An ETag as a client may send it back: quoted as in a header or a listing, or bare.
 pub fn bare_etag(tag: &str) -> &str {
     let tag = tag.trim();

@@ -1,6 +1,6 @@
 //! The agent's file tools (docs/agent-files.md): `ls`, `read_file`, `write_file`, `edit_file`,
 //! `glob`, `grep`, `move_file` and `delete_file`, the names agents already know for these
-//! operations.
+//! operations, and `file_url`, which hands the agent's own code a URL for one file.
 //!
 //! Each is one `POST` to the server's route of the same name, with the tool's arguments as
 //! the JSON body. Their input schemas are derived from the very structs the server reads those
@@ -8,8 +8,8 @@
 //! server takes are one definition.
 
 use ferry_core::agent_files::{
-    DeleteFileInput, EditFileInput, GlobInput, GrepInput, LsInput, MoveFileInput, ReadFileInput,
-    WriteFileInput,
+    DeleteFileInput, EditFileInput, FileUrlInput, GlobInput, GrepInput, LsInput, MoveFileInput,
+    ReadFileInput, WriteFileInput,
 };
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
@@ -23,6 +23,7 @@ pub const GLOB: &str = "glob";
 pub const GREP: &str = "grep";
 pub const MOVE_FILE: &str = "move_file";
 pub const DELETE_FILE: &str = "delete_file";
+pub const FILE_URL: &str = "file_url";
 
 /// Whether `name` is one of these tools.
 pub fn is_file_tool(name: &str) -> bool {
@@ -35,6 +36,7 @@ pub fn is_file_tool(name: &str) -> bool {
         GREP,
         MOVE_FILE,
         DELETE_FILE,
+        FILE_URL,
     ]
     .contains(&name)
 }
@@ -156,6 +158,17 @@ pub fn all() -> Vec<Tool> {
              a folder). Pass ifMatch with the etag you read to delete only that version. \
              Answers how many files were deleted. Ask the user before deleting their files.",
             (false, true, true),
+        ),
+        tool::<FileUrlInput>(
+            FILE_URL,
+            "Get a URL for a file",
+            "Get a short-lived URL that reads (GET) or writes (PUT) one file, for your own \
+             code to use without any ferry credential, so the bytes never pass through this \
+             conversation: e.g. in your code sandbox, curl -T chart.png \"$URL\" uploads a \
+             chart you made to /sandbox/outputs/chart.png, and curl -o data.csv \"$URL\" \
+             downloads a file. The URL works for that path and method only, for expiresIn \
+             seconds (default 900, at most 3600); every rule of a write still holds.",
+            (false, false, false),
         ),
     ]
 }

@@ -520,7 +520,8 @@ mod tests {
                 "glob",
                 "grep",
                 "move_file",
-                "delete_file"
+                "delete_file",
+                "file_url"
             ]
         );
         for tool in &tools {

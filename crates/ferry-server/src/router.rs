@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, fs, model_content, published, s3_keys, sandbox, say, send_file, spaces, system,
-    threads, uploads,
+    events, fs, fs_transfer, model_content, published, s3_keys, sandbox, say, send_file, spaces,
+    system, threads, uploads,
 };
 use crate::state::AppState;
 
@@ -100,6 +100,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 fn agent_file_routes() -> OpenApiRouter<AppState> {
     let (schemas, paths, writes) = routes!(fs::write_file);
     let (thread_schemas, thread_paths, thread_writes) = routes!(fs::write_file_in_thread);
+    // A file URL's PUT streams a whole file, under the sandbox's or space's own limit.
+    let (transfer_schemas, transfer_paths, transfers) =
+        routes!(fs_transfer::get, fs_transfer::head, fs_transfer::put);
     OpenApiRouter::new()
         .routes(routes!(fs::ls))
         .routes(routes!(fs::ls_in_thread))
@@ -121,6 +124,13 @@ fn agent_file_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(fs::move_file_in_thread))
         .routes(routes!(fs::delete_file))
         .routes(routes!(fs::delete_file_in_thread))
+        .routes(routes!(fs_transfer::file_url))
+        .routes(routes!(fs_transfer::file_url_in_thread))
+        .routes((
+            transfer_schemas,
+            transfer_paths,
+            transfers.layer(DefaultBodyLimit::disable()),
+        ))
 }
 
 /// The fallbacks and middleware every answer goes through, and the state.

@@ -86,6 +86,51 @@ impl LinkSigner {
     }
 }
 
+/// Seals the grants of `file_url`s: a grant is JSON, carried in the URL as URL-safe base64
+/// followed by `.` and an HMAC-SHA256 of it, under a key derived from the JWT secret (so every
+/// node checks what any node sealed, and nothing else signed with that secret verifies here).
+#[derive(Clone)]
+pub struct GrantSealer {
+    key: Vec<u8>,
+}
+
+impl std::fmt::Debug for GrantSealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GrantSealer { .. }")
+    }
+}
+
+impl GrantSealer {
+    pub fn new(jwt_secret: &[u8]) -> GrantSealer {
+        let mut mac = HmacSha256::new_from_slice(jwt_secret).expect("HMAC takes any key length");
+        mac.update(b"ferry file transfer grants v1");
+        GrantSealer {
+            key: mac.finalize().into_bytes().to_vec(),
+        }
+    }
+
+    fn mac(&self, payload: &str) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(payload.as_bytes());
+        mac
+    }
+
+    /// `payload` sealed: `<base64url>.<hex HMAC>`, safe in a URL path segment.
+    pub fn seal(&self, payload: &[u8]) -> String {
+        let encoded = URL_SAFE_NO_PAD.encode(payload);
+        let signature = hex::encode(self.mac(&encoded).finalize().into_bytes());
+        format!("{encoded}.{signature}")
+    }
+
+    /// The payload of a sealed grant, or `None` when it was not sealed here (or was changed).
+    pub fn open(&self, sealed: &str) -> Option<Vec<u8>> {
+        let (encoded, signature) = sealed.split_once('.')?;
+        let signature = hex::decode(signature).ok()?;
+        self.mac(encoded).verify_slice(&signature).ok()?;
+        URL_SAFE_NO_PAD.decode(encoded).ok()
+    }
+}
+
 /// Derives access key secrets: a key's secret is an HMAC of its id under a key derived from
 /// the JWT secret, so the database never holds one, and rotating the JWT secret retires
 /// every access key at once.
@@ -120,6 +165,21 @@ impl KeySecrets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_opens_only_as_sealed_here() {
+        let sealer = GrantSealer::new(b"secret");
+        let sealed = sealer.seal(br#"{"p":"/sandbox/a"}"#);
+        assert_eq!(sealer.open(&sealed).unwrap(), br#"{"p":"/sandbox/a"}"#);
+        assert_eq!(GrantSealer::new(b"other").open(&sealed), None);
+        let (payload, signature) = sealed.split_once('.').unwrap();
+        let forged = format!(
+            "{}.{signature}",
+            URL_SAFE_NO_PAD.encode(br#"{"p":"/sandbox/b"}"#)
+        );
+        assert_eq!(sealer.open(&forged), None, "{payload}");
+        assert_eq!(sealer.open("no-dot"), None);
+    }
 
     #[test]
     fn sign_and_verify() {

@@ -24,6 +24,8 @@ pub struct Inner {
     pub signer: LinkSigner,
     /// The secrets of S3 access keys.
     pub key_secrets: crate::signing::KeySecrets,
+    /// Seals the grants of file URLs (`routes/fs_transfer.rs`).
+    pub grants: crate::signing::GrantSealer,
     /// The event streams open on this node, by principal.
     pub streams: Arc<StreamSlots>,
     /// The address clients reach this server at, for absolute links (signed downloads).
@@ -78,6 +80,7 @@ impl AppState {
         let extractor = Extractor::new(config.extract.clone());
         let signer = LinkSigner::new(&config.jwt_secret);
         let key_secrets = crate::signing::KeySecrets::new(&config.jwt_secret);
+        let grants = crate::signing::GrantSealer::new(&config.jwt_secret);
         let public_url = OnceLock::new();
         if let Some(url) = &config.public_url {
             let _ = public_url.set(url.trim_end_matches('/').to_owned());
@@ -101,6 +104,7 @@ impl AppState {
             auth,
             signer,
             key_secrets,
+            grants,
             public_url,
         })))
     }

@@ -17,7 +17,10 @@ pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
 
 use bytes::Bytes;
-use ferry_core::agent_files::{DeleteFileInput, LsInput, MoveFileInput, WriteFileInput, bare_etag};
+use ferry_core::agent_files::{
+    DeleteFileInput, FileUrlInput, LsInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod,
+    WriteFileInput, bare_etag,
+};
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
@@ -615,6 +618,38 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
         path: path.to_string(),
         deleted,
     })
+}
+
+/// Checks that the caller may now do what a `file_url` for `input` would let its holder do
+/// (read the file, which must exist; or write there), and answers the path. The URL, when
+/// used, does it as this caller, through the same read or write, so every rule holds again
+/// then; this check only keeps a URL from being handed out for what would be refused.
+pub async fn check_transfer(caller: Caller<'_>, input: &FileUrlInput) -> Result<AgentPath> {
+    if !(1..=MAX_URL_SECONDS).contains(&input.expires_in) {
+        return Err(Error::invalid_request(format!(
+            "expiresIn must be from 1 to {MAX_URL_SECONDS} seconds"
+        )));
+    }
+    let path = parse(&input.path)?;
+    let within = below_root(&path)?;
+    match (input.method, &path) {
+        (TransferMethod::Get, _) => {
+            open(caller, &path).await?;
+        }
+        (TransferMethod::Put, AgentPath::Sandbox(_)) => {
+            crate::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
+            if SandboxPath::from_relative(within.clone()).is_read_only() {
+                return Err(ferry_store::Error::ReadOnly.into());
+            }
+        }
+        (TransferMethod::Put, _) => {
+            caller.owner()?;
+        }
+    }
+    if input.method == TransferMethod::Put && find(caller, &path).await? == Some(PathKind::Folder) {
+        return Err(is_a_folder(&path));
+    }
+    Ok(path)
 }
 
 /// Every file below `path` (or `path` itself when it is a file), with its path shown in the

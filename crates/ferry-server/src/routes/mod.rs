@@ -1,5 +1,6 @@
 pub mod events;
 pub mod fs;
+pub mod fs_transfer;
 pub mod model_content;
 pub mod published;
 pub mod s3_keys;

@@ -360,3 +360,136 @@ async fn a_planted_link_or_fifo_is_refused_within_the_operation() {
         .expect(400, Some("INVALID_PATH"));
     }
 }
+
+/// The path and query of an absolute URL (the in-process router takes those).
+fn local(url: &str) -> String {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    after_scheme[after_scheme.find('/').unwrap()..].to_owned()
+}
+
+#[tokio::test]
+async fn a_file_url_reads_or_writes_one_path_without_credentials_until_it_expires() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let put_url = ok(&fs(
+        &app,
+        &t.agent,
+        "file_url",
+        json!({"path": "/sandbox/outputs/chart.png", "method": "PUT"}),
+    )
+    .await);
+    assert_eq!(put_url["method"], "PUT");
+    let chart = fixture("wide.png");
+    // As `curl -T chart.png "$URL"` sends it: no token, no Content-Type.
+    let stored = app
+        .send(
+            "PUT",
+            &local(put_url["url"].as_str().unwrap()),
+            None,
+            &[],
+            chart.clone(),
+        )
+        .await;
+    assert_eq!(stored.status.as_u16(), 201, "{}", stored.text());
+    let through_sandbox = app.get(&t.url("/sandbox/outputs/chart.png"), &t.user).await;
+    assert_eq!(through_sandbox.body, chart);
+    assert_eq!(through_sandbox.header("etag"), stored.header("etag"));
+    // The URL is for PUT only, for that path only.
+    let url = local(put_url["url"].as_str().unwrap());
+    let refused = app.send("GET", &url, None, &[], Vec::new()).await;
+    refused.expect(403, Some("FORBIDDEN"));
+    let tampered = url.replace("transfer/", "transfer/x");
+    app.send("PUT", &tampered, None, &[], b"x".to_vec())
+        .await
+        .expect(403, Some("FORBIDDEN"));
+
+    let get_url = ok(&fs(
+        &app,
+        &t.agent,
+        "file_url",
+        json!({"path": "/sandbox/outputs/chart.png", "method": "GET", "expiresIn": 1}),
+    )
+    .await);
+    let read = app
+        .send(
+            "GET",
+            &local(get_url["url"].as_str().unwrap()),
+            None,
+            &[],
+            Vec::new(),
+        )
+        .await;
+    read.expect(200, None);
+    assert_eq!(read.body, chart);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    app.send(
+        "GET",
+        &local(get_url["url"].as_str().unwrap()),
+        None,
+        &[],
+        Vec::new(),
+    )
+    .await
+    .expect(403, Some("FORBIDDEN"));
+
+    // What the asker may not do, no URL is handed out for.
+    for (body, status, code) in [
+        (
+            json!({"path": "/sandbox/skills/x.md", "method": "PUT"}),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            json!({"path": "/sandbox/none.md", "method": "GET"}),
+            404,
+            "NOT_FOUND",
+        ),
+        (
+            json!({"path": "/sandbox/outputs", "method": "PUT"}),
+            400,
+            "INVALID_PATH",
+        ),
+        (
+            json!({"path": "/sandbox/a.md", "method": "PUT", "expiresIn": 3601}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"path": "/sandbox/a.md", "method": "DELETE"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+    ] {
+        let reply = fs(&app, &t.agent, "file_url", body.clone()).await;
+        assert_eq!(reply.status.as_u16(), status, "{body}: {}", reply.text());
+        assert_eq!(reply.json()["error"]["code"], code, "{body}");
+    }
+    app.post_json(
+        &t.url("/fs/file_url"),
+        &t.user,
+        json!({"path": "/sandbox/outputs/x.md", "method": "PUT"}),
+    )
+    .await
+    .expect(403, Some("FORBIDDEN"));
+    // A space file, with a PUT URL that keeps the space's limit.
+    let space_url = ok(&fs(
+        &app,
+        &t.user,
+        "file_url",
+        json!({"path": "/spaces/notes/big.bin", "method": "PUT"}),
+    )
+    .await);
+    let too_big = vec![7u8; 6 << 20];
+    app.send(
+        "PUT",
+        &local(space_url["url"].as_str().unwrap()),
+        None,
+        &[],
+        too_big,
+    )
+    .await
+    .expect(413, Some("REQUEST_TOO_LARGE"));
+    app.get("/api/spaces/notes/files/big.bin", &t.user)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
