@@ -196,7 +196,7 @@ fn default_url_seconds() -> u64 {
     DEFAULT_URL_SECONDS
 }
 
-/// What a `file_url` lets its holder do.
+/// What the URL lets its holder do: "GET" reads the file, "PUT" creates or replaces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum TransferMethod {
@@ -225,7 +225,6 @@ impl TransferMethod {
 pub struct FileUrlInput {
     /// The file the URL reads or writes, e.g. /sandbox/outputs/chart.png.
     pub path: String,
-    /// GET to read the file, PUT to create or replace it.
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub method: TransferMethod,
     /// Seconds the URL works (default 900, at most 3600).

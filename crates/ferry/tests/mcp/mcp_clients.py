@@ -6,7 +6,7 @@ The server must be running at --url and accept --token (a user token). For each 
 stdio (`ferry mcp --url … --token …` started by the SDK's stdio client) and streamable HTTP
 (`/mcp` with the bearer header) — this script makes its own thread and agent token, then checks
 what an MCP client that has never seen ferry would see: the handshake and instructions, the
-eight tools and their exact schemas and annotations, and every tool working against the HTTP
+tools and their schemas and annotations, and every tool working against the HTTP
 API with the API's own rules and errors, unchanged.
 
 Exits non-zero on the first failed check, printing what differed. Used by
@@ -41,7 +41,30 @@ TOOLS = [
     "say",
     "list_uploads",
     "read_upload",
+    "ls",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "glob",
+    "grep",
+    "move_file",
+    "delete_file",
+    "file_url",
 ]
+
+# The agent's file tools take the inputs of the server's /api/fs routes, with schemas derived
+# from them: checked here by their required and optional fields.
+FILE_TOOL_FIELDS: dict[str, tuple[list[str], set[str]]] = {
+    "ls": ([], {"path"}),
+    "read_file": (["path"], {"offset", "limit"}),
+    "write_file": (["path", "content"], {"encoding", "ifNoneMatch", "ifMatch"}),
+    "edit_file": (["path", "old_string", "new_string"], {"replace_all", "ifMatch"}),
+    "glob": (["pattern"], {"path"}),
+    "grep": (["pattern"], {"path", "glob", "ignoreCase", "regex", "maxResults"}),
+    "move_file": (["source", "destination"], {"overwrite"}),
+    "delete_file": (["path"], {"recursive", "ifMatch"}),
+    "file_url": (["path", "method"], {"expiresIn"}),
+}
 
 # The tool schemas docs/mcp.md documents, with the descriptions left out (they are
 # checked to exist, not compared word for word).
@@ -128,7 +151,8 @@ def _png_1x1() -> bytes:
 
 ONE_PIXEL_PNG = _png_1x1()
 
-READ_ONLY = {"list_space_files", "read_space_file", "list_uploads", "read_upload"}
+READ_ONLY = {"list_space_files", "read_space_file", "list_uploads", "read_upload", "ls", "read_file", "glob", "grep"}
+DESTRUCTIVE = {"delete_space_file", "write_file", "move_file", "delete_file"}
 
 # Phrases of the spaces guidance and the delivery rule the instructions must carry.
 INSTRUCTION_PHRASES = [
@@ -259,12 +283,19 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     listed = (await session.list_tools()).tools
     check([t.name for t in listed] == TOOLS, "the tools, in order", [t.name for t in listed])
     for tool in listed:
-        check(
-            without_descriptions(tool.inputSchema) == SCHEMAS[tool.name],
-            f"{tool.name}: input schema",
-            tool.inputSchema,
-            SCHEMAS[tool.name],
-        )
+        if tool.name in FILE_TOOL_FIELDS:
+            required, optional = FILE_TOOL_FIELDS[tool.name]
+            schema = tool.inputSchema
+            check(schema.get("type") == "object" and schema.get("additionalProperties") is False, f"{tool.name}: a strict object", schema)
+            check(sorted(schema.get("required", [])) == sorted(required), f"{tool.name}: required fields", schema)
+            check(set(schema["properties"]) == set(required) | optional, f"{tool.name}: fields", schema)
+        else:
+            check(
+                without_descriptions(tool.inputSchema) == SCHEMAS[tool.name],
+                f"{tool.name}: input schema",
+                tool.inputSchema,
+                SCHEMAS[tool.name],
+            )
         for prop, spec in tool.inputSchema.get("properties", {}).items():
             check(bool(spec.get("description")), f"{tool.name}.{prop} has a description")
         check(bool(tool.description) and len(tool.description) > 40, f"{tool.name}: description")
@@ -273,7 +304,7 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
         check(hints.readOnlyHint is (tool.name in READ_ONLY), f"{tool.name}: readOnlyHint", hints)
         if tool.name in READ_ONLY:
             check(hints.idempotentHint is True, f"{tool.name}: idempotentHint", hints)
-        destructive = tool.name == "delete_space_file"
+        destructive = tool.name in DESTRUCTIVE
         check(hints.destructiveHint is destructive, f"{tool.name}: destructiveHint", hints)
         if tool.name in ("write_space_file", "delete_space_file"):
             check(hints.idempotentHint is True, f"{tool.name}: idempotentHint", hints)
@@ -485,7 +516,94 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     check("<UserUploadedImage" in looked.content[1].text, "the image's hidden note", looked)
     envelope(await session.call_tool("read_upload", {"uploadId": "nope"}), "NOT_FOUND", "read_upload of an unknown id")
 
+    await agent_file_system(name, ferry, session, thread, agent)
     print(f"{name}: ok")
+
+
+async def agent_file_system(name: str, ferry: Ferry, session: ClientSession, thread: str, agent: str) -> None:
+    """An agent holding only its token does its whole job through the file tools: it reads an
+    upload, writes a report, edits one line, greps, moves and deletes, has a chart uploaded
+    with a file URL as `curl -T` would, and publishes both; each change is seen at once through
+    the HTTP API with the same ETag."""
+    csv = b"region,revenue\nnorth,10\nsouth,12\n"
+    await upload_as_user(ferry, thread, "regions-q3.csv", "text/csv", csv)
+    upload = ok(await session.call_tool("ls", {"path": "/sandbox/user_uploads"}), "ls of the uploads")
+    check("/sandbox/user_uploads/regions-q3.csv" in [e["path"] for e in upload["entries"]], "the upload is listed", upload)
+    read = await session.call_tool("read_file", {"path": "/sandbox/user_uploads/regions-q3.csv"})
+    check(not read.isError, "read_file of the upload", read)
+    check(text_of(read) == "     1\tregion,revenue\n     2\tnorth,10\n     3\tsouth,12\n", "numbered as cat -n", text_of(read))
+    check(read.structuredContent["totalLines"] == 3, "totalLines", read.structuredContent)
+
+    report = "# Sales\n\nNorth: 10\nSouth: 12\n"
+    written = ok(await session.call_tool("write_file", {"path": "/sandbox/outputs/sales-report.md", "content": report}), "write_file")
+    check(written["created"] is True and written["size"] == len(report), "write answer", written)
+    edited = ok(
+        await session.call_tool(
+            "edit_file",
+            {"path": "/sandbox/outputs/sales-report.md", "old_string": "North: 10", "new_string": "North: 11", "ifMatch": written["etag"]},
+        ),
+        "edit_file",
+    )
+    check(edited["replacements"] == 1, "one replacement", edited)
+    stale = await session.call_tool(
+        "edit_file",
+        {"path": "/sandbox/outputs/sales-report.md", "old_string": "South", "new_string": "S", "ifMatch": written["etag"]},
+    )
+    envelope(stale, "PRECONDITION_FAILED", "an edit of a version that changed since")
+    twice = await session.call_tool("edit_file", {"path": "/sandbox/outputs/sales-report.md", "old_string": "th:", "new_string": "x"})
+    check("2 times" in envelope(twice, "INVALID_REQUEST", "an ambiguous edit")["error"]["message"], "the count is said")
+    via_http = await ferry.request("GET", f"/api/threads/{thread}/sandbox/outputs/sales-report.md", ferry.user)
+    check(via_http.text == report.replace("North: 10", "North: 11"), "the edit is seen over HTTP", via_http.text)
+    check(via_http.headers["etag"] == edited["etag"], "with the same ETag", via_http.headers, edited)
+
+    found = ok(await session.call_tool("grep", {"pattern": "south", "ignoreCase": True, "glob": "{outputs/sales-*.md,user_uploads/regions-*.csv}"}), "grep")
+    check(
+        [(m["path"], m["line"]) for m in found["matches"]]
+        == [("/sandbox/outputs/sales-report.md", 4), ("/sandbox/user_uploads/regions-q3.csv", 3)],
+        "grep finds across the sandbox",
+        found,
+    )
+    globbed = ok(await session.call_tool("glob", {"pattern": "**/*.md"}), "glob")
+    check("/sandbox/outputs/sales-report.md" in globbed["paths"], "glob", globbed)
+
+    ok(await session.call_tool("write_file", {"path": "scratch/notes.txt", "content": "draft"}), "a scratch file")
+    moved = ok(
+        await session.call_tool("move_file", {"source": "/sandbox/outputs/sales-report.md", "destination": "/sandbox/outputs/final/sales-report.md"}),
+        "move_file",
+    )
+    check(moved["etag"] == edited["etag"], "a move keeps the ETag", moved)
+    gone = await ferry.request("GET", f"/api/threads/{thread}/sandbox/outputs/sales-report.md", ferry.user)
+    check(gone.status_code == 404, "the old path is gone at once", gone.status_code)
+    envelope(await session.call_tool("delete_file", {"path": "/sandbox/workspace/scratch"}), "INVALID_REQUEST", "a folder without recursive")
+    deleted = ok(await session.call_tool("delete_file", {"path": "/sandbox/workspace/scratch", "recursive": True}), "delete_file")
+    check(deleted["deleted"] == 1, "one file deleted", deleted)
+
+    url = ok(await session.call_tool("file_url", {"path": "/sandbox/outputs/sales-chart.png", "method": "PUT"}), "file_url")
+    # As the agent's own code would upload it: no token, no content type.
+    async with httpx.AsyncClient(timeout=30) as outside:
+        put = await outside.put(url["url"], content=ONE_PIXEL_PNG)
+        check(put.status_code == 201, "the file URL takes the upload", put.status_code, put.text)
+        refused = await outside.get(url["url"])
+        check(refused.status_code == 403, "a PUT URL does not read", refused.status_code)
+    listed = ok(await session.call_tool("ls", {"path": "/sandbox/outputs"}), "ls of the outputs")
+    chart = [e for e in listed["entries"] if e["path"] == "/sandbox/outputs/sales-chart.png"]
+    check(len(chart) == 1 and chart[0]["etag"] == put.headers["etag"], "the chart is there with its ETag", listed)
+    image = await session.call_tool("read_file", {"path": "/sandbox/outputs/sales-chart.png"})
+    check([c.type for c in image.content] == ["image", "text"], "read_file of an image: the image, then its name", image)
+
+    for file_path, title in [("/sandbox/outputs/final/sales-report.md", "Sales report"), ("/sandbox/outputs/sales-chart.png", "Sales chart")]:
+        ok(await session.call_tool("publish_file_to_user", {"file_path": file_path, "display_name": title}), f"publish {title}")
+    published = await ferry.request("GET", f"/api/threads/{thread}/published", ferry.user)
+    names = sorted(p["display_name"] for p in published.json()["files"])
+    check({"Sales chart", "Sales report"} <= set(names), "both are published", names)
+
+    # The user's spaces through the same tools.
+    space_note = f"/spaces/mcp-fs-{name}-{uuid.uuid4().hex[:6]}/ideas/plan.md"
+    note = ok(await session.call_tool("write_file", {"path": space_note, "content": "plan\n"}), "write_file in a space")
+    space, rest = space_note.removeprefix("/spaces/").split("/", 1)
+    via_spaces = await ferry.request("GET", f"/api/spaces/{space}/files/{rest}", ferry.user)
+    check(via_spaces.headers.get("etag") == note["etag"], "a space file written by the tool, over HTTP", via_spaces.headers)
+    print(f"{name}: the agent's file system ok")
 
 
 async def upload_as_user(ferry: Ferry, thread: str, name: str, content_type: str, content: bytes) -> dict[str, Any]:
