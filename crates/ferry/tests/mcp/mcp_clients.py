@@ -597,6 +597,8 @@ async def agent_file_system(name: str, ferry: Ferry, session: ClientSession, thr
     names = sorted(p["display_name"] for p in published.json()["files"])
     check({"Sales chart", "Sales report"} <= set(names), "both are published", names)
 
+    await seen_through_s3(ferry, thread, agent, edited["etag"])
+
     # The user's spaces through the same tools.
     space_note = f"/spaces/mcp-fs-{name}-{uuid.uuid4().hex[:6]}/ideas/plan.md"
     note = ok(await session.call_tool("write_file", {"path": space_note, "content": "plan\n"}), "write_file in a space")
@@ -604,6 +606,34 @@ async def agent_file_system(name: str, ferry: Ferry, session: ClientSession, thr
     via_spaces = await ferry.request("GET", f"/api/spaces/{space}/files/{rest}", ferry.user)
     check(via_spaces.headers.get("etag") == note["etag"], "a space file written by the tool, over HTTP", via_spaces.headers)
     print(f"{name}: the agent's file system ok")
+
+
+async def seen_through_s3(ferry: Ferry, thread: str, agent: str, etag: str) -> None:
+    """What the tools did, as an S3 client sees it: the moved report at its new key only, with
+    the ETag the edit answered."""
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        print("S3 view SKIPPED: boto3 is not installed (pip install -r tests/s3/requirements.txt)")
+        return
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=ferry.url + "/s3",
+        aws_access_key_id="ferry",
+        aws_secret_access_key="ferry",
+        aws_session_token=agent,
+        region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+    bucket = f"sandbox-{thread}"
+    listed = await asyncio.to_thread(s3.list_objects_v2, Bucket=bucket, Prefix="outputs/")
+    keys = [o["Key"] for o in listed.get("Contents", [])]
+    check("outputs/final/sales-report.md" in keys and "outputs/sales-report.md" not in keys, "S3 sees the move", keys)
+    head = await asyncio.to_thread(s3.head_object, Bucket=bucket, Key="outputs/final/sales-report.md")
+    check(head["ETag"] == etag, "S3 answers the ETag the edit answered", head["ETag"], etag)
+    scratch = await asyncio.to_thread(s3.list_objects_v2, Bucket=bucket, Prefix="workspace/scratch/")
+    check(not scratch.get("Contents"), "S3 sees the recursive delete", scratch.get("Contents"))
 
 
 async def upload_as_user(ferry: Ferry, thread: str, name: str, content_type: str, content: bytes) -> dict[str, Any]:
