@@ -33,6 +33,9 @@ pub enum Live {
     Event(Arc<Delivered>),
     /// Time for a comment (every [`KEEP_ALIVE`]).
     KeepAlive,
+    /// Something new was stored on the channel: read it from the store (a space's feed is
+    /// told this way rather than handed each event).
+    Changed,
 }
 
 /// An event on its way to subscribers: stored, and framed for an event stream once for all
@@ -107,6 +110,13 @@ impl EventHub {
         }
     }
 
+    /// Tells the channel's subscribers on this node that something new was stored on it.
+    pub fn poke(&self, key: &str) {
+        if let Some(channel) = self.channels().by_thread.get(key) {
+            let _ = channel.sender.send(Live::Changed);
+        }
+    }
+
     /// Sends every open subscription a [`Live::KeepAlive`], and forgets the channels nobody
     /// listens to any more (a broadcast send fails exactly when there is no receiver).
     pub fn keep_alive(&self) {
@@ -164,6 +174,65 @@ impl EventHub {
         let mut channels = self.channels();
         channels.closed = true;
         channels.by_thread.clear();
+    }
+}
+
+/// A stored channel of events a subscriber follows: a thread's, or a space's change feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Thread(String),
+    Space {
+        owner: String,
+        space: ferry_core::SpaceName,
+    },
+}
+
+impl Source {
+    /// A thread's channel, if the caller may read the thread.
+    pub async fn of_thread(
+        app: &crate::App,
+        principal: &crate::Principal,
+        thread_id: &str,
+    ) -> crate::Result<Source> {
+        let thread = crate::access::thread(app, principal, thread_id, crate::Action::Read).await?;
+        Ok(Source::Thread(thread.id))
+    }
+
+    /// The change feed of one of the caller's spaces (one that does not exist yet has an
+    /// empty feed, which its first file starts).
+    pub fn of_space(
+        principal: &crate::Principal,
+        space: &ferry_core::SpaceName,
+    ) -> crate::Result<Source> {
+        Ok(Source::Space {
+            owner: principal.space_owner()?.to_owned(),
+            space: space.clone(),
+        })
+    }
+
+    /// The key the hub delivers it under.
+    pub fn key(&self) -> String {
+        match self {
+            Source::Thread(id) => id.clone(),
+            Source::Space { owner, space } => ferry_store::space_events::channel_key(owner, space),
+        }
+    }
+
+    /// Its stored events after `after`, oldest first, at most `limit`.
+    pub async fn after(
+        &self,
+        app: &crate::App,
+        after: i64,
+        limit: u32,
+    ) -> crate::Result<Vec<StoredEvent>> {
+        Ok(match self {
+            Source::Thread(id) => app.db.events_after(id, after, limit).await?,
+            Source::Space { owner, space } => {
+                app.db
+                    .space_events_after(owner, space, after, limit)
+                    .await?
+            }
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 //! reaches another user's spaces, so there is no "not yours" answer here, only "not found".
 
 use bytes::Bytes;
+use ferry_core::door::Door;
 use ferry_core::{SpaceName, ValidPath, content_type};
 pub use ferry_store::space_names::Removal;
 use ferry_store::spaces::{FileMeta, ListPage, ListQuery, SpaceFile, SpaceSummary, WriteCondition};
@@ -92,6 +93,7 @@ where
 {
     let owner = principal.space_owner()?;
     let content_type = content_type::check(meta.content_type)?;
+    let feed = ferry_store::space_events::channel_key(owner, space);
     let meta = FileMeta {
         content_type,
         ..meta
@@ -110,10 +112,13 @@ where
         .space_put(owner, space, path, &blob, meta, condition)
         .await
     {
-        Ok(outcome) => Ok(Written {
-            created: outcome.created,
-            file: outcome.file,
-        }),
+        Ok(outcome) => {
+            app.events.poke(&feed);
+            Ok(Written {
+                created: outcome.created,
+                file: outcome.file,
+            })
+        }
         Err(e) => {
             // Nothing points at the new blob; remove it now rather than at the next sweep.
             let _ = app.blobs.delete(&blob.key).await;
@@ -136,10 +141,12 @@ pub async fn delete(
     space: &SpaceName,
     path: &ValidPath,
     if_match: Option<&[String]>,
+    door: Door,
 ) -> Result<SpaceFile> {
     let owner = principal.space_owner()?;
-    app.db
-        .space_delete(owner, space, path, if_match)
+    let removed = app
+        .db
+        .space_delete(owner, space, path, if_match, door)
         .await
         .map_err(|e| match e {
             ferry_store::Error::NotFound => Error::not_found(format!("no file at '{path}'")),
@@ -147,7 +154,10 @@ pub async fn delete(
                 "the current ETag of '{path}' does not match If-Match"
             )),
             other => other.into(),
-        })
+        })?;
+    app.events
+        .poke(&ferry_store::space_events::channel_key(owner, space));
+    Ok(removed)
 }
 
 #[cfg(test)]

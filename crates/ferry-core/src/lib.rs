@@ -9,6 +9,7 @@ pub mod agent_path;
 pub mod attachment;
 pub mod conditions;
 pub mod content_type;
+pub mod door;
 pub mod error_code;
 pub mod mime;
 pub mod path;

@@ -156,6 +156,11 @@ impl FerryMcp {
                 )
             })?;
         headers.insert(AUTHORIZATION, authorization);
+        // Changes made through the tools are labelled as MCP's in change feeds.
+        headers.insert(
+            ferry_core::door::DOOR_HEADER,
+            HeaderValue::from_static("mcp"),
+        );
         let request = ApiRequest {
             method,
             path_and_query,

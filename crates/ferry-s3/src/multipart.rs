@@ -86,6 +86,7 @@ impl Door {
             FileMeta {
                 content_type: &content_type,
                 attributes: attributes.as_deref(),
+                door: ferry_core::door::Door::S3,
             },
         )
         .await
@@ -243,6 +244,7 @@ impl Door {
         let meta = FileMeta {
             content_type: &upload.content_type,
             attributes: attributes.as_deref(),
+            door: ferry_core::door::Door::S3,
         };
         let etag = multipart::complete(
             self.app(),

@@ -118,6 +118,7 @@ pub(crate) async fn put_object(
             FileMeta {
                 content_type: &content_type,
                 attributes: attributes.as_deref(),
+                door: ferry_core::door::Door::S3,
             },
             &condition,
             Incoming::new(body, declared),
@@ -183,6 +184,7 @@ pub(crate) async fn copy_object(
         FileMeta {
             content_type: &content_type,
             attributes: attributes.as_deref(),
+            door: ferry_core::door::Door::S3,
         },
         &WriteCondition::None,
         Incoming::new(body, Some(size)),
@@ -301,7 +303,16 @@ async fn delete(
         Bucket::Space(space) => {
             let path = space_key(key)?;
             let tags = if_match.map(if_match_tags);
-            match ferry_app::spaces::delete(app, principal, space, &path, tags.as_deref()).await {
+            match ferry_app::spaces::delete(
+                app,
+                principal,
+                space,
+                &path,
+                tags.as_deref(),
+                ferry_core::door::Door::S3,
+            )
+            .await
+            {
                 Ok(_) | Err(ferry_app::Error::NotFound(_)) => Ok(()),
                 Err(e) => Err(to_s3(e)),
             }

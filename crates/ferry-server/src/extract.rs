@@ -53,6 +53,23 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ContentJson<T> {
     }
 }
 
+/// The door a request came through: MCP's tools mark theirs (`X-Ferry-Door: mcp`); anything
+/// else is the HTTP API. It only labels changes in feeds.
+#[derive(Debug, Clone, Copy)]
+pub struct DoorOf(pub ferry_core::door::Door);
+
+impl<S: Send + Sync> FromRequestParts<S> for DoorOf {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let value = parts
+            .headers
+            .get(ferry_core::door::DOOR_HEADER)
+            .and_then(|v| v.to_str().ok());
+        Ok(DoorOf(ferry_core::door::Door::of_header(value)))
+    }
+}
+
 /// An optional JSON body: an empty body is `None`; anything else must parse.
 impl<S: Send + Sync, T: DeserializeOwned> axum::extract::OptionalFromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;

@@ -93,6 +93,11 @@ pub async fn relay_events_from_other_nodes(state: AppState) {
                     break;
                 }
             };
+            if ferry_store::space_events::is_space_key(&thread_id) {
+                // A space's feed is read from the database by its subscribers.
+                state.app.events.poke(&thread_id);
+                continue;
+            }
             if !state.app.events.wants(&thread_id, id) {
                 continue;
             }

@@ -76,6 +76,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(uploads::content))
         .routes(routes!(model_content::upload_model_content))
         .routes(routes!(events::events))
+        .routes(routes!(events::space_events))
         .routes(routes!(events::post_message))
         .routes(routes!(model_content::event_model_content))
         .routes(routes!(published::publish, published::list))

@@ -16,6 +16,7 @@ pub mod published;
 mod record_cache;
 pub mod sandbox;
 pub mod say;
+pub mod space_events;
 mod space_file;
 pub mod space_moves;
 pub mod space_names;

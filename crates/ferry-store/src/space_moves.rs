@@ -7,12 +7,14 @@
 //! never in neither place); a folder moves file by file, after checking that none of its
 //! destinations is taken.
 
+use ferry_core::door::Door;
 use ferry_core::{SpaceName, ValidPath};
 use sqlx::AssertSqlSafe;
 
 use crate::Error;
 use crate::db::{Db, now_millis};
 use crate::record_cache;
+use crate::space_events::{Change, recorded};
 use crate::spaces::{ListQuery, SpaceEntry, SpaceFile, prune_empty_folders};
 
 /// What is at a path of a space.
@@ -88,11 +90,13 @@ impl Db {
         from: &ValidPath,
         to: &ValidPath,
         overwrite: bool,
+        door: Door,
     ) -> Result<Vec<SpaceFile>, Error> {
         match self.space_find(owner, space, from).await? {
             Found::Nothing => Err(Error::NotFound),
             Found::File(_) => Ok(vec![
-                self.move_one(owner, space, from, to, overwrite).await?,
+                self.move_one(owner, space, from, to, overwrite, door)
+                    .await?,
             ]),
             Found::Folder => {
                 if self.space_find(owner, space, to).await? != Found::Nothing {
@@ -106,7 +110,10 @@ impl Db {
                         .map_err(|e| Error::Config(format!("a moved path is invalid: {e}")))?;
                     let source = ValidPath::parse(&file.path)
                         .map_err(|e| Error::Config(format!("a stored path is invalid: {e}")))?;
-                    moved.push(self.move_one(owner, space, &source, &target, false).await?);
+                    moved.push(
+                        self.move_one(owner, space, &source, &target, false, door)
+                            .await?,
+                    );
                 }
                 // Empty folders inside go with it (the moved files made their own folders).
                 self.forget_folders(owner, space, Some(from)).await?;
@@ -123,13 +130,14 @@ impl Db {
         owner: &str,
         space: &SpaceName,
         dir: Option<&ValidPath>,
+        door: Door,
     ) -> Result<Vec<SpaceFile>, Error> {
         let files = self.space_files_below(owner, space, dir).await?;
         let mut removed = Vec::with_capacity(files.len());
         for file in files {
             let path = ValidPath::parse(&file.path)
                 .map_err(|e| Error::Config(format!("a stored path is invalid: {e}")))?;
-            match self.space_delete(owner, space, &path, None).await {
+            match self.space_delete(owner, space, &path, None, door).await {
                 Ok(file) => removed.push(file),
                 // Removed by someone else meanwhile: gone either way.
                 Err(Error::NotFound) => {}
@@ -184,6 +192,7 @@ impl Db {
         from: &ValidPath,
         to: &ValidPath,
         overwrite: bool,
+        door: Door,
     ) -> Result<SpaceFile, Error> {
         let (db, owner_, space_, from_, to_) = (
             self.clone(),
@@ -193,7 +202,7 @@ impl Db {
             to.clone(),
         );
         let work = async move {
-            db.move_in_tx(&owner_, &space_, &from_, &to_, overwrite)
+            db.move_in_tx(&owner_, &space_, &from_, &to_, overwrite, door)
                 .await
         };
         // Both paths' cached records change.
@@ -214,6 +223,7 @@ impl Db {
         from: &ValidPath,
         to: &ValidPath,
         overwrite: bool,
+        door: Door,
     ) -> Result<SpaceFile, Error> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
@@ -287,6 +297,17 @@ impl Db {
             .execute(&mut *tx)
             .await?;
         prune_empty_folders(&mut tx, owner, space, from).await?;
+        let change = Change {
+            kind: "file_moved",
+            path: from.as_str(),
+            destination: Some(to.as_str()),
+            sha256: Some(&sha256),
+            size: Some(size as u64),
+            door,
+        };
+        for statement in recorded(self.engine(), owner, space, &change, now) {
+            statement.execute(&mut tx).await?;
+        }
         tx.commit().await?;
         Ok(SpaceFile {
             path: to.as_str().to_owned(),

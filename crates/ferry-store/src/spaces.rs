@@ -4,6 +4,7 @@
 //! beneath it. Conditional writes are decided by the database in one statement, so they stay
 //! exact with any number of writers and nodes.
 
+use ferry_core::door::Door;
 use ferry_core::{SpaceName, Timestamp, ValidPath};
 // Dynamic SQL here is only ever assembled from the constant fragments of this module.
 use sqlx::any::AnyRow;
@@ -13,6 +14,7 @@ use crate::Error;
 use crate::blobs::StoredBlob;
 use crate::db::{Db, now_millis};
 use crate::record_cache::{self, Lookup};
+use crate::space_events::{Change, recorded};
 use crate::write_plan::{Plan, Statement, Value};
 
 pub use crate::space_file::SpaceFile;
@@ -25,6 +27,8 @@ pub struct FileMeta<'a> {
     /// the checksum it was written with), as JSON only that door reads. Every write replaces
     /// it: a write through another door leaves none.
     pub attributes: Option<&'a str>,
+    /// The door the write came through, for the space's change feed.
+    pub door: Door,
 }
 
 impl<'a> FileMeta<'a> {
@@ -33,6 +37,7 @@ impl<'a> FileMeta<'a> {
         FileMeta {
             content_type,
             attributes: None,
+            door: Door::Http,
         }
     }
 }
@@ -290,6 +295,17 @@ impl Db {
                 ),
             };
         plan.decide = decide;
+        if found_means_written {
+            let change = Change {
+                kind: "file_written",
+                path: path.as_str(),
+                destination: None,
+                sha256: Some(&blob.sha256),
+                size: Some(blob.size),
+                door: meta.door,
+            };
+            plan.then = recorded(self.engine(), owner, space, &change, now);
+        }
         let db = self.clone();
         let write = async move {
             db.write(plan, move |found| match found {
@@ -440,13 +456,14 @@ impl Db {
         space: &SpaceName,
         path: &ValidPath,
         if_match: Option<&[String]>,
+        door: Door,
     ) -> Result<SpaceFile, Error> {
         let key = || record_cache::key(owner, space.as_str(), path.as_str());
         let (db, owner, space, path) =
             (self.clone(), owner.to_owned(), space.clone(), path.clone());
         let if_match = if_match.map(<[String]>::to_vec);
         let remove = async move {
-            db.remove_file(&owner, &space, &path, if_match.as_deref())
+            db.remove_file(&owner, &space, &path, if_match.as_deref(), door)
                 .await
         };
         self.changing(key, remove).await
@@ -459,6 +476,7 @@ impl Db {
         space: &SpaceName,
         path: &ValidPath,
         if_match: Option<&[String]>,
+        door: Door,
     ) -> Result<SpaceFile, Error> {
         let mut tx = self.begin_write().await?;
         let sql = format!(
@@ -486,6 +504,17 @@ impl Db {
             .execute(&mut *tx)
             .await?;
         prune_empty_folders(&mut tx, owner, space, path).await?;
+        let change = Change {
+            kind: "file_deleted",
+            path: path.as_str(),
+            destination: None,
+            sha256: Some(&current.sha256),
+            size: Some(current.size),
+            door,
+        };
+        for statement in recorded(self.engine(), owner, space, &change, now_millis()) {
+            statement.execute(&mut tx).await?;
+        }
         tx.commit().await?;
         Ok(current)
     }

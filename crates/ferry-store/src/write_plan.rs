@@ -67,7 +67,7 @@ impl Statement {
 
     /// Runs the statement on a pool's connection (inside its write transaction), ignoring
     /// any rows.
-    async fn execute(&self, conn: &mut AnyConnection) -> Result<(), Error> {
+    pub(crate) async fn execute(&self, conn: &mut AnyConnection) -> Result<(), Error> {
         bind_all!(sqlx::query(AssertSqlSafe(self.sql.as_str())), &self.params)
             .execute(conn)
             .await?;
@@ -106,13 +106,15 @@ pub(crate) fn numbered(sql: &str) -> String {
 }
 
 /// The statements of one write: `setup` runs first, in order; then each of `decide` in turn
-/// until one returns a row, whose first column (an integer) is the write's result. The plan's
+/// until one returns a row, whose first column (an integer) is the write's result; then, only
+/// when one did, `then` (what the write records besides, such as its event). The plan's
 /// verdict (see [`Plan::run_pooled`]) turns that result into the caller's answer or an error,
 /// and an error undoes everything the plan did.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Plan {
     pub(crate) setup: Vec<Statement>,
     pub(crate) decide: Vec<Statement>,
+    pub(crate) then: Vec<Statement>,
 }
 
 impl Plan {
@@ -124,6 +126,9 @@ impl Plan {
         }
         for statement in &self.decide {
             if let Some(found) = statement.first_int(conn).await? {
+                for statement in &self.then {
+                    statement.execute(conn).await?;
+                }
                 return Ok(Some(found));
             }
         }
@@ -140,7 +145,13 @@ impl Plan {
             let mut stmt = statement.prepared(conn)?;
             let mut rows = stmt.raw_query();
             if let Some(row) = rows.next()? {
-                return row.get(0).map(Some);
+                let found = row.get(0)?;
+                drop(rows);
+                for statement in &self.then {
+                    let mut stmt = statement.prepared(conn)?;
+                    stmt.raw_execute()?;
+                }
+                return Ok(Some(found));
             }
         }
         Ok(None)

@@ -105,6 +105,53 @@ async fn listed_file(db: &Db, p: &str) -> Option<ferry_store::spaces::SpaceFile>
 }
 
 on_every_engine! {
+    // A move re-points a file in one step (its bytes and SHA-256 go with it), refuses a taken
+    // destination unless asked, moves a folder whole; a tree removal empties a folder; and
+    // each change is the space's next event, numbered without gaps, with the door it came
+    // through.
+    moves_removals_and_the_feed => |db: Db| async move {
+        use ferry_core::door::Door;
+        let space = SpaceName::parse("s").unwrap();
+        put(&db, "d/a.md", 1, WriteCondition::None).await.unwrap();
+        put(&db, "d/sub/b.md", 2, WriteCondition::None).await.unwrap();
+        put(&db, "taken.md", 3, WriteCondition::None).await.unwrap();
+        let moved = db.space_move("u", &space, &path("d/a.md"), &path("e/a.md"), false, Door::Mcp).await.unwrap();
+        assert_eq!((moved[0].path.as_str(), moved[0].sha256.as_str()), ("e/a.md", blob(1).sha256.as_str()));
+        assert!(db.space_file("u", &space, &path("d/a.md")).await.unwrap().is_none());
+        let taken = db.space_move("u", &space, &path("e/a.md"), &path("taken.md"), false, Door::Mcp).await;
+        assert!(matches!(taken, Err(Error::AlreadyExists)), "{taken:?}");
+        db.space_move("u", &space, &path("e/a.md"), &path("taken.md"), true, Door::S3).await.unwrap();
+        assert_eq!(db.space_file("u", &space, &path("taken.md")).await.unwrap().unwrap().blob_key, "key-1");
+        let folder = db.space_move("u", &space, &path("d"), &path("f"), false, Door::Http).await.unwrap();
+        assert_eq!(folder.len(), 1);
+        assert_eq!(list(&db, None, true).await, [("f/sub/b.md".to_owned(), false), ("taken.md".to_owned(), false)]);
+        let removed = db.space_remove_tree("u", &space, Some(&path("f")), Door::Http).await.unwrap();
+        assert_eq!(removed.len(), 1);
+        assert_eq!(list(&db, None, false).await, [("taken.md".to_owned(), false)]);
+        let events = db.space_events_after("u", &space, 0, 100).await.unwrap();
+        let seen: Vec<(i64, String)> = events
+            .iter()
+            .map(|e| {
+                let json: serde_json::Value = serde_json::from_str(&e.json).unwrap();
+                (e.id, format!("{} {} {}", json["type"].as_str().unwrap(), json["path"].as_str().unwrap(), json["door"].as_str().unwrap()))
+            })
+            .collect();
+        let expected = [
+            "file_written d/a.md http",
+            "file_written d/sub/b.md http",
+            "file_written taken.md http",
+            "file_moved d/a.md mcp",
+            "file_moved e/a.md s3",
+            "file_moved d/sub/b.md http",
+            "file_deleted f/sub/b.md http",
+        ];
+        assert_eq!(seen, expected.iter().enumerate().map(|(i, e)| (i as i64 + 1, e.to_string())).collect::<Vec<_>>());
+        assert_eq!(db.space_events_after("u", &space, 5, 100).await.unwrap().len(), 2);
+        // A refused write records nothing.
+        let refused = put(&db, "taken.md", 9, WriteCondition::CreateOnly).await;
+        assert!(refused.is_err());
+        assert_eq!(db.space_events_after("u", &space, 0, 100).await.unwrap().len(), 7);
+    };
     // A write that has answered is read back by the next read, with its new ETag, and a
     // removed file is gone at once (SQLite's point reads run off the pool, on connections of
     // their own).
@@ -115,7 +162,7 @@ on_every_engine! {
             let read = db.space_file("u", &space, &path("hot.md")).await.unwrap().unwrap();
             assert_eq!((read.blob_key, read.size), (format!("key-{n}"), u64::from(n)));
         }
-        db.space_delete("u", &space, &path("hot.md"), None).await.unwrap();
+        db.space_delete("u", &space, &path("hot.md"), None, Default::default()).await.unwrap();
         assert!(db.space_file("u", &space, &path("hot.md")).await.unwrap().is_none());
         assert!(db.space_file("someone-else", &space, &path("a.md")).await.unwrap().is_none());
     };
@@ -184,7 +231,7 @@ on_every_engine! {
     // replaces it (and its checksum) and answers the blob it replaced; the upload's end
     // answers every part's blob.
     multipart_parts_keep_their_checksums => |db: Db| async move {
-        let meta = FileMeta { content_type: "text/plain", attributes: Some("{}") };
+        let meta = FileMeta { content_type: "text/plain", attributes: Some("{}"), door: Default::default() };
         let upload = db.insert_multipart("u", "notes", "big.bin", meta).await.unwrap();
         let replaced = db.put_part(&upload.upload_id, 2, &blob(2), Some("crc-2")).await.unwrap();
         assert_eq!(replaced, None);
@@ -224,7 +271,7 @@ on_every_engine! {
         let listed: Vec<_> = db.spaces_of("u").await.unwrap().into_iter().map(|s| (s.name, s.files, s.bytes)).collect();
         assert_eq!(listed, [("empty".to_owned(), 0, 0), ("s".to_owned(), 1, 3)]);
         assert_eq!(db.space_remove("u", &s).await.unwrap(), Removal::NotEmpty);
-        db.space_delete("u", &s, &path("d/a.md"), None).await.unwrap();
+        db.space_delete("u", &s, &path("d/a.md"), None, Default::default()).await.unwrap();
         assert!(db.space_exists("u", &s).await.unwrap(), "an emptied space stays");
         db.space_mkdirs("u", &s, &["kept/folder"]).await.unwrap();
         assert_eq!(db.space_remove("u", &s).await.unwrap(), Removal::Removed);

@@ -21,6 +21,7 @@ use ferry_core::agent_files::{
     DeleteFileInput, FileUrlInput, LsInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod,
     WriteFileInput, bare_etag,
 };
+use ferry_core::door::Door;
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
@@ -41,6 +42,8 @@ pub struct Caller<'a> {
     pub app: &'a App,
     pub principal: &'a Principal,
     pub thread: Option<&'a str>,
+    /// The door the request came through, for change feeds.
+    pub door: Door,
 }
 
 impl<'a> Caller<'a> {
@@ -403,7 +406,10 @@ async fn put(
                 caller.principal,
                 space,
                 within,
-                FileMeta::typed(content_type),
+                FileMeta {
+                    door: caller.door,
+                    ..FileMeta::typed(content_type)
+                },
                 condition,
                 body,
             )
@@ -507,7 +513,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
             let moved = caller
                 .app
                 .db
-                .space_move(owner, space, from, to, input.overwrite)
+                .space_move(owner, space, from, to, input.overwrite, caller.door)
                 .await
                 .map_err(|e| match e {
                     ferry_store::Error::AlreadyExists => taken(),
@@ -516,6 +522,10 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                     }
                     other => other.into(),
                 })?;
+            caller
+                .app
+                .events
+                .poke(&ferry_store::space_events::channel_key(owner, space));
             let etag = match caller.app.db.space_find(owner, space, to).await? {
                 Found::File(file) => Some(file.sha256),
                 _ => None,
@@ -597,6 +607,7 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
                 space,
                 within,
                 if_match.as_deref(),
+                caller.door,
             )
             .await?;
             1
@@ -606,8 +617,12 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
             let removed = caller
                 .app
                 .db
-                .space_remove_tree(owner, space, dir.as_ref())
+                .space_remove_tree(owner, space, dir.as_ref(), caller.door)
                 .await?;
+            caller
+                .app
+                .events
+                .poke(&ferry_store::space_events::channel_key(owner, space));
             if dir.is_none() {
                 crate::spaces::remove(caller.app, caller.principal, space).await?;
             }

@@ -33,6 +33,7 @@ impl World {
             app: &self.app,
             principal: &self.agent,
             thread: None,
+            door: Door::Mcp,
         }
     }
 
@@ -41,6 +42,7 @@ impl World {
             app: &self.app,
             principal: &self.owner,
             thread: Some(&self.thread),
+            door: Door::Http,
         }
     }
 }
@@ -492,6 +494,7 @@ async fn the_owner_reads_the_sandbox_but_only_the_agent_changes_it() {
         app: &w.app,
         principal: &bob,
         thread: Some(&w.thread),
+        door: Door::Http,
     };
     let hidden = read(stranger, &input(json!({"path": "/sandbox/outputs/r.md"})))
         .await
@@ -503,6 +506,7 @@ async fn the_owner_reads_the_sandbox_but_only_the_agent_changes_it() {
         app: &w.app,
         principal: &alice,
         thread: None,
+        door: Door::Http,
     };
     let refused = ls(threadless, &input(json!({"path": "/sandbox"})))
         .await

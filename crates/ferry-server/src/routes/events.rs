@@ -5,7 +5,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use ferry_app::events::{Delivered, Live};
+use ferry_app::events::{Delivered, Live, Source};
+use ferry_core::SpaceName;
 use futures::Stream;
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -14,7 +15,6 @@ use tokio::sync::broadcast;
 use utoipa::{IntoParams, ToSchema};
 
 use ferry_app::messages::{self, NewMessage as Message};
-use ferry_app::{Action, access};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -57,7 +57,44 @@ pub async fn events(
     ApiQuery(params): ApiQuery<EventParams>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let thread = access::thread(&state.app, &principal, &id, Action::Read).await?;
+    let channel = Source::of_thread(&state.app, &principal, &id).await?;
+    follow(state, &principal, channel, params, &headers).await
+}
+
+/// A space's change feed: `file_written`, `file_deleted` and `file_moved`, whichever door made
+/// the change, as SSE with replay from `Last-Event-ID` (or `after`), or as JSON with
+/// `format=json`.
+#[utoipa::path(
+    get, path = "/api/spaces/{space}/events", tag = "spaces",
+    operation_id = "space_events",
+    params(("space" = String, Path), EventParams, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
+    responses(
+        (status = 200, description = "text/event-stream (id: is the event's number in the space), or a JSON array with format=json"),
+        (status = 400, description = "INVALID_PATH: a bad space name; INVALID_REQUEST: a bad Last-Event-ID, after or format"),
+        (status = 403, description = "FORBIDDEN: a service token without a user"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn space_events(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(space): ApiPath<String>,
+    ApiQuery(params): ApiQuery<EventParams>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let space = SpaceName::parse(&space).map_err(ferry_app::Error::from)?;
+    let channel = Source::of_space(&principal, &space)?;
+    follow(state, &principal, channel, params, &headers).await
+}
+
+/// Answers a channel's events after the resume point, as JSON or as a live stream.
+async fn follow(
+    state: AppState,
+    principal: &Principal,
+    channel: Source,
+    params: EventParams,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
     let last_event_id = match headers.get("last-event-id") {
         Some(v) => Some(
             v.to_str()
@@ -73,7 +110,7 @@ pub async fn events(
     match params.format.as_deref() {
         Some("json") => {
             let limit = params.limit.unwrap_or(1000).clamp(1, 1000);
-            let events = state.app.db.events_after(&thread.id, after, limit).await?;
+            let events = channel.after(&state.app, after, limit).await?;
             let body = format!(
                 "[{}]",
                 events
@@ -95,7 +132,7 @@ pub async fn events(
                     (header::CONTENT_TYPE, "text/event-stream"),
                     (header::CACHE_CONTROL, "no-cache"),
                 ],
-                Body::from_stream(subscribe(state, thread.id, after, slot)),
+                Body::from_stream(subscribe(state, channel, after, slot)),
             )
                 .into_response())
         }
@@ -105,28 +142,16 @@ pub async fn events(
     }
 }
 
-/// A subscriber's stream: everything after `after` from the database, then live events.
-///
-/// It subscribes to the hub before reading the database, so nothing published in between is
-/// lost; it skips what it already sent, and whenever it sees a gap (an event that is not the
-/// next id) or lags behind the hub, it catches up from the database again. The response body
-/// polls the hub's receiver itself: one wake-up per event and subscriber, and a client that
-/// stops reading only makes its receiver lag, never the publisher wait. Every event is sent as
-/// the hub framed it, shared by all subscribers; the hub's keep-alive, every
-/// [`KEEP_ALIVE`](ferry_app::events::KEEP_ALIVE), is sent as a comment, so that proxies and
-/// clients keep the stream open. When the client goes away the stream is dropped with its
-/// receiver and its `slot`; when the server shuts down the hub closes and the stream ends (the
-/// client reconnects elsewhere with `Last-Event-ID`).
 fn subscribe(
     state: AppState,
-    thread_id: String,
+    channel: Source,
     after: i64,
     slot: StreamSlot,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> {
-    let live = state.app.events.subscribe(&thread_id);
+    let live = state.app.events.subscribe(&channel.key());
     let feed = Feed {
         state,
-        thread_id,
+        channel,
         live,
         last: after,
         catching_up: true,
@@ -142,7 +167,7 @@ fn subscribe(
 /// One subscriber's position in a thread's events.
 struct Feed {
     state: AppState,
-    thread_id: String,
+    channel: Source,
     live: broadcast::Receiver<Live>,
     /// The id of the last event handed out.
     last: i64,
@@ -164,10 +189,8 @@ impl Feed {
             }
             if self.catching_up {
                 let batch = match self
-                    .state
-                    .app
-                    .db
-                    .events_after(&self.thread_id, self.last, REPLAY_BATCH)
+                    .channel
+                    .after(&self.state.app, self.last, REPLAY_BATCH)
                     .await
                 {
                     Ok(batch) => batch,
@@ -186,6 +209,7 @@ impl Feed {
             }
             match self.live.recv().await {
                 Ok(Live::KeepAlive) => return Some(Bytes::from_static(COMMENT)),
+                Ok(Live::Changed) => self.catching_up = true,
                 Ok(Live::Event(live)) if live.event.id <= self.last => continue,
                 Ok(Live::Event(live)) if live.event.id == self.last + 1 => {
                     self.last = live.event.id;

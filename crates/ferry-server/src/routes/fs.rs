@@ -18,7 +18,7 @@ use ferry_core::agent_files::{
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
-use crate::extract::{ApiJson, ApiPath, ContentJson};
+use crate::extract::{ApiJson, ApiPath, ContentJson, DoorOf};
 use crate::state::AppState;
 
 /// Two handlers of one operation: one for the token's own thread, one naming the thread.
@@ -47,12 +47,14 @@ macro_rules! operation {
         pub async fn $own(
             State(state): State<AppState>,
             principal: Principal,
+            DoorOf(door): DoorOf,
             $body(input): $body<$input>,
         ) -> ApiResult<Json<$output>> {
             let caller = Caller {
                 app: &state.app,
                 principal: &principal,
                 thread: None,
+                door,
             };
             Ok(Json($call(caller, &input).await?))
         }
@@ -77,6 +79,7 @@ macro_rules! operation {
         pub async fn $in_thread(
             State(state): State<AppState>,
             principal: Principal,
+            DoorOf(door): DoorOf,
             ApiPath(id): ApiPath<String>,
             $body(input): $body<$input>,
         ) -> ApiResult<Json<$output>> {
@@ -84,6 +87,7 @@ macro_rules! operation {
                 app: &state.app,
                 principal: &principal,
                 thread: Some(&id),
+                door,
             };
             Ok(Json($call(caller, &input).await?))
         }

@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiQuery, raw_segment, raw_tail};
+use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::openapi::FileBytes;
 use crate::serve::{Servable, etag, header_value, serve_blob};
@@ -252,13 +252,22 @@ pub async fn head_file(
 pub async fn delete_file(
     State(state): State<AppState>,
     principal: Principal,
+    DoorOf(door): DoorOf,
     uri: Uri,
     headers: HeaderMap,
 ) -> ApiResult<StatusCode> {
     let space = space_name(&uri)?;
     let path = file_path(&uri)?;
     let if_match = delete_condition(&headers)?;
-    spaces::delete(&state.app, &principal, &space, &path, if_match.as_deref()).await?;
+    spaces::delete(
+        &state.app,
+        &principal,
+        &space,
+        &path,
+        if_match.as_deref(),
+        door,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -289,6 +298,7 @@ pub async fn delete_file(
 pub async fn put_file(
     State(state): State<AppState>,
     principal: Principal,
+    DoorOf(door): DoorOf,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
@@ -302,7 +312,10 @@ pub async fn put_file(
         &principal,
         &space,
         &path,
-        FileMeta::typed(&content_type),
+        FileMeta {
+            door,
+            ..FileMeta::typed(&content_type)
+        },
         &condition,
         Incoming::new(body.into_data_stream(), declared_length(&headers)),
     )

@@ -612,7 +612,7 @@ impl StoredSandbox {
     async fn delete(&self, path: &ValidPath, if_match: Option<&[String]>) -> Result<(), Error> {
         let space = SpaceName::sandbox();
         self.db
-            .space_delete(&self.thread_id, &space, path, if_match)
+            .space_delete(&self.thread_id, &space, path, if_match, Default::default())
             .await?;
         // The standard folders stay, as they do in a sandbox on disk.
         self.db

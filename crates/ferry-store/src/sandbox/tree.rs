@@ -231,7 +231,14 @@ impl StoredSandbox {
         let is_folder = self.db.space_find(&self.thread_id, &space, from).await? == Found::Folder;
         let moved = self
             .db
-            .space_move(&self.thread_id, &space, from, to, overwrite)
+            .space_move(
+                &self.thread_id,
+                &space,
+                from,
+                to,
+                overwrite,
+                Default::default(),
+            )
             .await?;
         self.db
             .space_mkdirs(&self.thread_id, &space, &SANDBOX_LAYOUT)
@@ -255,7 +262,7 @@ impl StoredSandbox {
         }
         let removed = self
             .db
-            .space_remove_tree(&self.thread_id, &space, Some(dir))
+            .space_remove_tree(&self.thread_id, &space, Some(dir), Default::default())
             .await?;
         self.db
             .space_mkdirs(&self.thread_id, &space, &SANDBOX_LAYOUT)

@@ -493,3 +493,108 @@ async fn a_file_url_reads_or_writes_one_path_without_credentials_until_it_expire
         .await
         .expect(404, Some("NOT_FOUND"));
 }
+
+#[tokio::test]
+async fn a_space_feed_replays_every_change_in_order_and_follows_live() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let as_mcp = |tool: &str, body: Value| {
+        let uri = format!("/api/fs/{tool}");
+        let token = t.agent.clone();
+        let app = &app;
+        async move {
+            app.send(
+                "POST",
+                &uri,
+                Some(&token),
+                &[
+                    ("content-type", "application/json"),
+                    ("x-ferry-door", "mcp"),
+                ],
+                body.to_string(),
+            )
+            .await
+        }
+    };
+    let written = ok(&as_mcp(
+        "write_file",
+        json!({"path": "/spaces/notes/a.md", "content": "a"}),
+    )
+    .await);
+    app.put("/api/spaces/notes/files/b.md", &t.user, "text/plain", b"bb")
+        .await
+        .expect(201, None);
+    ok(&as_mcp(
+        "move_file",
+        json!({"source": "/spaces/notes/a.md", "destination": "/spaces/notes/done/a.md"}),
+    )
+    .await);
+    app.send(
+        "DELETE",
+        "/api/spaces/notes/files/b.md",
+        Some(&t.user),
+        &[],
+        Vec::new(),
+    )
+    .await
+    .expect(204, None);
+    // Another space's changes are its own.
+    app.put("/api/spaces/other/files/x.md", &t.user, "text/plain", b"x")
+        .await
+        .expect(201, None);
+
+    let feed = app
+        .get("/api/spaces/notes/events?format=json", &t.user)
+        .await;
+    feed.expect(200, None);
+    let events = feed.json();
+    let summary: Vec<(i64, &str, &str, &str)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_i64().unwrap(),
+                e["type"].as_str().unwrap(),
+                e["path"].as_str().unwrap(),
+                e["door"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (1, "file_written", "a.md", "mcp"),
+            (2, "file_written", "b.md", "http"),
+            (3, "file_moved", "a.md", "mcp"),
+            (4, "file_deleted", "b.md", "http"),
+        ]
+    );
+    assert_eq!(events[0]["etag"], written["etag"]);
+    assert_eq!(events[2]["destination"], "done/a.md");
+    assert_eq!(events[2]["etag"], written["etag"]);
+    assert_eq!(events[1]["size"], 2);
+    // Someone else's spaces: their feed is empty, never this one.
+    let bob = app.user("bob");
+    let theirs = app.get("/api/spaces/notes/events?format=json", &bob).await;
+    assert_eq!(theirs.json(), json!([]));
+
+    // A stream resumes after Last-Event-ID, then follows what happens next.
+    let addr = app.spawn().await;
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/api/spaces/notes/events");
+    let mut stream = crate::thread_support::Sse::open(&client, &url, &t.user, Some(2)).await;
+    let replayed = stream.events(2).await;
+    assert_eq!(replayed.iter().map(|e| e.id).collect::<Vec<_>>(), [3, 4]);
+    ok(&fs(
+        &app,
+        &t.agent,
+        "write_file",
+        json!({"path": "/spaces/notes/c.md", "content": "c"}),
+    )
+    .await);
+    let live = stream.next_event().await;
+    assert_eq!(live.id, 5);
+    assert_eq!(live.json()["path"], "c.md");
+    assert_eq!(live.json()["type"], "file_written");
+}

@@ -282,8 +282,19 @@ impl Sse {
         query: &str,
         last_event_id: Option<i64>,
     ) -> Sse {
+        let url = format!("http://{addr}/api/threads/{thread}/events{query}");
+        Sse::open(client, &url, token, last_event_id).await
+    }
+
+    /// Opens any event stream at `url` with optional `Last-Event-ID`.
+    pub async fn open(
+        client: &reqwest::Client,
+        url: &str,
+        token: &str,
+        last_event_id: Option<i64>,
+    ) -> Sse {
         let mut request = client
-            .get(format!("http://{addr}/api/threads/{thread}/events{query}"))
+            .get(url)
             .bearer_auth(token)
             .header("accept", "text/event-stream");
         if let Some(id) = last_event_id {

@@ -1,0 +1,35 @@
+//! Which door a change came through: the HTTP API, MCP (whose tools call the HTTP API, and say
+//! so with the `X-Ferry-Door: mcp` header), or the S3 protocol. Change feeds report it, so a
+//! watcher can tell an agent's edit from a sync client's upload.
+
+/// The door a change came through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Door {
+    #[default]
+    Http,
+    Mcp,
+    S3,
+}
+
+/// The header with which MCP's tools mark the HTTP requests they make. It only labels a
+/// change in feeds; no rule depends on it.
+pub const DOOR_HEADER: &str = "x-ferry-door";
+
+impl Door {
+    /// `http`, `mcp` or `s3`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Door::Http => "http",
+            Door::Mcp => "mcp",
+            Door::S3 => "s3",
+        }
+    }
+
+    /// The door of an HTTP request, from its [`DOOR_HEADER`] (absent or unknown: `http`).
+    pub fn of_header(value: Option<&str>) -> Door {
+        match value.map(str::trim) {
+            Some(v) if v.eq_ignore_ascii_case("mcp") => Door::Mcp,
+            _ => Door::Http,
+        }
+    }
+}
