@@ -236,10 +236,10 @@ pub struct FileUrlInput {
     pub expires_in: u64,
 }
 
-/// An ETag as a client may send it back: quoted as in a header or a listing, or bare.
+/// An ETag as a client may send it back: quoted as in a header or a listing, or bare. A weak
+/// tag (`W/"…"`) is kept whole, so it matches nothing, as in the HTTP routes.
 pub fn bare_etag(tag: &str) -> &str {
     let tag = tag.trim();
-    let tag = tag.strip_prefix("W/").unwrap_or(tag);
     tag.strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
         .unwrap_or(tag)

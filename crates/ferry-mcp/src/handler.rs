@@ -15,7 +15,9 @@ use http::{HeaderMap, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, Resource, ServerCapabilities, ServerConfig, Tool,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -25,6 +27,7 @@ use std::sync::Arc;
 
 use crate::api::{Api, ApiRequest, ApiResponse};
 use crate::file_tools;
+use crate::resources::{self, Named};
 use crate::tools::{self, INSTRUCTIONS};
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment or a query
@@ -647,10 +650,84 @@ fn base_url_of(parts: &http::request::Parts) -> String {
     }
 }
 
+impl FerryMcp {
+    /// The HTTP route that reads a resource.
+    fn route_of(caller: &Caller, named: &Named) -> Result<String, ErrorData> {
+        let thread = || {
+            caller.thread.as_deref().ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "this resource belongs to a thread, and the token names none: use an \
+                     agent token",
+                    None,
+                )
+            })
+        };
+        // As written in the URI, decoded once and encoded again segment by segment, so the
+        // server's validator sees exactly the path the URI named.
+        let path = |raw: &str| {
+            percent_encoding::percent_decode_str(raw)
+                .decode_utf8()
+                .map(|decoded| encode_path(&decoded))
+                .map_err(|_| ErrorData::invalid_params("the URI's path is not UTF-8", None))
+        };
+        Ok(match named {
+            Named::Sandbox(raw) => {
+                format!("/api/threads/{}/sandbox/{}", encode(thread()?), path(raw)?)
+            }
+            Named::Space { space, path: raw } => {
+                format!("/api/spaces/{}/files/{}", encode(space), path(raw)?)
+            }
+            Named::Upload(id) => format!(
+                "/api/threads/{}/uploads/{}/content",
+                encode(thread()?),
+                encode(id)
+            ),
+            Named::Published(id) => format!(
+                "/api/threads/{}/published/{}/content",
+                encode(thread()?),
+                encode(id)
+            ),
+        })
+    }
+
+    /// The caller, or the protocol error a resource request answers without one.
+    fn resource_caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+        self.caller(context).map_err(|stop| {
+            let message = stop
+                .content
+                .iter()
+                .find_map(|c| c.as_text().map(|t| t.text.clone()))
+                .unwrap_or_default();
+            ErrorData::invalid_request(message, None)
+        })
+    }
+}
+
+/// A successful GET as resource contents: text for text types that are UTF-8, base64 for the
+/// rest.
+fn contents_of(uri: &str, response: &ApiResponse) -> ResourceContents {
+    let content_type = response
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream")
+        .to_owned();
+    match std::str::from_utf8(&response.body) {
+        Ok(text) if tools::is_text_type(&content_type) => {
+            ResourceContents::text(text, uri).with_mime_type(content_type)
+        }
+        _ => ResourceContents::blob(STANDARD.encode(&response.body), uri)
+            .with_mime_type(content_type),
+    }
+}
+
 impl ServerHandler for FerryMcp {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions(INSTRUCTIONS);
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        let mut config = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
         config.server_info = Implementation::new("ferry", env!("CARGO_PKG_VERSION"))
             .with_title("ferry")
             .with_description("A file exchange between people and their AI agents");
@@ -663,6 +740,106 @@ impl ServerHandler for FerryMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(tools::all()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    /// The thread's uploads and published files (sandbox and space files are reached by the
+    /// templates: there may be very many).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let caller = self.resource_caller(&context)?;
+        let Some(thread) = caller.thread.clone() else {
+            return Ok(ListResourcesResult::with_all_items(Vec::new()));
+        };
+        let mut listed = Vec::new();
+        let fetch = |route: String| {
+            let caller = caller.clone();
+            async move {
+                let response = self.get(&caller, route).await.ok()?;
+                response.status.is_success().then_some(())?;
+                serde_json::from_slice::<Value>(&response.body).ok()
+            }
+        };
+        if let Some(uploads) = fetch(format!("/api/threads/{}/uploads", encode(&thread))).await {
+            for upload in uploads["uploads"].as_array().into_iter().flatten() {
+                let (Some(id), Some(name)) = (upload["id"].as_str(), upload["fileName"].as_str())
+                else {
+                    continue;
+                };
+                let mut resource = Resource::new(format!("ferry://uploads/{id}"), name)
+                    .with_description("a file the user uploaded");
+                if let Some(mime) = upload["fileType"].as_str() {
+                    resource = resource.with_mime_type(mime);
+                }
+                if let Some(size) = upload["size"].as_u64() {
+                    resource = resource.with_size(size);
+                }
+                listed.push(resource);
+            }
+        }
+        if let Some(published) = fetch(format!("/api/threads/{}/published", encode(&thread))).await
+        {
+            for file in published["files"].as_array().into_iter().flatten() {
+                let (Some(id), Some(name)) = (file["id"].as_str(), file["filename"].as_str())
+                else {
+                    continue;
+                };
+                let mut resource = Resource::new(format!("ferry://published/{id}"), name);
+                if let Some(title) = file["display_name"].as_str() {
+                    resource = resource.with_title(title);
+                }
+                if let Some(mime) = file["mime_type"].as_str() {
+                    resource = resource.with_mime_type(mime);
+                }
+                if let Some(size) = file["file_size"].as_u64() {
+                    resource = resource.with_size(size);
+                }
+                listed.push(resource);
+            }
+        }
+        Ok(ListResourcesResult::with_all_items(listed))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = self.resource_caller(&context)?;
+        let named = Named::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
+        let route = Self::route_of(&caller, &named)?;
+        let response = self.get(&caller, route).await.map_err(|stop| {
+            ErrorData::internal_error(
+                stop.content
+                    .iter()
+                    .find_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .unwrap_or_default(),
+                None,
+            )
+        })?;
+        if !response.status.is_success() {
+            // The server's envelope, as the error's message and data.
+            let envelope = serde_json::from_slice::<Value>(&response.body).ok();
+            let message = String::from_utf8_lossy(&response.body).into_owned();
+            return Err(if response.status == http::StatusCode::NOT_FOUND {
+                ErrorData::resource_not_found(message, envelope)
+            } else {
+                ErrorData::invalid_params(message, envelope)
+            });
+        }
+        Ok(ReadResourceResult::new(vec![contents_of(&request.uri, &response)]).into())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

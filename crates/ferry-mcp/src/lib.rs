@@ -19,6 +19,7 @@
 pub mod api;
 pub mod file_tools;
 mod handler;
+pub mod resources;
 pub mod stdio;
 pub mod tools;
 

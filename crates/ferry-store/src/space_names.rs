@@ -22,10 +22,16 @@ pub enum Removal {
 /// it.
 pub(crate) fn record(owner: &str, space: &SpaceName, now: i64) -> Statement {
     Statement::new(
-        "INSERT INTO spaces (owner, name, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        INSERT_SPACE,
         vec![owner.into(), space.as_str().into(), now.into()],
     )
 }
+
+/// Makes a space's row if it has none. A space made again after it was removed goes on
+/// numbering its change feed after the events of its earlier life, which stay.
+const INSERT_SPACE: &str = "INSERT INTO spaces (owner, name, created_at, last_event) \
+     VALUES ($1, $2, $3, (SELECT COALESCE(MAX(id), 0) FROM space_events \
+     WHERE owner = $1 AND space = $2)) ON CONFLICT DO NOTHING";
 
 impl Db {
     /// Whether the owner has a space of this name.
@@ -42,16 +48,13 @@ impl Db {
     /// Makes an empty space; answers whether it is new (false: it existed, and is unchanged).
     pub async fn space_create(&self, owner: &str, space: &SpaceName) -> Result<bool, Error> {
         let mut tx = self.begin_write().await?;
-        let made = sqlx::query(
-            "INSERT INTO spaces (owner, name, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(owner)
-        .bind(space.as_str())
-        .bind(now_millis())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let made = sqlx::query(INSERT_SPACE)
+            .bind(owner)
+            .bind(space.as_str())
+            .bind(now_millis())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         tx.commit().await?;
         Ok(made == 1)
     }

@@ -151,6 +151,12 @@ on_every_engine! {
         let refused = put(&db, "taken.md", 9, WriteCondition::CreateOnly).await;
         assert!(refused.is_err());
         assert_eq!(db.space_events_after("u", &space, 0, 100).await.unwrap().len(), 7);
+        // A space removed and made again numbers on after its earlier events.
+        db.space_delete("u", &space, &path("taken.md"), None, Door::Http).await.unwrap();
+        db.space_remove("u", &space).await.unwrap();
+        put(&db, "again.md", 4, WriteCondition::None).await.unwrap();
+        let ids: Vec<i64> = db.space_events_after("u", &space, 0, 100).await.unwrap().iter().map(|e| e.id).collect();
+        assert_eq!(ids, (1..=9).collect::<Vec<_>>());
     };
     // A write that has answered is read back by the next read, with its new ETag, and a
     // removed file is gone at once (SQLite's point reads run off the pool, on connections of

@@ -39,8 +39,9 @@ pub async fn edit(caller: Caller<'_>, input: &EditFileInput) -> Result<Edited> {
     }
     let current = open(caller, &path).await?;
     let read_at = current.etag.clone();
-    if let Some(expected) = input.if_match.as_deref()
-        && bare_etag(expected) != read_at
+    if let Some(expected) = input.if_match.as_deref().map(bare_etag)
+        && expected != "*"
+        && expected != read_at
     {
         return Err(changed(&path));
     }

@@ -47,6 +47,15 @@ pub struct Caller<'a> {
 }
 
 impl<'a> Caller<'a> {
+    /// Checks that the thread the caller named (a thread's route) is one it may read, whatever
+    /// the paths: a route of someone else's thread answers nothing, not even for spaces.
+    pub async fn named_thread_is_visible(&self) -> Result<()> {
+        if let Some(thread) = self.thread {
+            crate::access::thread(self.app, self.principal, thread, crate::Action::Read).await?;
+        }
+        Ok(())
+    }
+
     fn thread(&self) -> Result<&'a str> {
         match (self.thread, self.principal) {
             (Some(thread), _) => Ok(thread),
@@ -98,6 +107,24 @@ enum Source {
 }
 
 impl Current {
+    /// The first `n` bytes of the file (fewer when it is shorter).
+    pub async fn head(self, app: &App, n: usize) -> Result<Vec<u8>> {
+        let range = Some(0..(n as u64).min(self.size));
+        let mut read = match self.source {
+            Source::Sandbox(opened) => opened.stream(range).await?,
+            Source::Space(file) => app.blobs.read(&file.blob_key, range).await?,
+        };
+        let mut out = Vec::with_capacity(n);
+        while let Some(chunk) = read.stream.next().await {
+            out.extend_from_slice(&chunk?);
+            if out.len() >= n {
+                out.truncate(n);
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     /// The whole file, or `TooLarge` past `limit` bytes (checked again while reading: a
     /// sandbox file may grow after it was opened).
     pub async fn bytes(self, app: &App, limit: u64) -> Result<Vec<u8>> {
@@ -179,8 +206,10 @@ fn is_a_folder(path: &AgentPath) -> Error {
 /// What is at a path.
 async fn find(caller: Caller<'_>, path: &AgentPath) -> Result<Option<PathKind>> {
     match path {
-        AgentPath::Sandbox(None) | AgentPath::Spaces | AgentPath::Space { path: None, .. } => {
-            Ok(Some(PathKind::Folder))
+        AgentPath::Sandbox(None) | AgentPath::Spaces => Ok(Some(PathKind::Folder)),
+        AgentPath::Space { space, path: None } => {
+            let exists = crate::spaces::exists(caller.app, caller.principal, space).await?;
+            Ok(exists.then_some(PathKind::Folder))
         }
         AgentPath::Sandbox(Some(within)) => {
             let sandbox =
@@ -476,8 +505,8 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
     if !source.same_place(&destination) {
         return Err(Error::invalid_request(format!(
             "'{source}' and '{destination}' are in different places; move_file moves within the \
-             sandbox or within one space. Copy across with read_file and write_file (or \
-             publish_file_to_user), then delete the original"
+             sandbox or within one space. Copy the file across (write_file, or a GET file_url \
+             fed to a PUT file_url), then delete the original"
         )));
     }
     let (from, to) = (below_root(&source)?, below_root(&destination)?);

@@ -65,13 +65,13 @@ pub enum ReadOutput {
     },
 }
 
-/// The text of `bytes` if it is text: UTF-8 with no NUL byte (a byte order mark is dropped).
+/// The text of `bytes` if it is text: UTF-8 with no NUL byte (a byte order mark included, so
+/// an edit keeps it).
 pub(crate) fn as_text(bytes: &[u8]) -> Option<&str> {
     if memchr::memchr(0, bytes).is_some() {
         return None;
     }
-    let text = std::str::from_utf8(bytes).ok()?;
-    Some(text.strip_prefix('\u{feff}').unwrap_or(text))
+    std::str::from_utf8(bytes).ok()
 }
 
 /// `read_file`.
@@ -94,19 +94,35 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
         return Ok(window(&path, &text, input, etag, note));
     }
     let (content_type, size) = (current.content_type.clone(), current.size);
+    let binary = || ReadOutput::Binary {
+        path: path.to_string(),
+        note: format!(
+            "{path} is a binary file ({content_type}, {size} bytes); it has no text to show. \
+             Publish it to the user, or process it with code in your sandbox"
+        ),
+        content_type: content_type.clone(),
+        size,
+        etag: etag.clone(),
+    };
+    if size > READ_MAX_BYTES {
+        // Too large to read whole: its start says whether it is text (then it is refused as
+        // too large to read this way) or binary (then it is described).
+        let head = current.head(caller.app, 8192).await?;
+        // A character cut at the end of the head is not a sign of binary; a bad byte is.
+        let bad_utf8 = matches!(std::str::from_utf8(&head), Err(e) if e.error_len().is_some());
+        if head.contains(&0) || bad_utf8 {
+            return Ok(binary());
+        }
+        return Err(crate::Error::TooLarge(format!(
+            "{path} is a text file of {size} bytes, more than the {} read_file reads; read \
+             parts of it with grep, or with GET and a Range header",
+            crate::describe_bytes(READ_MAX_BYTES)
+        )));
+    }
     let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
     match as_text(&bytes) {
-        Some(text) => Ok(window(&path, text, input, etag, None)),
-        None => Ok(ReadOutput::Binary {
-            path: path.to_string(),
-            note: format!(
-                "{path} is a binary file ({content_type}, {size} bytes); it has no text to show. \
-                 Publish it to the user, or process it with code in your sandbox"
-            ),
-            content_type,
-            size,
-            etag,
-        }),
+        Some(text) => Ok(window(&path, text, input, etag.clone(), None)),
+        None => Ok(binary()),
     }
 }
 
@@ -119,6 +135,8 @@ fn window(
     note: Option<String>,
 ) -> ReadOutput {
     let limit = input.limit.min(MAX_LINES);
+    // A byte order mark is not part of the first line.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
     let mut content = String::new();
     let mut total = 0;

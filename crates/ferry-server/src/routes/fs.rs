@@ -89,6 +89,7 @@ macro_rules! operation {
                 thread: Some(&id),
                 door,
             };
+            caller.named_thread_is_visible().await?;
             Ok(Json($call(caller, &input).await?))
         }
     };

@@ -136,6 +136,7 @@ async fn hand_out(
         thread,
         door: Default::default(),
     };
+    caller.named_thread_is_visible().await?;
     let path = files::check_transfer(caller, input).await?;
     // A URL never outlives the token that asked for it.
     let expires = (now() + input.expires_in).min(token_expires);

@@ -171,6 +171,10 @@ impl LocalSandbox {
                     | rustix::io::Errno::NOTDIR => Error::AlreadyExists,
                     other => jailed(other.into()),
                 })?;
+            // A standard folder moved away is made again, empty, as after a removal.
+            for standard in SANDBOX_LAYOUT {
+                dir.create_dir_all(standard).map_err(jailed)?;
+            }
             let etag = if is_folder {
                 None
             } else {

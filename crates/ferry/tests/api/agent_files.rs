@@ -598,3 +598,36 @@ async fn a_space_feed_replays_every_change_in_order_and_follows_live() {
     assert_eq!(live.json()["path"], "c.md");
     assert_eq!(live.json()["type"], "file_written");
 }
+
+#[tokio::test]
+async fn another_users_thread_route_answers_nothing_even_for_spaces() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let bob = app.user("bob");
+    ok(&fs(
+        &app,
+        &bob,
+        "write_file",
+        json!({"path": "/spaces/mine/a.md", "content": "a"}),
+    )
+    .await);
+    app.post_json(&t.url("/fs/ls"), &bob, json!({"path": "/spaces/mine"}))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    app.post_json(
+        &t.url("/fs/file_url"),
+        &bob,
+        json!({"path": "/spaces/mine/a.md", "method": "GET"}),
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+    // A space that does not exist is nothing to delete.
+    fs(
+        &app,
+        &bob,
+        "delete_file",
+        json!({"path": "/spaces/none", "recursive": true}),
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+}

@@ -599,6 +599,28 @@ async def agent_file_system(name: str, ferry: Ferry, session: ClientSession, thr
 
     await seen_through_s3(ferry, thread, agent, edited["etag"])
 
+    # The same files as resources.
+    templates = (await session.list_resource_templates()).resourceTemplates
+    check(
+        [t.uriTemplate for t in templates]
+        == ["ferry://sandbox/{+path}", "ferry://spaces/{space}/{+path}", "ferry://uploads/{uploadId}", "ferry://published/{publishedId}"],
+        "the resource templates",
+        templates,
+    )
+    report_uri = "ferry://sandbox/outputs/final/sales-report.md"
+    as_resource = (await session.read_resource(report_uri)).contents
+    check(len(as_resource) == 1 and as_resource[0].text == report.replace("North: 10", "North: 11"), "a text resource", as_resource)
+    chart_resource = (await session.read_resource("ferry://sandbox/outputs/sales-chart.png")).contents[0]
+    check(base64.b64decode(chart_resource.blob) == ONE_PIXEL_PNG, "a binary resource comes as base64", chart_resource)
+    resources = (await session.list_resources()).resources
+    check(any(str(r.uri).startswith("ferry://uploads/") for r in resources), "uploads are listed as resources", resources)
+    check(any(str(r.uri).startswith("ferry://published/") for r in resources), "published files are listed", resources)
+    try:
+        await session.read_resource("ferry://sandbox/outputs/none.md")
+        check(False, "a missing resource is an error")
+    except Exception as error:  # noqa: BLE001 - the SDK raises McpError
+        check("NOT_FOUND" in str(error), "a missing resource says NOT_FOUND", str(error))
+
     # The user's spaces through the same tools.
     space_note = f"/spaces/mcp-fs-{name}-{uuid.uuid4().hex[:6]}/ideas/plan.md"
     note = ok(await session.call_tool("write_file", {"path": space_note, "content": "plan\n"}), "write_file in a space")
