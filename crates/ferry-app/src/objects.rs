@@ -65,6 +65,7 @@ where
                 meta.content_type,
                 condition,
                 body,
+                meta.door,
             )
             .await?;
             Ok(entry.etag)

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use ferry_core::SandboxPath;
+use ferry_core::door::Door;
 use ferry_store::sandbox::{OpenedFile, SandboxEntry};
 use ferry_store::spaces::WriteCondition;
 use futures::Stream;
@@ -45,7 +46,8 @@ pub async fn open(
 /// Writes a sandbox file atomically (readers see the old file or the new, never a part),
 /// with the spaces' conditions, content type rule and limits (see [`crate::spaces::write`]);
 /// `/sandbox/skills/` is refused by the sandbox itself. Answers whether the file was
-/// created, and its new state.
+/// created, and its new state; the thread's channel is told (`file_written`).
+#[allow(clippy::too_many_arguments)]
 pub async fn write<S, E>(
     app: &App,
     principal: &Principal,
@@ -54,6 +56,7 @@ pub async fn write<S, E>(
     content_type: &str,
     condition: &WriteCondition,
     body: Incoming<S>,
+    door: Door,
 ) -> Result<(bool, SandboxEntry)>
 where
     S: Stream<Item = std::result::Result<Bytes, E>>,
@@ -68,7 +71,7 @@ where
     }
     let body = body.admit(app.limits.sandbox_max_bytes)?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
-    sandbox
+    let (created, entry) = sandbox
         .write(
             path.relative(),
             body,
@@ -77,7 +80,78 @@ where
             content_type,
         )
         .await
-        .map_err(in_sandbox)
+        .map_err(in_sandbox)?;
+    let change = Changed {
+        kind: "file_written",
+        path: path.display(),
+        destination: None,
+        etag: Some(entry.etag.clone()),
+        size: Some(entry.size),
+    };
+    announce(app, principal, &thread.id, door, vec![change]).await;
+    Ok((created, entry))
+}
+
+/// A change to a sandbox file made through ferry, as the thread's channel shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Changed {
+    /// `file_written`, `file_deleted` or `file_moved`.
+    pub kind: &'static str,
+    /// `/sandbox/…`
+    pub path: String,
+    /// Where a moved file went.
+    pub destination: Option<String>,
+    /// The ETag value after a write or move, before a removal (when known).
+    pub etag: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// Stores each change as an event of the thread and wakes its subscribers. The file system
+/// has no transaction to share with the database, so the event is stored right after the
+/// change: should that fail, the change stands (and is logged), only its event is missing.
+pub(crate) async fn announce(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    door: Door,
+    changes: Vec<Changed>,
+) {
+    for change in changes {
+        let (agent, thread) = (principal.agent_id().to_owned(), thread_id.to_owned());
+        let kind = change.kind;
+        let stored = app
+            .db
+            .append_event(thread_id, kind, move |id, at| {
+                let mut extra = serde_json::Map::new();
+                extra.insert("path".into(), change.path.into());
+                if let Some(destination) = change.destination {
+                    extra.insert("destination".into(), destination.into());
+                }
+                if let Some(etag) = change.etag {
+                    extra.insert("etag".into(), format!("\"{etag}\"").into());
+                }
+                if let Some(size) = change.size {
+                    extra.insert("size".into(), size.into());
+                }
+                extra.insert("door".into(), door.as_str().into());
+                crate::events::event_json(
+                    id,
+                    at,
+                    kind,
+                    crate::events::Role::Agent(&agent),
+                    &thread,
+                    None,
+                    extra,
+                )
+            })
+            .await;
+        match stored {
+            Ok(event) => app.announce(event),
+            Err(e) => {
+                tracing::warn!(error = %e, thread = thread_id, "a sandbox change could not be announced")
+            }
+        }
+    }
 }
 
 /// Removes a sandbox file (the thread's agent, or service_role), if its ETag is one of
@@ -88,6 +162,7 @@ pub async fn delete(
     thread_id: &str,
     path: &SandboxPath,
     if_match: Option<&[String]>,
+    door: Door,
 ) -> Result<()> {
     let sandbox = writable(app, principal, thread_id).await?;
     sandbox
@@ -98,7 +173,16 @@ pub async fn delete(
                 "the current ETag of '{path}' does not match If-Match"
             )),
             other => in_sandbox(other),
-        })
+        })?;
+    let change = Changed {
+        kind: "file_deleted",
+        path: path.display(),
+        destination: None,
+        etag: None,
+        size: None,
+    };
+    announce(app, principal, thread_id, door, vec![change]).await;
+    Ok(())
 }
 
 /// The thread's sandbox, opened for its agent (or service_role) to change.
@@ -145,6 +229,7 @@ mod tests {
             "text/markdown",
             &WriteCondition::None,
             body(b"# r"),
+            Door::Http,
         )
         .await
         .unwrap();
@@ -159,6 +244,7 @@ mod tests {
             "text/plain",
             &WriteCondition::None,
             body(b"x"),
+            Door::Http,
         )
         .await;
         assert!(matches!(by_owner, Err(Error::Forbidden(_))), "{by_owner:?}");
@@ -174,6 +260,7 @@ mod tests {
             "text/plain",
             &WriteCondition::None,
             body(b"x"),
+            Door::Http,
         )
         .await;
         assert!(matches!(refused, Err(Error::NotFound(_))), "{refused:?}");
@@ -192,6 +279,7 @@ mod tests {
             "text/plain",
             &WriteCondition::None,
             body(b"x"),
+            Door::Http,
         )
         .await;
         assert!(matches!(skill, Err(Error::Forbidden(_))), "{skill:?}");
@@ -203,6 +291,7 @@ mod tests {
             "foo",
             &WriteCondition::None,
             body(b"x"),
+            Door::Http,
         )
         .await;
         assert!(
@@ -218,6 +307,7 @@ mod tests {
             "text/plain",
             &both,
             body(b"x"),
+            Door::Http,
         )
         .await;
         assert!(
@@ -234,6 +324,7 @@ mod tests {
             "text/plain",
             &WriteCondition::None,
             body(b"n"),
+            Door::Http,
         )
         .await
         .unwrap();

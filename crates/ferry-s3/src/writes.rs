@@ -325,7 +325,16 @@ async fn delete(
                 ));
             }
             let path = sandbox_key(key)?;
-            match ferry_app::sandbox::delete(app, principal, thread_id, &path, None).await {
+            match ferry_app::sandbox::delete(
+                app,
+                principal,
+                thread_id,
+                &path,
+                None,
+                ferry_core::door::Door::S3,
+            )
+            .await
+            {
                 Ok(()) | Err(ferry_app::Error::NotFound(_)) => Ok(()),
                 Err(e) => Err(to_s3(e)),
             }

@@ -423,6 +423,7 @@ async fn put(
                 content_type,
                 condition,
                 body,
+                caller.door,
             )
             .await
             .map_err(|e| named(e, path))?;
@@ -523,8 +524,8 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
     let taken = || Error::AlreadyExists(format!("'{destination}' already exists"));
     let (moved, etag) = match &source {
         AgentPath::Sandbox(_) => {
-            let sandbox =
-                crate::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
+            let thread = caller.thread()?;
+            let sandbox = crate::sandbox::writable(caller.app, caller.principal, thread).await?;
             let moved = sandbox
                 .rename(from, to, input.overwrite)
                 .await
@@ -535,7 +536,24 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                     }
                     other => other.into(),
                 })?;
-            (moved.files, moved.etag)
+            let joined = |base: &AgentPath, below: &str| match below {
+                "" => base.to_string(),
+                below => format!("{base}/{below}"),
+            };
+            let changes = moved
+                .files
+                .iter()
+                .map(|below| crate::sandbox::Changed {
+                    kind: "file_moved",
+                    path: joined(&source, below),
+                    destination: Some(joined(&destination, below)),
+                    etag: moved.etag.clone(),
+                    size: None,
+                })
+                .collect();
+            crate::sandbox::announce(caller.app, caller.principal, thread, caller.door, changes)
+                .await;
+            (moved.files.len() as u64, moved.etag)
         }
         AgentPath::Space { space, .. } => {
             let owner = caller.owner()?;
@@ -613,15 +631,29 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
                 caller.thread()?,
                 &SandboxPath::from_relative(within.clone()),
                 if_match.as_deref(),
+                caller.door,
             )
             .await
             .map_err(|e| named(e, &path))?;
             1
         }
         (AgentPath::Sandbox(Some(within)), PathKind::Folder) => {
-            let sandbox =
-                crate::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
-            sandbox.remove_tree(within).await.map_err(in_sandbox)?
+            let thread = caller.thread()?;
+            let sandbox = crate::sandbox::writable(caller.app, caller.principal, thread).await?;
+            let removed = sandbox.remove_tree(within).await.map_err(in_sandbox)?;
+            let changes = removed
+                .iter()
+                .map(|below| crate::sandbox::Changed {
+                    kind: "file_deleted",
+                    path: format!("{path}/{below}"),
+                    destination: None,
+                    etag: None,
+                    size: None,
+                })
+                .collect();
+            crate::sandbox::announce(caller.app, caller.principal, thread, caller.door, changes)
+                .await;
+            removed.len() as u64
         }
         (
             AgentPath::Space {

@@ -24,8 +24,75 @@ pub const GREP_MAX_FILE_BYTES: u64 = 16 << 20;
 pub const GREP_MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// Characters of a matching line shown at most.
 const MATCH_MAX_CHARS: usize = 500;
-/// Files read at once.
+/// Files of another place than a sandbox read at once.
 const READ_AHEAD: usize = 8;
+/// Bytes and files read in one batch at most.
+const BATCH_BYTES: u64 = 32 << 20;
+const BATCH_FILES: usize = 512;
+
+/// The candidates in batches of at most [`BATCH_FILES`] files and (but for a single larger
+/// file) [`BATCH_BYTES`] bytes, in order.
+fn batches(candidates: Vec<(AgentPath, u64)>) -> Vec<Vec<AgentPath>> {
+    let mut out: Vec<Vec<AgentPath>> = Vec::new();
+    let mut bytes = 0;
+    for (path, size) in candidates {
+        match out.last_mut() {
+            Some(batch) if batch.len() < BATCH_FILES && bytes + size <= BATCH_BYTES => {
+                bytes += size;
+                batch.push(path);
+            }
+            _ => {
+                bytes = size;
+                out.push(vec![path]);
+            }
+        }
+    }
+    out
+}
+
+/// The bytes of each file of a batch; a file that went away or changed into something that
+/// is not a readable file since it was listed is left out, one grown past the bound is
+/// reported as too large.
+async fn read_batch(
+    caller: Caller<'_>,
+    sandbox: Option<&ferry_store::sandbox::Sandbox>,
+    batch: Vec<AgentPath>,
+) -> Result<Vec<(AgentPath, Result<Vec<u8>>)>> {
+    if let Some(sandbox) = sandbox {
+        let within: Vec<_> = batch
+            .iter()
+            .filter_map(AgentPath::within)
+            .cloned()
+            .collect();
+        let read = sandbox
+            .read_files(within, GREP_MAX_FILE_BYTES)
+            .await
+            .map_err(crate::error::in_sandbox)?;
+        return Ok(read
+            .into_iter()
+            .map(|(path, bytes)| {
+                let bytes = bytes.map_err(|e| match e {
+                    ferry_store::Error::TooLarge { limit } => Error::too_large(limit),
+                    ferry_store::Error::Io(e) => Error::io(e),
+                    // Gone, or no longer a plain file of the sandbox: nothing to search.
+                    other => Error::not_found(other.to_string()),
+                });
+                (AgentPath::Sandbox(Some(path)), bytes)
+            })
+            .collect());
+    }
+    Ok(futures::stream::iter(batch)
+        .map(|path| async move {
+            let bytes = match open(caller, &path).await {
+                Ok(current) => current.bytes(caller.app, GREP_MAX_FILE_BYTES).await,
+                Err(e) => Err(e),
+            };
+            (path, bytes)
+        })
+        .buffered(READ_AHEAD)
+        .collect()
+        .await)
+}
 
 /// `glob`'s answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -112,7 +179,7 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
         })?;
     let only = input.glob.as_deref().map(matcher_of).transpose()?;
     let mut skipped = Skipped::default();
-    let mut candidates: Vec<AgentPath> = Vec::new();
+    let mut candidates: Vec<(AgentPath, u64)> = Vec::new();
     for (path, relative, size) in files_below(caller, &base).await? {
         if only.as_ref().is_some_and(|glob| !glob.is_match(&relative)) {
             continue;
@@ -121,70 +188,75 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
             skipped.too_large += 1;
             continue;
         }
-        candidates.push(path);
+        candidates.push((path, size));
     }
-    candidates.sort_unstable_by_key(|path| path.to_string());
-    let mut reads = futures::stream::iter(candidates)
-        .map(|path| async move {
-            let bytes = match open(caller, &path).await {
-                Ok(current) => current.bytes(caller.app, GREP_MAX_FILE_BYTES).await,
-                Err(e) => Err(e),
-            };
-            (path, bytes)
-        })
-        .buffered(READ_AHEAD);
+    candidates.sort_unstable_by_key(|(path, _)| path.to_string());
+    // A sandbox's files are read a batch per turn of its permits; other files one by one.
+    let sandbox = match &base {
+        AgentPath::Sandbox(_) => {
+            Some(crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?)
+        }
+        _ => None,
+    };
+    let sandbox = sandbox.as_ref();
+    let mut reads = futures::stream::iter(batches(candidates))
+        .map(|batch| read_batch(caller, sandbox, batch))
+        // The next batch is read while this one is searched.
+        .buffered(2);
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::none())
         .build();
     let (mut matches, mut truncated, mut searched, mut total) = (Vec::new(), false, 0, 0u64);
-    while let Some((path, bytes)) = reads.next().await {
-        let bytes = match bytes {
-            Ok(bytes) => bytes,
-            // Removed, or grown past the bound, since it was listed.
-            Err(Error::NotFound(_)) => continue,
-            Err(Error::TooLarge(_)) => {
-                skipped.too_large += 1;
+    'batches: while let Some(batch) = reads.next().await {
+        for (path, bytes) in batch? {
+            let bytes = match bytes {
+                Ok(bytes) => bytes,
+                // Removed, or grown past the bound, since it was listed.
+                Err(Error::NotFound(_)) => continue,
+                Err(Error::TooLarge(_)) => {
+                    skipped.too_large += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if memchr::memchr(0, &bytes).is_some() {
+                skipped.binary += 1;
                 continue;
             }
-            Err(e) => return Err(e),
-        };
-        if memchr::memchr(0, &bytes).is_some() {
-            skipped.binary += 1;
-            continue;
-        }
-        total += bytes.len() as u64;
-        if total > GREP_MAX_TOTAL_BYTES {
-            truncated = true;
-            break;
-        }
-        searched += 1;
-        let shown = path.to_string();
-        searcher
-            .search_slice(
-                &matcher,
-                &bytes,
-                sinks::Lossy(|line, text| {
-                    if matches.len() == max {
-                        truncated = true;
-                        return Ok(false);
-                    }
-                    let text = text.trim_end_matches(['\n', '\r']);
-                    let text = match text.char_indices().nth(MATCH_MAX_CHARS) {
-                        Some((cut, _)) => &text[..cut],
-                        None => text,
-                    };
-                    matches.push(GrepMatch {
-                        path: shown.clone(),
-                        line,
-                        text: text.to_owned(),
-                    });
-                    Ok(true)
-                }),
-            )
-            .map_err(Error::internal)?;
-        if truncated {
-            break;
+            total += bytes.len() as u64;
+            if total > GREP_MAX_TOTAL_BYTES {
+                truncated = true;
+                break 'batches;
+            }
+            searched += 1;
+            let shown = path.to_string();
+            searcher
+                .search_slice(
+                    &matcher,
+                    &bytes,
+                    sinks::Lossy(|line, text| {
+                        if matches.len() == max {
+                            truncated = true;
+                            return Ok(false);
+                        }
+                        let text = text.trim_end_matches(['\n', '\r']);
+                        let text = match text.char_indices().nth(MATCH_MAX_CHARS) {
+                            Some((cut, _)) => &text[..cut],
+                            None => text,
+                        };
+                        matches.push(GrepMatch {
+                            path: shown.clone(),
+                            line,
+                            text: text.to_owned(),
+                        });
+                        Ok(true)
+                    }),
+                )
+                .map_err(Error::internal)?;
+            if truncated {
+                break 'batches;
+            }
         }
     }
     Ok(Grepped {

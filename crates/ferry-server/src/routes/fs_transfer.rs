@@ -357,7 +357,8 @@ pub async fn put(
         }
     }
     if uri.path().starts_with("/api/threads/") {
-        crate::routes::sandbox::write(State(state), principal, uri, headers, body).await
+        let door = crate::extract::DoorOf(Default::default());
+        crate::routes::sandbox::write(State(state), principal, door, uri, headers, body).await
     } else {
         let door = crate::extract::DoorOf(Default::default());
         crate::routes::spaces::put_file(State(state), principal, door, uri, headers, body).await

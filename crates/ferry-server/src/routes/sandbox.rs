@@ -15,7 +15,7 @@ use utoipa::IntoParams;
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
-use crate::extract::{ApiQuery, raw_segment, raw_tail};
+use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::openapi::FileBytes;
 use crate::serve::{Representation, etag, header_value, respond};
@@ -179,6 +179,7 @@ pub async fn head(
 pub async fn write(
     State(state): State<AppState>,
     principal: Principal,
+    DoorOf(door): DoorOf,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
@@ -194,6 +195,7 @@ pub async fn write(
         &content_type,
         &condition,
         Incoming::new(body.into_data_stream(), declared_length(&headers)),
+        door,
     )
     .await?;
     let tag = etag(&entry.etag);

@@ -38,6 +38,7 @@ use crate::chunk_writer::ChunkWriter;
 use crate::db::Db;
 use crate::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
 
+mod bulk;
 mod tree;
 pub use tree::{Moved, PathKind};
 

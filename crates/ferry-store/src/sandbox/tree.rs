@@ -29,8 +29,8 @@ pub enum PathKind {
 /// What a move did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Moved {
-    /// Files that moved (1 for a file).
-    pub files: u64,
+    /// The files that moved, by their paths below the moved path (`""` for a moved file).
+    pub files: Vec<String>,
     /// The moved file's ETag (unchanged by the move); `None` for a folder.
     pub etag: Option<String>,
 }
@@ -70,9 +70,10 @@ impl Sandbox {
         }
     }
 
-    /// Removes the folder `dir` and everything in it; answers how many files went. The
-    /// standard folders (`outputs/`, `workspace/`, …) are made again, empty.
-    pub async fn remove_tree(&self, dir: &ValidPath) -> Result<u64, Error> {
+    /// Removes the folder `dir` and everything in it; answers the files that went, by their
+    /// paths below `dir`. The standard folders (`outputs/`, `workspace/`, …) are made again,
+    /// empty.
+    pub async fn remove_tree(&self, dir: &ValidPath) -> Result<Vec<String>, Error> {
         changeable(dir)?;
         match self {
             Sandbox::Local(local) => local.remove_tree(dir).await,
@@ -107,11 +108,15 @@ fn parent_of(dir: &Dir, path: &str) -> Result<(Dir, String), Error> {
     }
 }
 
-/// Files below a folder, counted without following symlinks.
-fn files_in(dir: &Dir) -> Result<u64, Error> {
+/// The files below a folder, by their paths below it, found without following symlinks.
+fn files_in(dir: &Dir) -> Result<Vec<String>, Error> {
     let mut entries = Vec::new();
     walk(dir, Some(""), true, &mut entries)?;
-    Ok(entries.iter().filter(|e: &&SandboxEntry| !e.is_dir).count() as u64)
+    Ok(entries
+        .into_iter()
+        .filter(|e: &SandboxEntry| !e.is_dir)
+        .map(|e| e.path.trim_start_matches('/').to_owned())
+        .collect())
 }
 
 impl LocalSandbox {
@@ -151,7 +156,7 @@ impl LocalSandbox {
                     .map_err(jailed)?;
                 files_in(&inside)?
             } else {
-                1
+                vec![String::new()]
             };
             let (target_dir, target_name) = match to.rsplit_once('/') {
                 Some((parent, name)) => (folder(dir, parent)?, name.to_owned()),
@@ -187,7 +192,7 @@ impl LocalSandbox {
         .await
     }
 
-    async fn remove_tree(&self, dir_path: &ValidPath) -> Result<u64, Error> {
+    async fn remove_tree(&self, dir_path: &ValidPath) -> Result<Vec<String>, Error> {
         let path = dir_path.as_str().to_owned();
         let wait = self.op_timeout;
         self.blocking(move |dir| {
@@ -247,8 +252,13 @@ impl StoredSandbox {
         self.db
             .space_mkdirs(&self.thread_id, &space, &SANDBOX_LAYOUT)
             .await?;
+        let below = |file: &crate::spaces::SpaceFile| {
+            file.path[to.as_str().len()..]
+                .trim_start_matches('/')
+                .to_owned()
+        };
         Ok(Moved {
-            files: moved.len() as u64,
+            files: moved.iter().map(below).collect(),
             etag: if is_folder {
                 None
             } else {
@@ -257,7 +267,7 @@ impl StoredSandbox {
         })
     }
 
-    async fn remove_tree(&self, dir: &ValidPath) -> Result<u64, Error> {
+    async fn remove_tree(&self, dir: &ValidPath) -> Result<Vec<String>, Error> {
         let space = SpaceName::sandbox();
         match self.db.space_find(&self.thread_id, &space, dir).await? {
             Found::Folder => {}
@@ -271,6 +281,13 @@ impl StoredSandbox {
         self.db
             .space_mkdirs(&self.thread_id, &space, &SANDBOX_LAYOUT)
             .await?;
-        Ok(removed.len() as u64)
+        Ok(removed
+            .iter()
+            .map(|file| {
+                file.path[dir.as_str().len()..]
+                    .trim_start_matches('/')
+                    .to_owned()
+            })
+            .collect())
     }
 }

@@ -123,15 +123,32 @@ async fn a_subscriber_connected_first_receives_events_live() {
     published.expect(201, None);
     let upload = upload_one(&app, &t, "u.txt", b"u").await;
 
-    let got = sse.events(4).await;
+    let got = sse.events(5).await;
     assert_eq!(got[0].json(), posted);
     assert_eq!(got[0].json()["sessionId"], t.id.as_str());
-    assert_eq!(got[1].json()["type"], "file_publishing");
-    assert_eq!(got[2].json()["type"], "file_published");
-    assert_eq!(got[2].json()["publishId"], got[1].json()["publishId"]);
-    assert_eq!(got[2].json()["file"], published.json());
-    assert_eq!(got[3].json()["type"], "upload");
-    assert_eq!(got[3].json()["upload"]["id"], upload["id"]);
+    // The agent's write to its sandbox is announced, with the file's new ETag.
+    let written = got[1].json();
+    assert_eq!(
+        (
+            &written["type"],
+            &written["path"],
+            &written["door"],
+            &written["role"]
+        ),
+        (
+            &json!("file_written"),
+            &json!("/sandbox/outputs/a.md"),
+            &json!("http"),
+            &json!("agent")
+        )
+    );
+    assert_eq!(written["size"], 3);
+    assert_eq!(got[2].json()["type"], "file_publishing");
+    assert_eq!(got[3].json()["type"], "file_published");
+    assert_eq!(got[3].json()["publishId"], got[2].json()["publishId"]);
+    assert_eq!(got[3].json()["file"], published.json());
+    assert_eq!(got[4].json()["type"], "upload");
+    assert_eq!(got[4].json()["upload"]["id"], upload["id"]);
 }
 
 #[tokio::test]

@@ -134,6 +134,10 @@ async fn a_markdown_file_is_sent_with_the_seeds_answer_and_event() {
         })
     );
 
+    // The write is an event of its own, before the send.
+    let written = sse.next_event().await.json();
+    assert_eq!(written["type"], "file_written");
+    assert_eq!(written["path"], "/sandbox/outputs/notes.md");
     let event = sse.next_event().await;
     let parsed = event.json();
     assert_eq!(

@@ -176,7 +176,16 @@ async fn mcp_over_http_acts_with_the_callers_token() {
             "delete_space_file",
             "say",
             "list_uploads",
-            "read_upload"
+            "read_upload",
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "glob",
+            "grep",
+            "move_file",
+            "delete_file",
+            "file_url"
         ]
     );
 
