@@ -168,6 +168,21 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever text comes in, a path that parses names something in the sandbox or the
+        /// spaces, shows as such, and parses back to itself.
+        #[test]
+        fn a_parsed_path_stays_in_its_place_and_round_trips(text in "[a-z/.\\\\ %\u{0}-\u{1f}éü]{0,40}") {
+            if let Ok(path) = AgentPath::parse(&text) {
+                let shown = path.to_string();
+                proptest::prop_assert!(shown == "/sandbox" || shown.starts_with("/sandbox/")
+                    || shown == "/spaces" || shown.starts_with("/spaces/"), "{shown}");
+                proptest::prop_assert!(!shown.split('/').any(|s| s == ".." || s == "."), "{shown}");
+                proptest::prop_assert_eq!(AgentPath::parse(&shown).unwrap(), path);
+            }
+        }
+    }
+
     #[test]
     fn places_and_joins() {
         let a = AgentPath::parse("/spaces/notes/a").unwrap();

@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 
 use super::{Caller, files_below, open, parse};
 use crate::error::{Error, Result};
+use ferry_store::sandbox::PathKind;
 
 /// Files larger than this are skipped by `grep` (and counted).
 pub const GREP_MAX_FILE_BYTES: u64 = 16 << 20;
@@ -116,12 +117,28 @@ fn matcher_of(pattern: &str) -> Result<globset::GlobMatcher> {
 pub async fn glob(caller: Caller<'_>, input: &GlobInput) -> Result<Globbed> {
     let base = parse(&input.path)?;
     let matcher = matcher_of(input.pattern.trim_start_matches("./"))?;
-    let mut paths: Vec<String> = files_below(caller, &base)
-        .await?
-        .into_iter()
-        .filter(|(_, relative, _)| matcher.is_match(relative))
-        .map(|(path, _, _)| path.to_string())
-        .collect();
+    let mut paths: Vec<String> = match &base {
+        // A folder of a sandbox: its files' names alone, without their sizes and times.
+        AgentPath::Sandbox(dir) if super::find(caller, &base).await? == Some(PathKind::Folder) => {
+            let sandbox =
+                crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?;
+            let skip = dir.as_ref().map_or(0, |d| d.as_str().len() + 1);
+            sandbox
+                .file_paths(dir.as_ref())
+                .await
+                .map_err(crate::error::in_sandbox)?
+                .into_iter()
+                .filter(|path| matcher.is_match(&path[skip..]))
+                .map(|path| format!("/sandbox/{path}"))
+                .collect()
+        }
+        _ => files_below(caller, &base)
+            .await?
+            .into_iter()
+            .filter(|(_, relative, _)| matcher.is_match(relative))
+            .map(|(path, _, _)| path.to_string())
+            .collect(),
+    };
     paths.sort_unstable();
     let truncated = paths.len() > MAX_GLOB_PATHS;
     paths.truncate(MAX_GLOB_PATHS);

@@ -572,3 +572,47 @@ async fn a_symlink_out_of_the_sandbox_is_refused_by_every_operation() {
         assert!(matches!(refused, Error::InvalidPath(_)), "{refused:?}");
     }
 }
+
+/// Edits racing on one file: each one either lands or is refused as stale, and the file ends
+/// holding exactly the edits that landed (none is lost, none is half-made).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_edits_of_one_file_never_lose_one() {
+    for place in PLACES {
+        let w = std::sync::Arc::new(World::new(place).await);
+        let tokens: Vec<String> = (0..16).map(|i| format!("slot-{i:02}")).collect();
+        write_text(
+            w.agent(),
+            "/sandbox/outputs/race.md",
+            &(tokens.join("\n") + "\n"),
+        )
+        .await;
+        let tasks: Vec<_> = tokens
+            .iter()
+            .map(|token| {
+                let (w, token) = (w.clone(), token.clone());
+                tokio::spawn(async move {
+                    let body = input::<EditFileInput>(json!({
+                        "path": "/sandbox/outputs/race.md",
+                        "old_string": token,
+                        "new_string": token.to_uppercase(),
+                    }));
+                    edit(w.agent(), &body).await.map(|_| token)
+                })
+            })
+            .collect();
+        let mut landed = Vec::new();
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(token) => landed.push(token),
+                Err(Error::PreconditionFailed(_)) => {}
+                Err(other) => panic!("{place:?}: {other:?}"),
+            }
+        }
+        assert!(!landed.is_empty(), "{place:?}: at least one edit lands");
+        let text = text_of(w.agent(), "/sandbox/outputs/race.md").await;
+        for token in &tokens {
+            let upper = text.contains(&token.to_uppercase());
+            assert_eq!(upper, landed.contains(token), "{place:?} {token}: {text}");
+        }
+    }
+}

@@ -91,3 +91,82 @@ impl StoredSandbox {
         Ok(reads)
     }
 }
+
+impl Sandbox {
+    /// The paths of every regular file below `dir` (the whole sandbox when `None`), relative
+    /// to `/sandbox/`, sorted: what a glob needs and no more. Locally the folder entries' own
+    /// types are read (no `stat` per file) and symlinks are neither followed nor listed.
+    pub async fn file_paths(&self, dir: Option<&ValidPath>) -> Result<Vec<String>, Error> {
+        match self {
+            Sandbox::Local(local) => local.file_paths(dir).await,
+            Sandbox::Stored(_) => Ok(self
+                .list(dir, true)
+                .await?
+                .into_iter()
+                .filter(|entry| !entry.is_dir)
+                .map(|entry| entry.path)
+                .collect()),
+        }
+    }
+}
+
+impl LocalSandbox {
+    async fn file_paths(&self, dir: Option<&ValidPath>) -> Result<Vec<String>, Error> {
+        let prefix = dir.map(|d| d.as_str().to_owned());
+        self.blocking(move |root| {
+            let start = match &prefix {
+                Some(p) => match root.open_dir(p) {
+                    Ok(d) => d,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(super::jailed(e)),
+                },
+                None => root.try_clone().map_err(super::jailed)?,
+            };
+            let mut out = Vec::new();
+            names_below(&start, prefix.as_deref(), &mut out)?;
+            out.sort_unstable();
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// [`Sandbox::file_paths`] of one folder, depth first.
+fn names_below(
+    dir: &cap_std::fs::Dir,
+    prefix: Option<&str>,
+    out: &mut Vec<String>,
+) -> Result<(), Error> {
+    for entry in dir.entries().map_err(super::jailed)? {
+        let entry = entry.map_err(super::jailed)?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if prefix.is_none() && name == super::TMP_DIR {
+            continue;
+        }
+        let path = match prefix {
+            Some(p) => format!("{p}/{name}"),
+            None => name.clone(),
+        };
+        if path.len() > super::MAX_PATH_BYTES {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            Ok(kind) => kind,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(super::jailed(e)),
+        };
+        if kind.is_dir() {
+            if let Ok(sub) = cap_fs_ext::DirExt::open_dir_nofollow(dir, &name) {
+                names_below(&sub, Some(&path), out)?;
+            }
+        } else if kind.is_file() {
+            out.push(path);
+        }
+        if out.len() > super::MAX_LISTED {
+            return Err(Error::TooManyEntries);
+        }
+    }
+    Ok(())
+}
