@@ -17,17 +17,21 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool,
+    ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
+use tokio::task::AbortHandle;
 
 use crate::api::{Api, ApiRequest, ApiResponse};
 use crate::file_tools;
 use crate::resources::{self, Named};
+use crate::watch::{self, Feed};
 use crate::tools::{self, INSTRUCTIONS};
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment or a query
@@ -81,6 +85,9 @@ enum Callers {
 pub struct FerryMcp {
     api: Arc<dyn Api>,
     callers: Callers,
+    /// The resources this session follows, by URI (a session of `ferry mcp` only: `/mcp`
+    /// keeps no session to notify).
+    subscriptions: Arc<std::sync::Mutex<HashMap<String, AbortHandle>>>,
 }
 
 impl FerryMcp {
@@ -97,6 +104,7 @@ impl FerryMcp {
     ) -> FerryMcp {
         FerryMcp {
             api,
+            subscriptions: Arc::default(),
             callers: Callers::Fixed(Caller {
                 token: token.trim().to_owned(),
                 base_url: base_url.trim_end_matches('/').to_owned(),
@@ -110,6 +118,7 @@ impl FerryMcp {
     pub fn per_request(api: Arc<dyn Api>) -> FerryMcp {
         FerryMcp {
             api,
+            subscriptions: Arc::default(),
             callers: Callers::PerRequest,
         }
     }
@@ -703,6 +712,71 @@ impl FerryMcp {
     }
 }
 
+impl FerryMcp {
+    /// The stored events of `feed` after `after` (at most a page of them).
+    async fn events_after(&self, caller: &Caller, feed: &Feed, after: i64) -> Option<Vec<Value>> {
+        let route = format!("{}?after={after}&format=json&limit=1000", feed.route);
+        let response = self.get(caller, route).await.ok()?;
+        if !response.status.is_success() {
+            return None;
+        }
+        serde_json::from_slice::<Vec<Value>>(&response.body).ok()
+    }
+
+    /// The id of the feed's newest event: where following it starts.
+    async fn newest(&self, caller: &Caller, feed: &Feed) -> Result<i64, ErrorData> {
+        let mut after = 0;
+        loop {
+            let events = self.events_after(caller, feed, after).await.ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "the resource's changes cannot be followed: its feed could not be read",
+                    None,
+                )
+            })?;
+            let page = events.len();
+            after = events
+                .iter()
+                .filter_map(|e| e["id"].as_i64())
+                .max()
+                .unwrap_or(after);
+            if page < 1000 {
+                return Ok(after);
+            }
+        }
+    }
+
+    /// Tells the client each time the resource changes, until the session ends (a
+    /// notification that cannot be sent) or the subscription is dropped.
+    async fn follow(
+        self,
+        caller: Caller,
+        feed: Feed,
+        mut after: i64,
+        uri: String,
+        peer: rmcp::Peer<RoleServer>,
+    ) {
+        loop {
+            tokio::time::sleep(watch::POLL).await;
+            let Some(events) = self.events_after(&caller, &feed, after).await else {
+                continue;
+            };
+            let mut changed = false;
+            for event in &events {
+                after = after.max(event["id"].as_i64().unwrap_or(after));
+                changed |= feed.concerns(event);
+            }
+            if changed
+                && peer
+                    .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
+                    .await
+                    .is_err()
+            {
+                return;
+            }
+        }
+    }
+}
+
 /// A successful GET as resource contents: text for text types that are UTF-8, base64 for the
 /// rest.
 fn contents_of(uri: &str, response: &ApiResponse) -> ResourceContents {
@@ -723,10 +797,16 @@ fn contents_of(uri: &str, response: &ApiResponse) -> ResourceContents {
 
 impl ServerHandler for FerryMcp {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
             .build();
+        // A session of `ferry mcp` can be told of changes; `/mcp` keeps no session.
+        if let (Callers::Fixed(_), Some(resources)) =
+            (&self.callers, capabilities.resources.as_mut())
+        {
+            resources.subscribe = Some(true);
+        }
         let mut config = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
         config.server_info = Implementation::new("ferry", env!("CARGO_PKG_VERSION"))
             .with_title("ferry")
@@ -840,6 +920,74 @@ impl ServerHandler for FerryMcp {
             });
         }
         Ok(ReadResourceResult::new(vec![contents_of(&request.uri, &response)]).into())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Callers::Fixed(caller) = &self.callers else {
+            return Err(ErrorData::invalid_request(
+                "/mcp keeps no session to notify: follow the space's feed or the thread's \
+                 events over HTTP, or connect with `ferry mcp` (stdio)",
+                None,
+            ));
+        };
+        let named =
+            Named::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
+        let feed = Feed::of(&named, caller.thread.as_deref(), encode).ok_or_else(|| {
+            ErrorData::invalid_params(
+                "this resource belongs to a thread, and the token names none: use an agent token",
+                None,
+            )
+        })?;
+        // The resource must be one the caller may read.
+        let route = Self::route_of(caller, &named)?;
+        let response = self.get(caller, route).await.map_err(|_| {
+            ErrorData::internal_error("could not reach the ferry server", None)
+        })?;
+        if response.status == http::StatusCode::FORBIDDEN
+            || response.status == http::StatusCode::UNAUTHORIZED
+        {
+            return Err(ErrorData::invalid_params(
+                String::from_utf8_lossy(&response.body).into_owned(),
+                None,
+            ));
+        }
+        let start = self.newest(caller, &feed).await?;
+        let task = tokio::spawn(self.clone().follow(
+            caller.clone(),
+            feed,
+            start,
+            request.uri.clone(),
+            context.peer.clone(),
+        ));
+        let mut subscriptions = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(earlier) = subscriptions.insert(request.uri, task.abort_handle()) {
+            earlier.abort();
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut subscriptions = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(task) = subscriptions.remove(&request.uri) {
+            task.abort();
+        }
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -20,6 +20,7 @@ pub mod api;
 pub mod file_tools;
 mod handler;
 pub mod resources;
+mod watch;
 pub mod stdio;
 pub mod tools;
 

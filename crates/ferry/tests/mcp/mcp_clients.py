@@ -658,6 +658,47 @@ async def seen_through_s3(ferry: Ferry, thread: str, agent: str, etag: str) -> N
     check(not scratch.get("Contents"), "S3 sees the recursive delete", scratch.get("Contents"))
 
 
+async def subscriptions_over_stdio(ferry_exe: str, ferry: Ferry, thread: str, agent: str) -> None:
+    """A client subscribed to a file is told when it changes through another door (here the
+    HTTP API), and no longer once it unsubscribed."""
+    updated: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ResourceUpdatedNotification):
+            await updated.put(str(message.root.params.uri))
+
+    params = StdioServerParameters(
+        command=ferry_exe, args=["mcp", "--url", ferry.url], env={"FERRY_TOKEN": agent, "FERRY_LOG": "warn"}
+    )
+    space = f"watch-{uuid.uuid4().hex[:8]}"
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            init = await session.initialize()
+            check(init.capabilities.resources is not None and init.capabilities.resources.subscribe is True,
+                  "a stdio session can subscribe", init.capabilities)
+            sandbox_uri = "ferry://sandbox/outputs/watched.md"
+            space_uri = f"ferry://spaces/{space}/w.md"
+            put = await ferry.request("PUT", f"/api/threads/{thread}/sandbox/outputs/watched.md", agent,
+                                      headers={"content-type": "text/markdown"}, content=b"one")
+            check(put.status_code == 201, "the watched file exists", put.text)
+            await session.subscribe_resource(sandbox_uri)
+            await session.subscribe_resource(space_uri)
+            await ferry.request("PUT", f"/api/threads/{thread}/sandbox/outputs/watched.md", agent,
+                                headers={"content-type": "text/markdown"}, content=b"two")
+            got = await asyncio.wait_for(updated.get(), 10)
+            check(got == sandbox_uri, "told of the sandbox file's change", got)
+            await ferry.request("PUT", f"/api/spaces/{space}/files/w.md", ferry.user,
+                                headers={"content-type": "text/markdown"}, content=b"note")
+            got = await asyncio.wait_for(updated.get(), 10)
+            check(got == space_uri, "told of the space file's change", got)
+            await session.unsubscribe_resource(sandbox_uri)
+            await ferry.request("PUT", f"/api/threads/{thread}/sandbox/outputs/watched.md", agent,
+                                headers={"content-type": "text/markdown"}, content=b"three")
+            await asyncio.sleep(2.5)
+            check(updated.empty(), "no word after unsubscribing", updated.qsize())
+    print("resource subscriptions over stdio: ok")
+
+
 async def upload_as_user(ferry: Ferry, thread: str, name: str, content_type: str, content: bytes) -> dict[str, Any]:
     """Uploads one file into the thread as its owner; answers the upload."""
     uploaded = await ferry.request(
@@ -723,12 +764,20 @@ async def main() -> int:
             thread, agent = await ferry.new_thread("mcp over stdio")
             async with stdio_session(args.ferry, ferry.url, agent) as session:
                 await exercise("stdio", ferry, session, thread, agent)
+            await subscriptions_over_stdio(args.ferry, ferry, thread, agent)
             await user_token_without_thread(args.ferry, ferry)
             await unreachable_server(args.ferry)
         if args.transport in ("http", "both"):
             thread, agent = await ferry.new_thread("mcp over http")
             async with http_session(ferry.url, agent) as session:
                 await exercise("http", ferry, session, thread, agent)
+                try:
+                    await session.subscribe_resource("ferry://sandbox/outputs/x.md")
+                    check(False, "/mcp keeps no session: subscribing is refused")
+                except Failure:
+                    raise
+                except Exception as error:  # noqa: BLE001 - the SDK raises McpError
+                    check("no session" in str(error), "the refusal says why", str(error))
     except BaseException as error:  # noqa: BLE001 - report a check's failure plainly
         failures = failures_in(error)
         if not failures:
