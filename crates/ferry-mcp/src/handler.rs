@@ -31,8 +31,8 @@ use tokio::task::AbortHandle;
 use crate::api::{Api, ApiRequest, ApiResponse};
 use crate::file_tools;
 use crate::resources::{self, Named};
-use crate::watch::{self, Feed};
 use crate::tools::{self, INSTRUCTIONS};
+use crate::watch::{self, Feed};
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment or a query
 /// value, so the server decodes exactly what the agent wrote.
@@ -727,12 +727,15 @@ impl FerryMcp {
     async fn newest(&self, caller: &Caller, feed: &Feed) -> Result<i64, ErrorData> {
         let mut after = 0;
         loop {
-            let events = self.events_after(caller, feed, after).await.ok_or_else(|| {
-                ErrorData::invalid_params(
-                    "the resource's changes cannot be followed: its feed could not be read",
-                    None,
-                )
-            })?;
+            let events = self
+                .events_after(caller, feed, after)
+                .await
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        "the resource's changes cannot be followed: its feed could not be read",
+                        None,
+                    )
+                })?;
             let page = events.len();
             after = events
                 .iter()
@@ -935,8 +938,7 @@ impl ServerHandler for FerryMcp {
                 None,
             ));
         };
-        let named =
-            Named::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
+        let named = Named::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
         let feed = Feed::of(&named, caller.thread.as_deref(), encode).ok_or_else(|| {
             ErrorData::invalid_params(
                 "this resource belongs to a thread, and the token names none: use an agent token",
@@ -945,9 +947,10 @@ impl ServerHandler for FerryMcp {
         })?;
         // The resource must be one the caller may read.
         let route = Self::route_of(caller, &named)?;
-        let response = self.get(caller, route).await.map_err(|_| {
-            ErrorData::internal_error("could not reach the ferry server", None)
-        })?;
+        let response = self
+            .get(caller, route)
+            .await
+            .map_err(|_| ErrorData::internal_error("could not reach the ferry server", None))?;
         if response.status == http::StatusCode::FORBIDDEN
             || response.status == http::StatusCode::UNAUTHORIZED
         {
@@ -964,10 +967,7 @@ impl ServerHandler for FerryMcp {
             request.uri.clone(),
             context.peer.clone(),
         ));
-        let mut subscriptions = self
-            .subscriptions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(earlier) = subscriptions.insert(request.uri, task.abort_handle()) {
             earlier.abort();
         }
@@ -980,10 +980,7 @@ impl ServerHandler for FerryMcp {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let mut subscriptions = self
-            .subscriptions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(task) = subscriptions.remove(&request.uri) {
             task.abort();
         }

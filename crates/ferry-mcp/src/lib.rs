@@ -20,9 +20,9 @@ pub mod api;
 pub mod file_tools;
 mod handler;
 pub mod resources;
-mod watch;
 pub mod stdio;
 pub mod tools;
+mod watch;
 
 pub use api::{Api, ApiRequest, ApiResponse, HttpApi};
 /// For implementing [`Api`] without depending on `async-trait` directly.

@@ -32,7 +32,11 @@ enum Watched {
 impl Feed {
     /// The feed of `named`; `encode` percent-encodes one path segment for a route. `None`
     /// when the resource needs a thread and there is none.
-    pub fn of(named: &Named, thread: Option<&str>, encode: impl Fn(&str) -> String) -> Option<Feed> {
+    pub fn of(
+        named: &Named,
+        thread: Option<&str>,
+        encode: impl Fn(&str) -> String,
+    ) -> Option<Feed> {
         let decoded = |raw: &str| {
             percent_encoding::percent_decode_str(raw)
                 .decode_utf8_lossy()
@@ -94,8 +98,12 @@ mod tests {
         assert!(report.concerns(&written));
         let moved_in = json!({"type": "file_moved", "path": "/sandbox/a.md", "destination": "/sandbox/outputs/my report.md"});
         assert!(report.concerns(&moved_in));
-        assert!(!report.concerns(&json!({"type": "message", "path": "/sandbox/outputs/my report.md"})));
-        assert!(!report.concerns(&json!({"type": "file_written", "path": "/sandbox/outputs/other.md"})));
+        assert!(
+            !report.concerns(&json!({"type": "message", "path": "/sandbox/outputs/my report.md"}))
+        );
+        assert!(
+            !report.concerns(&json!({"type": "file_written", "path": "/sandbox/outputs/other.md"}))
+        );
 
         let note = feed("ferry://spaces/notes/ideas/a.md");
         assert_eq!(note.route, "/api/spaces/notes/events");
@@ -106,7 +114,11 @@ mod tests {
         assert!(!card.concerns(&json!({"type": "file_published", "file": {"id": "p2"}})));
         assert!(!feed("ferry://uploads/u1").concerns(&json!({"type": "upload"})));
         assert_eq!(
-            Feed::of(&Named::parse("ferry://sandbox/a").unwrap(), None, str::to_owned),
+            Feed::of(
+                &Named::parse("ferry://sandbox/a").unwrap(),
+                None,
+                str::to_owned
+            ),
             None
         );
     }

@@ -320,3 +320,134 @@ async fn two_nodes_share_one_deployment() {
     drop(cluster.b);
     cluster.schema.drop_now().await;
 }
+
+/// The agent's file system on two nodes, with sandboxes in the blob store: a file written,
+/// edited and moved through one node is read, searched and listed through the other with the
+/// same ETag, and a subscriber of the space's feed on one node receives every change made
+/// through the other, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_agents_files_and_the_space_feed_are_one_across_nodes() {
+    let Some(cluster) = cluster().await else {
+        return;
+    };
+    let (a, b) = (&cluster.a, &cluster.b);
+    let user = token(&["--user", "alice"]);
+    let client = reqwest::Client::new();
+    let made: Value = client
+        .post(url(a, "/api/threads"))
+        .bearer_auth(&user)
+        .json(&json!({"title": "files"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = made["id"].as_str().unwrap().to_owned();
+    let agent = token(&["--agent", "--thread", &id, "--user", "alice"]);
+    let fs = |node: &Running, tool: &str, body: Value| {
+        let request = client
+            .post(url(node, &format!("/api/fs/{tool}")))
+            .bearer_auth(&agent)
+            .json(&body);
+        async move {
+            let reply = request.send().await.unwrap();
+            let status = reply.status().as_u16();
+            let body: Value = reply.json().await.unwrap();
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+
+    // The space's feed, followed on A from its start.
+    let mut feed = client
+        .get(url(a, "/api/spaces/notes/events"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap()
+        .bytes_stream();
+
+    let written = fs(
+        b,
+        "write_file",
+        json!({"path": "/sandbox/outputs/r.md", "content": "total: 1\n"}),
+    )
+    .await;
+    let edited = fs(
+        a,
+        "edit_file",
+        json!({"path": "/sandbox/outputs/r.md", "old_string": "1", "new_string": "2", "ifMatch": written["etag"]}),
+    )
+    .await;
+    let read = fs(b, "read_file", json!({"path": "/sandbox/outputs/r.md"})).await;
+    assert_eq!(
+        (&read["content"], &read["etag"]),
+        (&json!("     1\ttotal: 2\n"), &edited["etag"])
+    );
+    fs(
+        b,
+        "move_file",
+        json!({"source": "/sandbox/outputs/r.md", "destination": "/sandbox/outputs/final/r.md"}),
+    )
+    .await;
+    let found = fs(a, "grep", json!({"pattern": "total"})).await;
+    assert_eq!(found["matches"][0]["path"], "/sandbox/outputs/final/r.md");
+    let globbed = fs(a, "glob", json!({"pattern": "**/*.md"})).await;
+    assert_eq!(globbed["paths"], json!(["/sandbox/outputs/final/r.md"]));
+
+    fs(
+        b,
+        "write_file",
+        json!({"path": "/spaces/notes/a.md", "content": "a"}),
+    )
+    .await;
+    fs(
+        a,
+        "move_file",
+        json!({"source": "/spaces/notes/a.md", "destination": "/spaces/notes/b.md"}),
+    )
+    .await;
+    fs(b, "delete_file", json!({"path": "/spaces/notes/b.md"})).await;
+    let mut received = String::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while received.matches("\ndata: ").count() + usize::from(received.starts_with("data: ")) < 3
+        {
+            received.push_str(&String::from_utf8_lossy(
+                &feed.next().await.unwrap().unwrap(),
+            ));
+        }
+    })
+    .await
+    .expect("the changes made through B (and A) reached the feed's subscriber on A");
+    let kinds: Vec<String> = received
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| {
+            serde_json::from_str::<Value>(data).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(kinds, ["file_written", "file_moved", "file_deleted"]);
+
+    // The sandbox's changes are on the thread's channel, through either node.
+    let events: Value = client
+        .get(url(a, &format!("/api/threads/{id}/events?format=json")))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let changes: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .filter(|t| t.starts_with("file_"))
+        .collect();
+    assert_eq!(changes, ["file_written", "file_written", "file_moved"]);
+}
