@@ -1,8 +1,9 @@
-//! The one path validator, the sandbox form, space names and upload names on arbitrary text.
+//! The one path validator, the sandbox form, the agent's path space, space names and upload
+//! names on arbitrary text.
 #![no_main]
 
 use ferry_core::path::upload_file_name;
-use ferry_core::{SandboxPath, SpaceName, ValidPath};
+use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 
 /// What every accepted path must be, whichever door it came in by.
 fn check(path: &ValidPath) {
@@ -48,6 +49,21 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             !name.as_str().contains('/'),
             "an upload name is one segment"
         );
+    }
+    if let Ok(agent) = AgentPath::parse(text) {
+        // Inside the sandbox or the spaces, by the same validator, and shown as it parses.
+        if let Some(within) = agent.within() {
+            check(within);
+        }
+        let shown = agent.to_string();
+        assert!(
+            shown == "/sandbox"
+                || shown.starts_with("/sandbox/")
+                || shown == "/spaces"
+                || shown.starts_with("/spaces/"),
+            "{shown:?}"
+        );
+        assert_eq!(AgentPath::parse(&shown), Ok(agent));
     }
     let _ = SpaceName::parse(text);
 });

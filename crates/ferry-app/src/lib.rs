@@ -28,6 +28,7 @@ pub mod say;
 pub mod send_file;
 pub mod spaces;
 pub mod threads;
+pub mod upkeep;
 pub mod uploads;
 
 #[cfg(test)]
@@ -88,10 +89,25 @@ impl Default for Limits {
 #[derive(Debug, Clone)]
 pub struct App(Arc<Inner>);
 
+/// What an [`App`] is made of, as the server opens it.
 #[derive(Debug)]
-pub struct Inner {
+pub struct Parts {
     pub db: Db,
     pub blobs: Blobs,
+    pub sandboxes: Sandboxes,
+    pub extractor: Extractor,
+    pub limits: Limits,
+    pub skills_dir: Option<PathBuf>,
+    pub cache: cache::DerivedCache,
+}
+
+/// The stores are this crate's alone: a door reaches them only through a use case (the
+/// metadata database and the blob store are not public), so no door can hold a rule of its
+/// own over them.
+#[derive(Debug)]
+pub struct Inner {
+    pub(crate) db: Db,
+    pub(crate) blobs: Blobs,
     pub sandboxes: Sandboxes,
     pub extractor: Extractor,
     pub limits: Limits,
@@ -114,8 +130,18 @@ impl std::ops::Deref for App {
 }
 
 impl App {
-    pub fn new(inner: Inner) -> App {
-        App(Arc::new(inner))
+    pub fn new(parts: Parts) -> App {
+        App(Arc::new(Inner {
+            db: parts.db,
+            blobs: parts.blobs,
+            sandboxes: parts.sandboxes,
+            extractor: parts.extractor,
+            limits: parts.limits,
+            events: EventHub::default(),
+            deliveries_due: Notify::new(),
+            skills_dir: parts.skills_dir,
+            cache: parts.cache,
+        }))
     }
 
     /// Stores nothing: wakes this node's subscribers with an event that is already stored.

@@ -72,3 +72,13 @@ where
         }
     }
 }
+
+/// The bytes of a stored file (a space file, an upload, a published revision) that a use case
+/// of this crate handed the caller, or a range of them.
+pub async fn bytes(
+    app: &App,
+    blob_key: &str,
+    range: Option<std::ops::Range<u64>>,
+) -> std::io::Result<ferry_store::BlobRead> {
+    app.blobs.read(blob_key, range).await
+}

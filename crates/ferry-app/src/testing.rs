@@ -9,10 +9,9 @@ use ferry_extract::{Extractor, ExtractorConfig};
 use ferry_store::sandbox::{SandboxLimits, Sandboxes};
 use ferry_store::{Blobs, Db, LocalBlobs};
 use futures::Stream;
-use tokio::sync::Notify;
 
 use crate::body::Incoming;
-use crate::{App, Inner, Limits, Principal};
+use crate::{App, Limits, Parts, Principal};
 
 /// The space limit of the test app.
 pub(crate) const SPACE_LIMIT: u64 = 1024;
@@ -47,7 +46,7 @@ pub(crate) async fn app_with(sandboxes: Where) -> (App, tempfile::TempDir) {
         dir.path().join("no-worker"),
         Vec::<String>::new(),
     ));
-    let app = App::new(Inner {
+    let app = App::new(Parts {
         db,
         blobs,
         sandboxes,
@@ -57,8 +56,6 @@ pub(crate) async fn app_with(sandboxes: Where) -> (App, tempfile::TempDir) {
             preview_wait: Duration::from_secs(1),
             ..Limits::default()
         },
-        events: Default::default(),
-        deliveries_due: Notify::new(),
         skills_dir: None,
         cache: crate::cache::DerivedCache::new(dir.path().join("cache")),
     });

@@ -320,7 +320,7 @@ impl Door {
         range: Option<std::ops::Range<u64>>,
     ) -> S3Result<BoxStream<'static, std::io::Result<Bytes>>> {
         let read = match reader {
-            Reader::Blob(key) => self.app.blobs.read(&key, range).await,
+            Reader::Blob(key) => ferry_app::objects::bytes(&self.app, &key, range).await,
             Reader::Sandbox(opened) => opened.stream(range).await,
         }
         .map_err(|e| to_s3(ferry_app::Error::io(e)))?;

@@ -49,11 +49,7 @@ pub async fn run_delivery_worker(state: AppState) {
     let active: Arc<Mutex<HashSet<String>>> = Arc::default();
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_ACTIVE_CONNECTORS));
     loop {
-        match state
-            .app
-            .db
-            .connectors_due(MAX_ACTIVE_CONNECTORS as u32 * 2)
-            .await
+        match ferry_app::upkeep::connectors_due(&state.app, MAX_ACTIVE_CONNECTORS as u32 * 2).await
         {
             Ok(due) => {
                 for connector_id in due {
@@ -95,9 +91,9 @@ pub async fn run_delivery_worker(state: AppState) {
 
 /// Posts one connector's due deliveries, oldest first, until none is left.
 async fn work_connector(state: &AppState, client: &reqwest::Client, connector_id: &str) {
-    let lease = lease(state).as_millis() as i64;
+    let lease = lease(state);
     loop {
-        match state.app.db.claim_delivery(connector_id, lease).await {
+        match ferry_app::upkeep::claim_delivery(&state.app, connector_id, lease).await {
             Ok(Some(delivery)) => attempt(state, client, delivery).await,
             Ok(None) => return,
             Err(e) => {
@@ -127,7 +123,7 @@ async fn attempt(state: &AppState, client: &reqwest::Client, delivery: Delivery)
             Err((why.as_str(), None))
         }
     };
-    if let Err(e) = state.app.db.finish_delivery(&delivery.id, result).await {
+    if let Err(e) = ferry_app::upkeep::finish_delivery(&state.app, &delivery.id, result).await {
         tracing::warn!(error = %e, "could not record a webhook delivery");
     }
 }
@@ -148,10 +144,7 @@ fn now_millis() -> i64 {
 /// What a webhook receives: the message event, with each attachment's `url` replaced by a
 /// short-lived signed link that needs no token.
 async fn payload(state: &AppState, delivery: &Delivery) -> Result<serde_json::Value, String> {
-    let event = state
-        .app
-        .db
-        .event(&delivery.thread_id, delivery.event_id)
+    let event = ferry_app::upkeep::delivered_event(&state.app, delivery)
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the event no longer exists")?;
@@ -182,10 +175,7 @@ async fn post(
     client: &reqwest::Client,
     delivery: &Delivery,
 ) -> Result<(), String> {
-    let connector = state
-        .app
-        .db
-        .connector(&delivery.connector_id)
+    let connector = ferry_app::upkeep::connector(&state.app, &delivery.connector_id)
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the connector was removed")?;

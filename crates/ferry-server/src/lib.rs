@@ -63,7 +63,7 @@ pub async fn serve(
     relay.abort();
     sweeper.abort();
     keep_alive.abort();
-    state.app.db.close().await;
+    ferry_app::upkeep::close(&state.app).await;
     Ok(())
 }
 
@@ -73,38 +73,12 @@ pub async fn serve(
 /// database is re-established; subscribers then catch up from the database on the next event
 /// they see, because a gap makes them re-read what they missed.
 pub async fn relay_events_from_other_nodes(state: AppState) {
-    use futures::StreamExt;
     loop {
-        let stream = match state.app.db.listen_events(&state.config.database_url).await {
-            Ok(Some(stream)) => stream,
-            Ok(None) => return,
+        match ferry_app::upkeep::relay_other_nodes(&state.app, &state.config.database_url).await {
+            Ok(()) => return,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for events from other nodes; retrying");
+                tracing::warn!(error = %e, "event notifications from other nodes broke off; listening again");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        let mut stream = stream;
-        while let Some(notification) = stream.next().await {
-            let (thread_id, id) = match notification {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::warn!(error = %e, "event notifications broke off; listening again");
-                    break;
-                }
-            };
-            if ferry_store::space_events::is_space_key(&thread_id) {
-                // A space's feed is read from the database by its subscribers.
-                state.app.events.poke(&thread_id);
-                continue;
-            }
-            if !state.app.events.wants(&thread_id, id) {
-                continue;
-            }
-            match state.app.db.event(&thread_id, id).await {
-                Ok(Some(event)) => state.app.events.publish(event),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot read a notified event"),
             }
         }
     }
@@ -119,21 +93,6 @@ pub async fn sweep_periodically(state: AppState) {
     );
     loop {
         tokio::time::sleep(every).await;
-        match ferry_store::sweep::sweep(&state.app.db, &state.app.blobs, state.config.sweep_grace)
-            .await
-        {
-            Ok(report) => tracing::info!(?report, "sweep done"),
-            Err(e) => tracing::warn!(error = %e, "sweep failed"),
-        }
-        match state
-            .app
-            .sandboxes
-            .sweep_temporary_files(state.config.sweep_grace)
-            .await
-        {
-            Ok(0) => {}
-            Ok(removed) => tracing::info!(removed, "swept sandbox files of interrupted writes"),
-            Err(e) => tracing::warn!(error = %e, "sandbox sweep failed"),
-        }
+        ferry_app::upkeep::sweep(&state.app, state.config.sweep_grace).await;
     }
 }

@@ -7,7 +7,7 @@ use ferry_core::Timestamp;
 use ferry_core::conditions::{Precondition, ReadConditions, Unmet};
 
 use crate::error::ErrorCode;
-use ferry_store::{BlobRead, Blobs};
+use ferry_store::BlobRead;
 use std::ops::Range;
 
 use crate::error::{ApiError, ApiResult};
@@ -104,7 +104,7 @@ pub fn parse_range(value: &str, size: u64) -> RangeAsk {
 
 /// Sends a stored blob, honouring the read conditions, `Range` and `HEAD`.
 pub async fn serve_blob(
-    blobs: &Blobs,
+    app: &ferry_app::App,
     method: &Method,
     request: &HeaderMap,
     file: Servable<'_>,
@@ -118,7 +118,7 @@ pub async fn serve_blob(
         disposition: file.disposition,
     };
     respond(method, request, representation, |range| async move {
-        blobs.read(&key, range).await
+        ferry_app::objects::bytes(app, &key, range).await
     })
     .await
 }
@@ -127,7 +127,7 @@ pub async fn serve_blob(
 /// CSP that keeps the browser from rendering it, whatever its type claims. Any disposition in
 /// `file` is replaced.
 pub async fn serve_download(
-    blobs: &Blobs,
+    app: &ferry_app::App,
     method: &Method,
     request: &HeaderMap,
     file: Servable<'_>,
@@ -137,7 +137,7 @@ pub async fn serve_download(
         disposition: Some(attachment_disposition(filename)),
         ..file
     };
-    let mut response = serve_blob(blobs, method, request, file).await?;
+    let mut response = serve_blob(app, method, request, file).await?;
     response.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("default-src 'none'; sandbox"),

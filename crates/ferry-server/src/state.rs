@@ -5,7 +5,6 @@ use ferry_extract::Extractor;
 use ferry_store::sandbox::Sandboxes;
 use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 use std::sync::{Arc, OnceLock};
-use tokio::sync::Notify;
 
 use crate::auth::Auth;
 use crate::config::Config;
@@ -86,14 +85,12 @@ impl AppState {
             let _ = public_url.set(url.trim_end_matches('/').to_owned());
         }
         let streams = StreamSlots::new(config.max_streams_per_principal);
-        let app = App::new(ferry_app::Inner {
+        let app = App::new(ferry_app::Parts {
             db,
             blobs,
             sandboxes,
             extractor,
             limits: config.limits.clone(),
-            events: Default::default(),
-            deliveries_due: Notify::new(),
             skills_dir: config.skills_dir.clone(),
             cache: ferry_app::cache::DerivedCache::new(config.data_dir.join("cache")),
         });

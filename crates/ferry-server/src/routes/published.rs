@@ -135,7 +135,7 @@ pub async fn download(
         modified: revision.published_at,
         disposition: None,
     };
-    serve_download(&state.app.blobs, method, headers, file, &revision.filename).await
+    serve_download(&state.app, method, headers, file, &revision.filename).await
 }
 
 /// Downloads a published file (any revision).
@@ -206,7 +206,7 @@ pub async fn preview(
                 _ => return Err(no_preview()),
             };
             let mut response = serve_blob(
-                &state.app.blobs,
+                &state.app,
                 &method,
                 &headers,
                 servable(content_type, inline),
@@ -221,7 +221,7 @@ pub async fn preview(
         "pdf" => {
             // No CSP sandbox here: it would stop the browser's own PDF viewer.
             serve_blob(
-                &state.app.blobs,
+                &state.app,
                 &method,
                 &headers,
                 servable("application/pdf", inline),

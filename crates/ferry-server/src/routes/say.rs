@@ -63,14 +63,7 @@ async fn download(
         modified: attachment.created_at,
         disposition: None,
     };
-    serve_download(
-        &state.app.blobs,
-        method,
-        headers,
-        file,
-        &attachment.filename,
-    )
-    .await
+    serve_download(&state.app, method, headers, file, &attachment.filename).await
 }
 
 /// Downloads a message attachment.

@@ -200,7 +200,7 @@ pub async fn get_file(
     let path = file_path(&uri)?;
     let file = spaces::file(&state.app, &principal, &space, &path).await?;
     serve_blob(
-        &state.app.blobs,
+        &state.app,
         &method,
         &headers,
         Servable {

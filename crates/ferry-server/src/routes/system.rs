@@ -24,7 +24,7 @@ pub struct Health {
     responses((status = 200, body = Health, description = "The metadata database answers"), (status = 503, description = "UNAVAILABLE"))
 )]
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    state.app.db.ping().await.map_err(|e| {
+    ferry_app::upkeep::healthy(&state.app).await.map_err(|e| {
         tracing::warn!(error = %e, "health check: database does not answer");
         ApiError::new(
             ErrorCode::Unavailable,
@@ -43,7 +43,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     // Sampled at the scrape: the queues have no event of their own to count. The webhook
     // queue is the database's, so every node reports the whole of it.
     metrics::gauge!("ferry_extract_waiting").set(state.app.extractor.waiting() as f64);
-    match state.app.db.pending_deliveries().await {
+    match ferry_app::upkeep::pending_deliveries(&state.app).await {
         Ok(pending) => metrics::gauge!("ferry_webhook_deliveries_pending").set(pending as f64),
         Err(e) => {
             tracing::warn!(error = %e, "metrics: cannot count the pending webhook deliveries")

@@ -146,7 +146,7 @@ pub async fn content(
         modified: upload.created_at,
         disposition: None,
     };
-    serve_download(&state.app.blobs, &method, &headers, file, &upload.file_name).await
+    serve_download(&state.app, &method, &headers, file, &upload.file_name).await
 }
 
 fn malformed(cause: impl std::fmt::Display) -> ApiError {

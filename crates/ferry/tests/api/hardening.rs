@@ -460,10 +460,12 @@ async fn internal_targets_are_never_reached_at_delivery_either() {
         format!("http://{inside}/hook"),
         format!("http://localhost:{}/hook", inside.port()),
     ] {
-        app.state
-            .app
-            .db
-            .insert_connector(&t.id, "webhook", &url, "secret")
+        // As a server that allowed private targets registered it.
+        let owner = ferry_app::Principal::User {
+            sub: "alice".into(),
+        };
+        let allow_any: ferry_app::connectors::UrlPolicy<'_> = &|url| Ok(url.to_owned());
+        ferry_app::connectors::register(&app.state.app, &owner, &t.id, "webhook", &url, allow_any)
             .await
             .unwrap();
     }

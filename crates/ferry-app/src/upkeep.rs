@@ -1,0 +1,105 @@
+//! What keeps a node running, beside the requests: its health, the sweep of unreferenced
+//! bytes, the webhook queue, events stored by other nodes, and closing the stores at the end.
+//! The server schedules these; what each one does to the stores is decided here, so no door
+//! reaches into the store itself.
+
+use std::time::Duration;
+
+use ferry_store::events::StoredEvent;
+use ferry_store::say::{Connector as ConnectorRow, Delivery};
+
+use crate::App;
+use crate::error::Result;
+
+/// Whether the metadata database answers.
+pub async fn healthy(app: &App) -> Result<()> {
+    Ok(app.db.ping().await?)
+}
+
+/// Webhook deliveries waiting to be posted, across every node.
+pub async fn pending_deliveries(app: &App) -> Result<u64> {
+    Ok(app.db.pending_deliveries().await?)
+}
+
+/// Connectors with deliveries due now, at most `limit` of them.
+pub async fn connectors_due(app: &App, limit: u32) -> Result<Vec<String>> {
+    Ok(app.db.connectors_due(limit).await?)
+}
+
+/// What a delivery carries: the stored message event it delivers, if it is still there.
+pub async fn delivered_event(app: &App, delivery: &Delivery) -> Result<Option<StoredEvent>> {
+    Ok(app.db.event(&delivery.thread_id, delivery.event_id).await?)
+}
+
+/// The connector a delivery is for, if it was not removed since.
+pub async fn connector(app: &App, connector_id: &str) -> Result<Option<ConnectorRow>> {
+    Ok(app.db.connector(connector_id).await?)
+}
+
+/// Takes the connector's oldest due delivery for `lease` (another node takes it again only
+/// once the lease has passed), if it has one.
+pub async fn claim_delivery(
+    app: &App,
+    connector_id: &str,
+    lease: Duration,
+) -> Result<Option<Delivery>> {
+    let lease = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    Ok(app.db.claim_delivery(connector_id, lease).await?)
+}
+
+/// Records how a delivery attempt ended: delivered, to be tried again at a time (Unix
+/// milliseconds), or failed for good (`None`).
+pub async fn finish_delivery(
+    app: &App,
+    delivery_id: &str,
+    outcome: std::result::Result<(), (&str, Option<i64>)>,
+) -> Result<()> {
+    Ok(app.db.finish_delivery(delivery_id, outcome).await?)
+}
+
+/// Removes blobs nothing points at and spools left by interrupted uploads, older than
+/// `grace`, then the temporary files of interrupted sandbox writes, and logs what each did
+/// (one failing does not keep the other from running).
+pub async fn sweep(app: &App, grace: Duration) {
+    match ferry_store::sweep::sweep(&app.db, &app.blobs, grace).await {
+        Ok(report) => tracing::info!(?report, "sweep done"),
+        Err(e) => tracing::warn!(error = %e, "sweep failed"),
+    }
+    match app.sandboxes.sweep_temporary_files(grace).await {
+        Ok(0) => {}
+        Ok(removed) => tracing::info!(removed, "swept sandbox files of interrupted writes"),
+        Err(e) => tracing::warn!(error = %e, "sandbox sweep failed"),
+    }
+}
+
+/// Follows the events other nodes store (Postgres deployments) and wakes this node's
+/// subscribers of each: a thread's event is read and handed on when someone here listens to
+/// that thread; a space's feed is told to catch up. Answers when the database is gone or
+/// never had other nodes (SQLite), and `Err` when the notifications broke off (listen again).
+pub async fn relay_other_nodes(app: &App, database_url: &str) -> Result<()> {
+    use futures::StreamExt;
+    let Some(mut notifications) = app.db.listen_events(database_url).await? else {
+        return Ok(());
+    };
+    while let Some(notification) = notifications.next().await {
+        let (key, id) = notification?;
+        if ferry_store::space_events::is_space_key(&key) {
+            app.events.poke(&key);
+            continue;
+        }
+        if !app.events.wants(&key, id) {
+            continue;
+        }
+        match app.db.event(&key, id).await {
+            Ok(Some(event)) => app.events.publish(event),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read a notified event"),
+        }
+    }
+    Err(crate::Error::internal("event notifications ended"))
+}
+
+/// Closes the stores (the last thing a node does).
+pub async fn close(app: &App) {
+    app.db.close().await;
+}

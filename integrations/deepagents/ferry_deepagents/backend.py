@@ -1,0 +1,426 @@
+"""`FerryBackend`: deepagents' file system on a ferry server, through its agent file operations.
+
+Paths are ferry's own: `/sandbox/...` is the thread's sandbox and `/spaces/{space}/...` the
+user's spaces. The backend does not check them: ferry validates every path and its refusals come
+back as the protocol's error results. `/` is the one path the backend answers itself, as a
+folder holding `/sandbox/` and `/spaces/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import mimetypes
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import httpx
+from deepagents.backends.protocol import (
+    BackendProtocol,
+    EditResult,
+    FileData,
+    FileDownloadResponse,
+    FileInfo,
+    FileUploadResponse,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    WriteResult,
+)
+from wcmatch import fnmatch as wcfnmatch
+
+from ferry_deepagents._http import Connection, FerryError, Plan, Request
+
+try:  # The classifier deepagents' read_file tool routes on, so that both sides agree.
+    from deepagents.backends.utils import _get_file_type
+except ImportError:  # pragma: no cover - a deepagents without it treats every file as text
+
+    def _get_file_type(path: str) -> str:
+        return "text"
+
+
+R = TypeVar("R")
+
+ROOTS = ("sandbox", "spaces")
+GREP_MAX_RESULTS = 2000
+"""The most matches ferry's grep answers; deepagents' tools cut long results themselves."""
+UPLOAD_CONCURRENCY = 8
+
+
+def _exists_message(path: str) -> str:
+    # deepagents' own wording for a write to a taken path, which its prompts are written for.
+    return f"Cannot write to {path} because it already exists. Read and then make an edit, or write to a new path."
+
+
+def _file_error(exc: FerryError) -> str:
+    """A refusal as a `FileOperationError` literal where one fits, else ferry's sentence."""
+    if exc.code == "NOT_FOUND":
+        return "file_not_found"
+    if exc.code == "FORBIDDEN":
+        return "permission_denied"
+    if exc.code == "INVALID_PATH":
+        return "is_directory" if "folder" in exc.message else "invalid_path"
+    return exc.describe()
+
+
+def _unexpected(exc: Exception) -> FerryError:
+    return FerryError(0, "CLIENT_ERROR", f"{type(exc).__name__}: {exc}")
+
+
+def _info(entry: dict[str, Any]) -> FileInfo:
+    """A ferry listing entry as deepagents' `FileInfo`; a folder's path ends with `/`."""
+    if entry.get("type") == "dir":
+        return {"path": entry["path"].rstrip("/") + "/", "is_dir": True}
+    info: FileInfo = {"path": entry["path"], "is_dir": False}
+    if "size" in entry:
+        info["size"] = entry["size"]
+    if "modifiedAt" in entry:
+        info["modified_at"] = entry["modifiedAt"]
+    return info
+
+
+def _unnumber(content: str) -> str:
+    """ferry's `cat -n` lines (`%6d<TAB>line<LF>`) back to the lines themselves: deepagents'
+    read_file tool numbers what a backend returns."""
+    if not content:
+        return ""
+    lines = content.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    out = []
+    for line in lines:
+        _number, tab, text = line.partition("\t")
+        out.append(text if tab else line)
+    return "".join(line + "\n" for line in out)
+
+
+def _is_root(path: str | None) -> bool:
+    return path is not None and path.strip("/") == ""
+
+
+class FerryBackend(BackendProtocol):
+    """deepagents' `BackendProtocol` over ferry's HTTP API.
+
+    Args:
+        url: the ferry server's base URL, e.g. `http://127.0.0.1:8080`.
+        token: a bearer token. An agent token (`ferry token --agent`, or
+            `POST /api/threads/{id}/agent-token`) reads and changes its thread's sandbox and its
+            owner's spaces.
+        thread: the thread whose sandbox `/sandbox` is. Leave it out with an agent token (its
+            thread is used); name it with a `service_role` token, or with the owner's token to
+            read what the agent did (the owner may not change the sandbox).
+        timeout: seconds one request may take.
+        retries: how many times a read (`ls`, `read`, `glob`, `grep`, a download) is sent again
+            after a network failure or a 502/503/504. Changes are never sent twice.
+        http_client, async_http_client: clients to send through (proxies, TLS settings, test
+            transports). By default the backend makes its own.
+
+    Every method answers the protocol's result type. A refusal from ferry (its
+    `{"error": {"code", "message"}}` envelope) becomes the result's `error`, written as
+    `"<message> (<CODE>)"`; nothing is raised into the agent's loop.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        thread: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 2,
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._conn = Connection(
+            url,
+            token,
+            thread,
+            timeout=timeout,
+            retries=retries,
+            http_client=http_client,
+            async_http_client=async_http_client,
+        )
+
+    @property
+    def url(self) -> str:
+        return self._conn.url
+
+    @property
+    def thread(self) -> str | None:
+        """The thread whose sandbox `/sandbox` is, when one is known."""
+        return self._conn.thread
+
+    def close(self) -> None:
+        """Close the backend's own HTTP client (a client passed in is left open)."""
+        self._conn.close()
+
+    def __enter__(self) -> FerryBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FerryBackend(url={self.url!r}, thread={self.thread!r})"
+
+    # -- running plans, refusals as results ------------------------------------------------
+
+    def _do(self, plan: Plan[R], fail: Callable[[FerryError], R]) -> R:
+        try:
+            return self._conn.run(plan)
+        except FerryError as exc:
+            return fail(exc)
+        except Exception as exc:  # noqa: BLE001 - the agent's loop must get a result, not a traceback
+            return fail(_unexpected(exc))
+
+    async def _ado(self, plan: Plan[R], fail: Callable[[FerryError], R]) -> R:
+        try:
+            return await self._conn.arun(plan)
+        except FerryError as exc:
+            return fail(exc)
+        except Exception as exc:  # noqa: BLE001
+            return fail(_unexpected(exc))
+
+    # -- ls ----------------------------------------------------------------------------------
+
+    def _roots(self) -> list[str]:
+        """The top folders: `/sandbox` when a thread is known, and `/spaces`."""
+        return [f"/{root}" for root in ROOTS if root != "sandbox" or self.thread]
+
+    def _ls(self, path: str) -> Plan[LsResult]:
+        if _is_root(path):
+            return LsResult(entries=[{"path": root + "/", "is_dir": True} for root in self._roots()])
+        answer = yield Request("POST", self._conn.fs("ls"), json={"path": path}, idempotent=True)
+        return LsResult(entries=[_info(entry) for entry in answer.get("entries", [])])
+
+    def ls(self, path: str) -> LsResult:
+        """List one folder (`/sandbox`, `/spaces`, a space, or a folder below one). Folders end
+        with `/`; a missing folder lists nothing; `/` lists `/sandbox/` and `/spaces/`."""
+        return self._do(self._ls(path), lambda e: LsResult(error=e.describe()))
+
+    async def als(self, path: str) -> LsResult:
+        return await self._ado(self._ls(path), lambda e: LsResult(error=e.describe()))
+
+    # -- read --------------------------------------------------------------------------------
+
+    def _read(self, file_path: str, offset: int, limit: int) -> Plan[ReadResult]:
+        kind = _get_file_type(file_path)
+        if kind in ("file", "audio", "video"):
+            # deepagents hands these to the model as the file itself (base64), never as text.
+            data = yield from self._download(file_path)
+            return ReadResult(file_data=FileData(content=base64.b64encode(data).decode("ascii"), encoding="base64"))
+        body = {"path": file_path, "offset": offset, "limit": limit}
+        answer = yield Request("POST", self._conn.fs("read_file"), json=body, idempotent=True)
+        shape = answer.get("kind")
+        if shape == "text":
+            content = _unnumber(answer.get("content", ""))
+            total = int(answer.get("totalLines", 0))
+            if not content and total > 0 and offset >= total:
+                return ReadResult(error=f"Line offset {offset} exceeds file length ({total} lines)")
+            return ReadResult(file_data=FileData(content=content, encoding="utf-8"))
+        if shape == "image":
+            # ferry prepares images for a model (scaled, PNG or JPEG). deepagents labels the
+            # block by the file's name, so a prepared image is used when the two agree, and the
+            # stored bytes otherwise (a GIF or WebP, which ferry turns into PNG).
+            if kind != "image" or answer.get("mimeType") == mimetypes.guess_type(file_path)[0]:
+                return ReadResult(file_data=FileData(content=answer["base64"], encoding="base64"))
+            data = yield from self._download(file_path)
+            return ReadResult(file_data=FileData(content=base64.b64encode(data).decode("ascii"), encoding="base64"))
+        # A binary file: ferry describes it and shows no bytes as text.
+        return ReadResult(error=answer.get("note") or f"{file_path} is not a text file")
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """Lines `offset+1` to `offset+limit` of a text file (or the text ferry extracts from a
+        DOCX, XLSX, XLS), as plain lines; deepagents' read_file tool numbers them. An image,
+        PDF, PowerPoint, audio or video file comes back as base64, as deepagents expects."""
+        return self._do(self._read(file_path, offset, limit), lambda e: ReadResult(error=e.describe()))
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        return await self._ado(self._read(file_path, offset, limit), lambda e: ReadResult(error=e.describe()))
+
+    # -- write -------------------------------------------------------------------------------
+
+    def _write(self, file_path: str, content: str) -> Plan[WriteResult]:
+        body = {"path": file_path, "content": content, "ifNoneMatch": "*"}
+        try:
+            answer = yield Request("POST", self._conn.fs("write_file"), json=body)
+        except FerryError as exc:
+            if exc.code == "ALREADY_EXISTS":
+                return WriteResult(error=_exists_message(file_path))
+            raise
+        return WriteResult(path=answer.get("path", file_path))
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        """Create a text file; a file already at the path is left alone and refused."""
+        return self._do(self._write(file_path, content), lambda e: WriteResult(error=f"Error: {e.describe()}"))
+
+    async def awrite(self, file_path: str, content: str) -> WriteResult:
+        return await self._ado(self._write(file_path, content), lambda e: WriteResult(error=f"Error: {e.describe()}"))
+
+    # -- edit --------------------------------------------------------------------------------
+
+    def _edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool) -> Plan[EditResult]:
+        body = {"path": file_path, "old_string": old_string, "new_string": new_string, "replace_all": replace_all}
+        answer = yield Request("POST", self._conn.fs("edit_file"), json=body)
+        return EditResult(path=answer.get("path", file_path), occurrences=int(answer.get("replacements", 0)))
+
+    def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:  # noqa: FBT001, FBT002
+        """Replace `old_string`, which must occur exactly once unless `replace_all`."""
+        plan = self._edit(file_path, old_string, new_string, replace_all)
+        return self._do(plan, lambda e: EditResult(error=f"Error: {e.describe()}"))
+
+    async def aedit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:  # noqa: FBT001, FBT002
+        plan = self._edit(file_path, old_string, new_string, replace_all)
+        return await self._ado(plan, lambda e: EditResult(error=f"Error: {e.describe()}"))
+
+    # -- glob --------------------------------------------------------------------------------
+
+    def _at_root(self, pattern: str) -> list[tuple[str, str]]:
+        """A pattern relative to `/`, as (top folder, pattern relative to it) pairs."""
+        head, slash, rest = pattern.partition("/")
+        if head == "**":
+            return [(root, pattern) for root in self._roots()]
+        if not slash:
+            return []  # only files directly in `/` would match, and there are none
+        return [(root, rest) for root in self._roots() if wcfnmatch.fnmatch(root[1:], head, flags=wcfnmatch.BRACE)]
+
+    def _glob_targets(self, pattern: str, path: str | None) -> list[tuple[str | None, str]]:
+        if pattern.startswith("/"):
+            base = (path or "").rstrip("/")
+            if base and (pattern + "/").startswith(base + "/"):
+                # An absolute pattern below the folder searched: make it relative to it.
+                return [(path, pattern[len(base) + 1 :])]
+            if path is None:
+                path = "/"
+            pattern = pattern.lstrip("/")
+        if _is_root(path):
+            return list(self._at_root(pattern))
+        return [(path, pattern)]
+
+    def _glob(self, pattern: str, path: str | None) -> Plan[GlobResult]:
+        targets = self._glob_targets(pattern, path)
+        found: list[str] = []
+        for base, relative in targets:
+            body: dict[str, Any] = {"pattern": relative}
+            if base is not None:
+                body["path"] = base
+            try:
+                answer = yield Request("POST", self._conn.fs("glob"), json=body, idempotent=True)
+            except FerryError as exc:
+                if len(targets) > 1 and exc.code == "NOT_FOUND":
+                    continue
+                raise
+            found.extend(answer.get("paths", []))
+        return GlobResult(matches=[{"path": p, "is_dir": False} for p in dict.fromkeys(found)])
+
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        """Files below `path` (default `/sandbox`) whose path relative to it matches `pattern`
+        (`*`, `?`, `**`, `{a,b}`, `[abc]`). At `/`, the pattern covers `/sandbox` and `/spaces`."""
+        return self._do(self._glob(pattern, path), lambda e: GlobResult(error=e.describe()))
+
+    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
+        return await self._ado(self._glob(pattern, path), lambda e: GlobResult(error=e.describe()))
+
+    # -- grep --------------------------------------------------------------------------------
+
+    def _grep_targets(self, path: str | None, glob: str | None) -> list[tuple[str | None, str | None]]:
+        if glob is not None and "/" not in glob:
+            # deepagents matches a glob without a slash against the file's name, at any depth.
+            glob = "**/" + glob
+        if not _is_root(path):
+            return [(path, glob)]
+        if glob is None:
+            return [(root, None) for root in self._roots()]
+        return list(self._at_root(glob.lstrip("/")))
+
+    def _grep(self, pattern: str, path: str | None, glob: str | None) -> Plan[GrepResult]:
+        targets = self._grep_targets(path, glob)
+        matches: list[GrepMatch] = []
+        for base, files in targets:
+            body: dict[str, Any] = {"pattern": pattern, "maxResults": GREP_MAX_RESULTS}
+            if base is not None:
+                body["path"] = base
+            if files is not None:
+                body["glob"] = files
+            try:
+                answer = yield Request("POST", self._conn.fs("grep"), json=body, idempotent=True)
+            except FerryError as exc:
+                if len(targets) > 1 and exc.code == "NOT_FOUND":
+                    continue
+                raise
+            matches.extend({"path": m["path"], "line": int(m["line"]), "text": m["text"]} for m in answer.get("matches", []))
+        return GrepResult(matches=matches)
+
+    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+        """Lines holding `pattern` (literal text, case-sensitive) in the files below `path`
+        (default `/sandbox`; `/` searches `/sandbox` and `/spaces`), optionally only in files
+        matching `glob` (`*.md` matches by name at any depth)."""
+        return self._do(self._grep(pattern, path, glob), lambda e: GrepResult(error=f"Error: {e.describe()}"))
+
+    async def agrep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+        return await self._ado(self._grep(pattern, path, glob), lambda e: GrepResult(error=f"Error: {e.describe()}"))
+
+    # -- bytes: upload and download ------------------------------------------------------------
+
+    def _download(self, path: str) -> Plan[bytes]:
+        route = self._conn.raw_route(path)
+        if route is not None:
+            return (yield Request("GET", route, raw=True, idempotent=True))
+        # Any other form (a relative path, or one ferry will refuse): ferry resolves it, or says
+        # why not, when it hands out a URL for it.
+        grant = yield Request("POST", self._conn.fs("file_url"), json={"path": path, "method": "GET"}, idempotent=True)
+        return (yield Request("GET", grant["url"], headers=grant.get("headers") or {}, raw=True, idempotent=True, absolute=True))
+
+    def _download_one(self, path: str) -> Plan[FileDownloadResponse]:
+        data = yield from self._download(path)
+        return FileDownloadResponse(path=path, content=data)
+
+    def _upload_one(self, path: str, content: bytes) -> Plan[FileUploadResponse]:
+        headers = {"Content-Type": mimetypes.guess_type(path)[0] or "application/octet-stream"}
+        route = self._conn.raw_route(path)
+        if route is not None:
+            yield Request("PUT", route, content=content, headers=headers)
+        else:
+            grant = yield Request("POST", self._conn.fs("file_url"), json={"path": path, "method": "PUT"})
+            headers = {**(grant.get("headers") or {}), **headers}
+            yield Request("PUT", grant["url"], content=content, headers=headers, absolute=True)
+        return FileUploadResponse(path=path)
+
+    @staticmethod
+    def _failed_download(path: str) -> Callable[[FerryError], FileDownloadResponse]:
+        return lambda e: FileDownloadResponse(path=path, content=None, error=_file_error(e))
+
+    @staticmethod
+    def _failed_upload(path: str) -> Callable[[FerryError], FileUploadResponse]:
+        return lambda e: FileUploadResponse(path=path, error=_file_error(e))
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Write each file's bytes as they are (created, or replaced). One result per file, in
+        order; a failure is that file's `error` and does not stop the others."""
+        return [self._do(self._upload_one(path, content), self._failed_upload(path)) for path, content in files]
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        gate = asyncio.Semaphore(UPLOAD_CONCURRENCY)
+
+        async def one(path: str, content: bytes) -> FileUploadResponse:
+            async with gate:
+                return await self._ado(self._upload_one(path, content), self._failed_upload(path))
+
+        return list(await asyncio.gather(*(one(path, content) for path, content in files)))
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Read each file's bytes. One result per path, in order; a missing file is
+        `file_not_found`, a folder `is_directory`, a refused path `permission_denied` or
+        `invalid_path`."""
+        return [self._do(self._download_one(path), self._failed_download(path)) for path in paths]
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        gate = asyncio.Semaphore(UPLOAD_CONCURRENCY)
+
+        async def one(path: str) -> FileDownloadResponse:
+            async with gate:
+                return await self._ado(self._download_one(path), self._failed_download(path))
+
+        return list(await asyncio.gather(*(one(path) for path in paths)))

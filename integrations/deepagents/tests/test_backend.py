@@ -1,0 +1,328 @@
+"""FerryBackend's blocking methods against a real ferry server."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+
+from deepagents.backends.protocol import BackendProtocol
+
+from ferry_deepagents import FerryBackend
+
+NOTE = "# Tea shop\n\nOpen at 7 — ünïcödé\nClosed Sunday and Monday\n"
+
+
+def png(width: int, height: int) -> bytes:
+    """A small red PNG."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def test_it_is_a_deepagents_backend(thread):
+    store = thread.backend()
+    assert isinstance(store, BackendProtocol)
+    assert store.thread == thread.id  # read from the agent token
+
+
+def test_ls(thread):
+    store = thread.backend()
+    assert store.ls("/").entries == [{"path": "/sandbox/", "is_dir": True}, {"path": "/spaces/", "is_dir": True}]
+    top = store.ls("/sandbox")
+    assert top.error is None
+    assert [e["path"] for e in top.entries] == [
+        "/sandbox/outputs/",
+        "/sandbox/shared/",
+        "/sandbox/skills/",
+        "/sandbox/user_uploads/",
+        "/sandbox/workspace/",
+    ]
+    assert all(e["is_dir"] for e in top.entries)
+    assert store.write("/sandbox/outputs/tea.md", NOTE).error is None
+    listed = store.ls("/sandbox/outputs/").entries
+    assert len(listed) == 1
+    entry = listed[0]
+    assert entry["path"] == "/sandbox/outputs/tea.md" and entry["is_dir"] is False
+    assert entry["size"] == len(NOTE.encode())
+    assert isinstance(entry["modified_at"], str) and entry["modified_at"].endswith("Z")
+    assert store.ls("/sandbox/outputs/nothing") .entries == []  # a missing folder lists nothing
+    refused = store.ls("/sandbox/outputs/tea.md")
+    assert refused.entries is None
+    assert refused.error == "'/sandbox/outputs/tea.md' is a file; ls lists folders (read it with read_file) (INVALID_PATH)"
+
+
+def test_write_and_read(thread):
+    store = thread.backend()
+    done = store.write("/sandbox/outputs/tea.md", NOTE)
+    assert done.error is None and done.path == "/sandbox/outputs/tea.md"
+    assert thread.sandbox_bytes("outputs/tea.md") == NOTE.encode()
+
+    whole = store.read("/sandbox/outputs/tea.md")
+    assert whole.error is None
+    # Plain lines: deepagents' read_file tool numbers them itself.
+    assert whole.file_data == {"content": NOTE, "encoding": "utf-8"}
+    window = store.read("/sandbox/outputs/tea.md", offset=2, limit=1)
+    assert window.file_data["content"] == "Open at 7 — ünïcödé\n"
+    past = store.read("/sandbox/outputs/tea.md", offset=10)
+    assert past.error == "Line offset 10 exceeds file length (4 lines)"
+
+    # A relative path is under /sandbox/workspace/; CRLF and a tab inside a line survive.
+    assert store.write("notes/crlf.txt", "a\tb\r\nc").path == "/sandbox/workspace/notes/crlf.txt"
+    assert store.read("/sandbox/workspace/notes/crlf.txt").file_data["content"] == "a\tb\nc\n"
+    assert store.write("/sandbox/outputs/empty.txt", "").error is None
+    assert store.read("/sandbox/outputs/empty.txt").file_data["content"] == ""
+
+
+def test_write_refusals(thread):
+    store = thread.backend()
+    store.write("/sandbox/outputs/tea.md", NOTE)
+    again = store.write("/sandbox/outputs/tea.md", "other")
+    assert again.path is None
+    assert again.error == (
+        "Cannot write to /sandbox/outputs/tea.md because it already exists. Read and then make an edit, or write to a new path."
+    )
+    assert thread.sandbox_bytes("outputs/tea.md") == NOTE.encode()  # left alone
+
+    skills = store.write("/sandbox/skills/mine.md", "x")
+    assert skills.error.startswith("Error: /sandbox/skills/ is read-only")
+    assert skills.error.endswith("(FORBIDDEN)")
+    outside = store.write("/etc/passwd", "x")
+    assert outside.error.startswith("Error: '/etc/passwd' is outside the agent's files")
+    assert outside.error.endswith("(INVALID_PATH)")
+    folder = store.write("/sandbox/outputs", "x")
+    assert folder.error is not None and "(INVALID_PATH)" in folder.error
+
+
+def test_read_refusals(thread):
+    store = thread.backend()
+    missing = store.read("/sandbox/outputs/missing.md")
+    assert missing.file_data is None
+    assert missing.error == "no file at '/sandbox/outputs/missing.md' (NOT_FOUND)"
+    folder = store.read("/sandbox/outputs")
+    assert folder.error == "'/sandbox/outputs' is a folder, not a file (INVALID_PATH)"
+    outside = store.read("/etc/passwd")
+    assert outside.error.startswith("'/etc/passwd' is outside the agent's files: paths start with /sandbox/ or /spaces/")
+    traversal = store.read("/sandbox/outputs/../../etc/passwd")
+    assert traversal.error is not None and traversal.error.endswith("(INVALID_PATH)")
+
+
+def test_read_of_other_kinds(thread):
+    store = thread.backend()
+    picture = png(4, 3)
+    blob = bytes(range(256)) * 4
+    pdf = b"%PDF-1.4\n% not really a document\n"
+    uploaded = store.upload_files(
+        [("/sandbox/outputs/red.png", picture), ("/sandbox/outputs/data.bin", blob), ("/sandbox/outputs/paper.pdf", pdf)]
+    )
+    assert [u.error for u in uploaded] == [None, None, None]
+
+    image = store.read("/sandbox/outputs/red.png")
+    assert image.file_data["encoding"] == "base64"
+    assert base64.b64decode(image.file_data["content"]).startswith(b"\x89PNG")
+    # deepagents hands a PDF to the model as the file itself.
+    document = store.read("/sandbox/outputs/paper.pdf")
+    assert document.file_data == {"content": base64.b64encode(pdf).decode(), "encoding": "base64"}
+    # Other binary files have no text to show: ferry says so.
+    binary = store.read("/sandbox/outputs/data.bin")
+    assert binary.file_data is None
+    assert binary.error.startswith("/sandbox/outputs/data.bin is a binary file (application/octet-stream, 1024 bytes)")
+
+
+def test_edit(thread):
+    store = thread.backend()
+    store.write("/sandbox/outputs/tea.md", NOTE)
+    edited = store.edit("/sandbox/outputs/tea.md", "Open at 7", "Open at 8")
+    assert edited.error is None and edited.path == "/sandbox/outputs/tea.md" and edited.occurrences == 1
+    assert thread.sandbox_bytes("outputs/tea.md") == NOTE.replace("7", "8").encode()
+
+    ambiguous = store.edit("/sandbox/outputs/tea.md", "day", "DAY")
+    assert ambiguous.occurrences is None
+    assert ambiguous.error == (
+        "Error: old_string occurs 2 times in '/sandbox/outputs/tea.md'; include more of the surrounding text to make it "
+        "unique, or pass replace_all: true to replace every one (INVALID_REQUEST)"
+    )
+    every = store.edit("/sandbox/outputs/tea.md", "day", "DAY", replace_all=True)
+    assert every.error is None and every.occurrences == 2
+    absent = store.edit("/sandbox/outputs/tea.md", "Tuesday", "x")
+    assert absent.error.startswith("Error: old_string was not found in '/sandbox/outputs/tea.md'")
+    missing = store.edit("/sandbox/outputs/missing.md", "a", "b")
+    assert missing.error == "Error: no file at '/sandbox/outputs/missing.md' (NOT_FOUND)"
+    assert store.read("/sandbox/outputs/tea.md").file_data["content"].endswith("Closed SunDAY and MonDAY\n")
+
+
+def test_glob(thread):
+    store = thread.backend()
+    for path in ("/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md", "/sandbox/workspace/c.txt", "/spaces/notes/d.md"):
+        assert store.write(path, "x\n").error is None
+    paths = lambda result: [m["path"] for m in result.matches]  # noqa: E731
+    # No path: the sandbox, as ferry's default.
+    assert paths(store.glob("**/*.md")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md"]
+    assert paths(store.glob("*.md", "/sandbox/outputs")) == ["/sandbox/outputs/a.md"]
+    assert all(m["is_dir"] is False for m in store.glob("**/*.md").matches)
+    # An absolute pattern, alone or below the folder searched.
+    assert paths(store.glob("/sandbox/outputs/**/*.md")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md"]
+    assert paths(store.glob("/sandbox/outputs/*.md", "/sandbox/outputs")) == ["/sandbox/outputs/a.md"]
+    # At `/`, the sandbox and the spaces together.
+    assert paths(store.glob("**/*.md", "/")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md", "/spaces/notes/d.md"]
+    assert paths(store.glob("spaces/*/*.md", "/")) == ["/spaces/notes/d.md"]
+    assert paths(store.glob("*/workspace/*.txt", "/")) == ["/sandbox/workspace/c.txt"]
+    assert paths(store.glob("*.md", "/")) == []
+    assert paths(store.glob("**/*.{md,txt}", "/spaces")) == ["/spaces/notes/d.md"]
+    missing = store.glob("*.md", "/sandbox/nothing")
+    assert missing.error == "nothing at '/sandbox/nothing' (NOT_FOUND)"
+    assert store.glob("[", "/sandbox").error.endswith("(INVALID_REQUEST)")
+
+
+def test_grep(thread):
+    store = thread.backend()
+    store.write("/sandbox/outputs/tea.md", NOTE)
+    store.write("/sandbox/outputs/sums.txt", "a.c\nabc\n")
+    store.write("/spaces/notes/tea.md", "green tea\nSunday tea\n")
+    found = store.grep("Sunday")
+    assert found.error is None
+    assert found.matches == [{"path": "/sandbox/outputs/tea.md", "line": 4, "text": "Closed Sunday and Monday"}]
+    # Literal text, not a regular expression, and case-sensitive.
+    assert store.grep("a.c").matches == [{"path": "/sandbox/outputs/sums.txt", "line": 1, "text": "a.c"}]
+    assert store.grep("sunday").matches == []
+    # A glob without a slash matches file names at any depth; `/` covers the spaces too.
+    assert [(m["path"], m["line"]) for m in store.grep("Sunday", "/", glob="*.md").matches] == [
+        ("/sandbox/outputs/tea.md", 4),
+        ("/spaces/notes/tea.md", 2),
+    ]
+    assert [m["path"] for m in store.grep("tea", "/spaces/notes").matches] == ["/spaces/notes/tea.md"] * 2
+    assert store.grep("Sunday", "/sandbox", glob="*.txt").matches == []
+    assert store.grep("tea", "/", glob="spaces/**").matches[0]["path"] == "/spaces/notes/tea.md"
+    missing = store.grep("x", "/sandbox/nothing")
+    assert missing.error == "Error: nothing at '/sandbox/nothing' (NOT_FOUND)"
+    empty = store.grep("")
+    assert empty.error is not None and empty.error.endswith("(INVALID_REQUEST)")
+
+
+def test_upload_and_download_bytes(thread):
+    store = thread.backend()
+    files = [
+        ("/sandbox/outputs/data.bin", bytes(range(256)) * 3),
+        ("/sandbox/outputs/ünï côde.txt", "é\n".encode()),
+        ("/sandbox/outputs/empty.txt", b""),
+        ("/spaces/notes/bin/blob.bin", b"\x00\xff" * 100),
+        ("scratch/rel.bin", b"\x01\x02"),  # relative: under /sandbox/workspace/
+    ]
+    uploaded = store.upload_files(files)
+    assert [(u.path, u.error) for u in uploaded] == [(p, None) for p, _ in files]
+    assert thread.sandbox_bytes("outputs/ünï côde.txt") == "é\n".encode()
+    assert thread.sandbox_bytes("workspace/scratch/rel.bin") == b"\x01\x02"
+    assert thread.space_bytes("notes", "bin/blob.bin") == b"\x00\xff" * 100
+
+    # Uploading again replaces.
+    assert store.upload_files([("/sandbox/outputs/empty.txt", b"now full")])[0].error is None
+
+    wanted = [p for p, _ in files] + [
+        "/sandbox/outputs/missing.bin",
+        "/sandbox/outputs",
+        "/etc/passwd",
+        "/sandbox/outputs/../outputs/data.bin",
+    ]
+    got = store.download_files(wanted)
+    assert [d.path for d in got] == wanted
+    assert [(d.content, d.error) for d in got] == [
+        (bytes(range(256)) * 3, None),
+        ("é\n".encode(), None),
+        (b"now full", None),
+        (b"\x00\xff" * 100, None),
+        (b"\x01\x02", None),
+        (None, "file_not_found"),
+        (None, "is_directory"),
+        (None, "invalid_path"),
+        (None, "invalid_path"),  # ferry refuses `..`; no client folds it away
+    ]
+
+
+def test_upload_refusals_do_not_stop_the_rest(thread):
+    store = thread.backend()
+    results = store.upload_files(
+        [
+            ("/sandbox/skills/mine.md", b"x"),
+            ("/sandbox/outputs/ok.txt", b"ok"),
+            ("/etc/passwd", b"x"),
+            ("/sandbox/outputs", b"x"),
+        ]
+    )
+    assert [(r.path, r.error) for r in results] == [
+        ("/sandbox/skills/mine.md", "permission_denied"),
+        ("/sandbox/outputs/ok.txt", None),
+        ("/etc/passwd", "invalid_path"),
+        ("/sandbox/outputs", "is_directory"),
+    ]
+    assert thread.sandbox_bytes("outputs/ok.txt") == b"ok"
+
+
+def test_spaces(thread):
+    store = thread.backend()
+    assert store.write("/spaces/notes/ideas/tea.md", NOTE).path == "/spaces/notes/ideas/tea.md"
+    assert thread.space_bytes("notes", "ideas/tea.md") == NOTE.encode()
+    assert store.write("/spaces/notes/ideas/tea.md", "x").error.startswith("Cannot write to /spaces/notes/ideas/tea.md")
+    assert store.read("/spaces/notes/ideas/tea.md", offset=3).file_data["content"] == "Closed Sunday and Monday\n"
+    assert store.edit("/spaces/notes/ideas/tea.md", "Open at 7", "Open at 9").occurrences == 1
+    assert store.ls("/spaces").entries == [{"path": "/spaces/notes/", "is_dir": True}]
+    assert store.ls("/spaces/notes").entries == [{"path": "/spaces/notes/ideas/", "is_dir": True}]
+    assert [e["path"] for e in store.ls("/spaces/notes/ideas").entries] == ["/spaces/notes/ideas/tea.md"]
+    assert store.download_files(["/spaces/notes/ideas/tea.md"])[0].content == NOTE.replace("7", "9").encode()
+    assert store.download_files(["/spaces/notes/nothing.md"])[0].error == "file_not_found"
+    assert store.read("/spaces/notes/nothing.md").error == "no file at '/spaces/notes/nothing.md' (NOT_FOUND)"
+
+
+def test_the_owner_reads_but_does_not_change_the_sandbox(thread):
+    store = thread.backend()
+    store.write("/sandbox/outputs/tea.md", NOTE)
+    owner = FerryBackend(url=thread.url, token=thread.user_token, thread=thread.id)
+    assert owner.read("/sandbox/outputs/tea.md").file_data["content"] == NOTE
+    assert [m["path"] for m in owner.glob("**/*.md").matches] == ["/sandbox/outputs/tea.md"]
+    refused = owner.write("/sandbox/outputs/other.md", "x")
+    assert refused.error.startswith("Error: only the thread's agent (or service_role) may do this")
+    assert owner.upload_files([("/sandbox/outputs/other.md", b"x")])[0].error == "permission_denied"
+
+    # Without a thread, a user's token has the spaces only.
+    spaces_only = FerryBackend(url=thread.url, token=thread.user_token)
+    assert spaces_only.thread is None
+    assert spaces_only.ls("/").entries == [{"path": "/spaces/", "is_dir": True}]
+    no_thread = spaces_only.read("/sandbox/outputs/tea.md")
+    assert no_thread.error.startswith("a /sandbox path needs a thread")
+    assert spaces_only.download_files(["/sandbox/outputs/tea.md"])[0].error.startswith("no thread")
+
+
+def test_an_expired_token_is_reported_as_such(thread):
+    store = FerryBackend(url=thread.url, token=thread.expired_agent_token())
+    expected = "ferry refused the token (UNAUTHENTICATED: the token has expired). It may have expired: mint a new agent token"
+    assert store.ls("/sandbox").error.startswith(expected)
+    assert store.read("/sandbox/outputs/tea.md").error.startswith(expected)
+    assert store.write("/sandbox/outputs/tea.md", "x").error.startswith("Error: " + expected)
+    assert store.edit("/sandbox/outputs/tea.md", "a", "b").error.startswith("Error: " + expected)
+    assert store.glob("*").error.startswith(expected)
+    assert store.grep("x").error.startswith("Error: " + expected)
+    assert store.upload_files([("/sandbox/outputs/x.bin", b"x")])[0].error.startswith(expected)
+    assert store.download_files(["/sandbox/outputs/x.bin"])[0].error.startswith(expected)
+
+
+def test_an_unreachable_server_is_a_result_not_an_exception(thread):
+    store = FerryBackend(url="http://127.0.0.1:9", token=thread.agent_token, retries=0)
+    assert store.read("/sandbox/outputs/tea.md").error.startswith("could not reach ferry at http://127.0.0.1:9")
+    assert store.write("/sandbox/outputs/tea.md", "x").error.startswith("Error: could not reach ferry")
+    assert "(UNREACHABLE)" in store.download_files(["/sandbox/x"])[0].error
+
+
+def test_deprecated_names_still_answer(thread):
+    # deepagents 0.6 still calls ls_info, glob_info and grep_raw on some paths.
+    import warnings
+
+    store = thread.backend()
+    store.write("/sandbox/outputs/tea.md", NOTE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert [e["path"] for e in store.ls_info("/sandbox/outputs")] == ["/sandbox/outputs/tea.md"]
+        assert [e["path"] for e in store.glob_info("**/*.md", "/sandbox")] == ["/sandbox/outputs/tea.md"]
+        assert store.grep_raw("Monday")[0]["line"] == 4
