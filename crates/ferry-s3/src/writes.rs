@@ -318,19 +318,14 @@ async fn delete(
             }
         }
         Bucket::Sandbox { thread_id } => {
-            if if_match.is_some() {
-                return Err(s3_error!(
-                    NotImplemented,
-                    "If-Match on a delete is served for spaces only"
-                ));
-            }
             let path = sandbox_key(key)?;
+            let tags = if_match.map(if_match_tags);
             match ferry_app::sandbox::delete(
                 app,
                 principal,
                 thread_id,
                 &path,
-                None,
+                tags.as_deref(),
                 ferry_core::door::Door::S3,
             )
             .await

@@ -47,8 +47,9 @@ class FerryError(Exception):
         """The refusal as one sentence a model can act on."""
         if self.status == 401:
             return (
-                f"ferry refused the token ({self.code}: {self.message}). It may have expired: "
-                "mint a new agent token (POST /api/threads/{id}/agent-token) and pass it as token="
+                f"ferry refused the token ({self.code}: {self.message}). Tokens expire (an agent "
+                "token after an hour by default): mint a new one with POST /api/threads/{id}/agent-token "
+                "and pass it as token="
             )
         return f"{self.message} ({self.code})"
 

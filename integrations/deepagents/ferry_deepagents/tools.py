@@ -23,8 +23,8 @@ class SendArgs(BaseModel):
 
 PUBLISH_DESCRIPTION = (
     "Deliver a file from your sandbox to the user: it appears in the conversation as a card they "
-    "can open, preview and download. Any file type. Publishing the same path again adds a new "
-    "revision. Write the file first (under /sandbox/outputs/), then publish it."
+    "can open, preview and download. Any file type. Publishing again with the same display_name "
+    "adds a new revision of that card. Write the file first (under /sandbox/outputs/), then publish it."
 )
 SEND_DESCRIPTION = (
     "Send a small text file from your sandbox (Markdown, CSV, JSON, code, ...) to the user inline, "

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import io
 import struct
+import zipfile
 import zlib
 
 from deepagents.backends.protocol import BackendProtocol
@@ -22,6 +24,29 @@ def png(width: int, height: int) -> bytes:
     rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def docx(*paragraphs: str) -> bytes:
+    """A minimal Word document holding `paragraphs`."""
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    body = "".join(f"<w:p><w:r><w:t>{p}</w:t></w:r></w:p>" for p in paragraphs)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        archive.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+            'Target="word/document.xml"/></Relationships>',
+        )
+        archive.writestr("word/document.xml", f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{w}"><w:body>{body}</w:body></w:document>')
+    return buffer.getvalue()
 
 
 def test_it_is_a_deepagents_backend(thread):
@@ -117,9 +142,15 @@ def test_read_of_other_kinds(thread):
     blob = bytes(range(256)) * 4
     pdf = b"%PDF-1.4\n% not really a document\n"
     uploaded = store.upload_files(
-        [("/sandbox/outputs/red.png", picture), ("/sandbox/outputs/data.bin", blob), ("/sandbox/outputs/paper.pdf", pdf)]
+        [
+            ("/sandbox/outputs/red.png", picture),
+            ("/sandbox/outputs/data.bin", blob),
+            ("/sandbox/outputs/paper.pdf", pdf),
+            ("/sandbox/outputs/red.webp", picture),  # PNG bytes under a WebP name
+            ("/sandbox/outputs/memo.docx", docx("First paragraph", "Second paragraph", "Third")),
+        ]
     )
-    assert [u.error for u in uploaded] == [None, None, None]
+    assert [u.error for u in uploaded] == [None] * 5
 
     image = store.read("/sandbox/outputs/red.png")
     assert image.file_data["encoding"] == "base64"
@@ -127,6 +158,14 @@ def test_read_of_other_kinds(thread):
     # deepagents hands a PDF to the model as the file itself.
     document = store.read("/sandbox/outputs/paper.pdf")
     assert document.file_data == {"content": base64.b64encode(pdf).decode(), "encoding": "base64"}
+    # ferry prepares images as PNG or JPEG. Where that is not the type the name says (a GIF or
+    # WebP file), the stored bytes are given instead, since deepagents labels the image block by
+    # the name. (PNG bytes stand in for a WebP file here.)
+    relabelled = store.read("/sandbox/outputs/red.webp")
+    assert relabelled.file_data == {"content": base64.b64encode(picture).decode(), "encoding": "base64"}
+    # A Word document is read as the text ferry extracts from it, paged like any text.
+    assert store.read("/sandbox/outputs/memo.docx").file_data == {"content": "First paragraph\nSecond paragraph\nThird\n", "encoding": "utf-8"}
+    assert store.read("/sandbox/outputs/memo.docx", offset=1, limit=1).file_data["content"] == "Second paragraph\n"
     # Other binary files have no text to show: ferry says so.
     binary = store.read("/sandbox/outputs/data.bin")
     assert binary.file_data is None
@@ -297,7 +336,7 @@ def test_the_owner_reads_but_does_not_change_the_sandbox(thread):
 
 def test_an_expired_token_is_reported_as_such(thread):
     store = FerryBackend(url=thread.url, token=thread.expired_agent_token())
-    expected = "ferry refused the token (UNAUTHENTICATED: the token has expired). It may have expired: mint a new agent token"
+    expected = "ferry refused the token (UNAUTHENTICATED: the token has expired). Tokens expire (an agent token after an hour"
     assert store.ls("/sandbox").error.startswith(expected)
     assert store.read("/sandbox/outputs/tea.md").error.startswith(expected)
     assert store.write("/sandbox/outputs/tea.md", "x").error.startswith("Error: " + expected)

@@ -194,6 +194,7 @@ pub(crate) async fn open(caller: Caller<'_>, path: &AgentPath) -> Result<Current
 fn named(e: Error, path: &AgentPath) -> Error {
     match e {
         Error::NotFound(_) => Error::not_found(format!("no file at '{path}'")),
+        Error::AlreadyExists(_) => Error::AlreadyExists(format!("'{path}' already exists")),
         Error::InvalidPath(message) if message.contains("folder") => is_a_folder(path),
         other => other,
     }

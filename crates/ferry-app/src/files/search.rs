@@ -113,10 +113,27 @@ fn matcher_of(pattern: &str) -> Result<globset::GlobMatcher> {
         .map_err(|e| Error::invalid_request(format!("'{pattern}' is not a valid glob: {e}")))
 }
 
+/// A glob is matched against paths relative to `base`: one written from the root
+/// (`/sandbox/**/*.md` with `base` `/sandbox`) is read relative to it, and one that starts
+/// with `/` elsewhere is refused rather than matching nothing.
+fn relative_pattern<'p>(base: &AgentPath, pattern: &'p str) -> Result<&'p str> {
+    let pattern = pattern.trim_start_matches("./");
+    if !pattern.starts_with('/') {
+        return Ok(pattern);
+    }
+    let root = format!("{base}/");
+    pattern.strip_prefix(root.as_str()).ok_or_else(|| {
+        Error::invalid_request(format!(
+            "the pattern '{pattern}' starts with '/' but not with '{root}': write it relative \
+             to path (e.g. **/*.md), or from path itself"
+        ))
+    })
+}
+
 /// `glob`: the files below `path` whose path relative to it matches `pattern`.
 pub async fn glob(caller: Caller<'_>, input: &GlobInput) -> Result<Globbed> {
     let base = parse(&input.path)?;
-    let matcher = matcher_of(input.pattern.trim_start_matches("./"))?;
+    let matcher = matcher_of(relative_pattern(&base, &input.pattern)?)?;
     let mut paths: Vec<String> = match &base {
         // A folder of a sandbox: its files' names alone, without their sizes and times.
         AgentPath::Sandbox(dir) if super::find(caller, &base).await? == Some(PathKind::Folder) => {

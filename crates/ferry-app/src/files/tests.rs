@@ -244,6 +244,21 @@ async fn glob_and_grep_find_across_folders_and_skip_binaries() {
             top.paths,
             ["/sandbox/outputs/a.md", "/sandbox/outputs/c.csv"]
         );
+        // A pattern written from the root is read relative to it; another leading '/' is refused.
+        let rooted = glob(
+            w.agent(),
+            &input(json!({"pattern": "/sandbox/outputs/*.csv"})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(rooted.paths, ["/sandbox/outputs/c.csv"]);
+        let elsewhere = glob(w.agent(), &input(json!({"pattern": "/etc/*"})))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(elsewhere, Error::InvalidRequest(_)),
+            "{elsewhere:?}"
+        );
         let found = grep(
             w.agent(),
             &input(json!({"pattern": "revenue", "path": "/sandbox/outputs", "ignoreCase": true})),

@@ -251,7 +251,10 @@ check(s3.get_object(Bucket=sandbox, Key="outputs/report.md")["Body"].read() == b
 check(error_code(lambda: agent.put_object(Bucket=sandbox, Key="skills/x.md", Body=b"x")) == "AccessDenied", "skills stay read-only")
 check(error_code(lambda: s3.delete_object(Bucket=sandbox, Key="outputs/report.md")) == "AccessDenied", "the user does not delete sandbox files")
 agent.put_object(Bucket=sandbox, Key="outputs/scratch.txt", Body=b"scratch")
-agent.delete_object(Bucket=sandbox, Key="outputs/scratch.txt")
+# A conditional delete in a sandbox: a stale If-Match leaves the file; the current ETag removes it.
+check(error_code(lambda: agent.delete_object(Bucket=sandbox, Key="outputs/scratch.txt", IfMatch='"0-0"')) == "PreconditionFailed", "a stale If-Match keeps a sandbox file")
+scratch_etag = agent.head_object(Bucket=sandbox, Key="outputs/scratch.txt")["ETag"]
+agent.delete_object(Bucket=sandbox, Key="outputs/scratch.txt", IfMatch=scratch_etag)
 check(error_code(lambda: agent.head_object(Bucket=sandbox, Key="outputs/scratch.txt")) == "404", "the agent deletes its sandbox file")
 status, _, _ = api("GET", f"/api/threads/{args.thread}/sandbox/outputs/scratch.txt", args.alice)
 check(status == 404, "gone through the HTTP API too", status)

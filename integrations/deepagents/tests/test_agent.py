@@ -1,0 +1,90 @@
+"""The backend and the tools inside a real deep agent: deepagents' own file tools (ls, read_file,
+write_file, edit_file, glob, grep) call the backend, and a scripted chat model stands in for
+the language model. Run once through `invoke` (the sync methods) and once through `ainvoke`
+(the async ones)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from deepagents import create_deep_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from ferry_deepagents import FerryBackend, ferry_tools
+
+CALLS = [
+    ("ls", {"path": "/"}),
+    ("ls", {"path": "/sandbox/user_uploads"}),
+    ("read_file", {"file_path": "/sandbox/user_uploads/regions.csv"}),
+    ("write_file", {"file_path": "/sandbox/outputs/report.md", "content": "# Regions\n\nNorth: 10\nSouth: 12\n"}),
+    ("write_file", {"file_path": "/sandbox/outputs/report.md", "content": "again"}),
+    ("edit_file", {"file_path": "/sandbox/outputs/report.md", "old_string": "North: 10", "new_string": "North: 11"}),
+    ("read_file", {"file_path": "/sandbox/outputs/report.md", "offset": 2, "limit": 1}),
+    ("glob", {"pattern": "**/*.md", "path": "/"}),
+    ("grep", {"pattern": "South", "path": "/sandbox", "output_mode": "content"}),
+    ("read_file", {"file_path": "/etc/passwd"}),
+    ("write_file", {"file_path": "/sandbox/skills/mine.md", "content": "x"}),
+    ("publish_file_to_user", {"file_path": "/sandbox/outputs/report.md", "display_name": "Regions"}),
+]
+
+EXPECTED = [
+    ("success", "['/sandbox/', '/spaces/']"),
+    ("success", "['/sandbox/user_uploads/regions.csv']"),
+    ("success", "     1\tregion,revenue\n     2\tnorth,10\n     3\tsouth,12"),
+    ("success", "Updated file /sandbox/outputs/report.md"),
+    ("error", "Cannot write to /sandbox/outputs/report.md because it already exists. Read and then make an edit, or write to a new path."),
+    ("success", "Successfully replaced 1 instance(s) of the string in '/sandbox/outputs/report.md'"),
+    ("success", "     3\tNorth: 11"),
+    ("success", "['/sandbox/outputs/report.md']"),
+    ("success", "/sandbox/outputs/report.md:\n  4: South: 12"),
+    ("error", "Error: '/etc/passwd' is outside the agent's files: paths start with /sandbox/ or /spaces/{space}/ (a relative path is taken under /sandbox/workspace/) (INVALID_PATH)"),
+    ("error", "Error: /sandbox/skills/ is read-only: skills are copied in when the thread starts (FORBIDDEN)"),
+    ("success", "Published /sandbox/outputs/report.md to the user as 'Regions'"),
+]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Emits CALLS one at a time, one per model turn, then stops."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        offered = {tool.name for tool in tools}
+        assert {name for name, _ in CALLS} <= offered, offered
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        step = sum(isinstance(m, ToolMessage) for m in messages)
+        if step < len(CALLS):
+            name, args = CALLS[step]
+            message = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{step}"}])
+        else:
+            message = AIMessage(content="done")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_deep_agent_works_on_ferry(thread, mode):
+    thread.upload("regions.csv", b"region,revenue\nnorth,10\nsouth,12\n", "text/csv")
+    agent = create_deep_agent(
+        model=ScriptedChatModel(),
+        backend=FerryBackend(url=thread.url, token=thread.agent_token),
+        tools=ferry_tools(url=thread.url, token=thread.agent_token),
+    )
+    question = {"messages": [{"role": "user", "content": "Summarise the CSV I uploaded."}]}
+    state = agent.invoke(question) if mode == "sync" else asyncio.run(agent.ainvoke(question))
+    results = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [m.name for m in results] == [name for name, _ in CALLS]
+    for (name, _), message, (status, text) in zip(CALLS, results, EXPECTED, strict=True):
+        assert message.status == status, (name, message.content)
+        assert message.content.startswith(text), (name, message.content)
+    assert state["messages"][-1].content == "done"
+    assert thread.sandbox_bytes("outputs/report.md") == b"# Regions\n\nNorth: 11\nSouth: 12\n"
+    cards = thread.http("GET", f"/api/threads/{thread.id}/published").json()["files"]
+    assert [card["display_name"] for card in cards] == ["Regions"]
