@@ -25,7 +25,8 @@ use crate::state::AppState;
 macro_rules! operation {
     (
         $own:ident, $in_thread:ident, $body:ident, $input:ty, $output:ty, $call:path,
-        $own_path:literal, $thread_path:literal, $operation_id:literal, $doc:literal
+        $own_path:literal, $thread_path:literal, $operation_id:literal,
+        $thread_operation_id:literal, $doc:literal
     ) => {
         #[doc = $doc]
         #[utoipa::path(
@@ -62,6 +63,7 @@ macro_rules! operation {
         #[doc = $doc]
         #[utoipa::path(
             post, path = $thread_path, tag = "agent files",
+            operation_id = $thread_operation_id,
             params(("id" = String, Path)),
             request_body = $input,
             responses(
@@ -105,6 +107,7 @@ operation!(
     "/api/fs/ls",
     "/api/threads/{id}/fs/ls",
     "fs_ls",
+    "fs_ls_in_thread",
     "Lists one folder: /sandbox, a folder below it, /spaces, or a space's folder."
 );
 operation!(
@@ -117,6 +120,7 @@ operation!(
     "/api/fs/read_file",
     "/api/threads/{id}/fs/read_file",
     "fs_read_file",
+    "fs_read_file_in_thread",
     "Reads a file: numbered lines of text or of a document's extracted text, an image made ready for a model, or a description of any other binary file."
 );
 operation!(
@@ -129,6 +133,7 @@ operation!(
     "/api/fs/write_file",
     "/api/threads/{id}/fs/write_file",
     "fs_write_file",
+    "fs_write_file_in_thread",
     "Creates or replaces a file from text or base64, making the folders on the way."
 );
 operation!(
@@ -141,6 +146,7 @@ operation!(
     "/api/fs/edit_file",
     "/api/threads/{id}/fs/edit_file",
     "fs_edit_file",
+    "fs_edit_file_in_thread",
     "Replaces an exact string in a text file (once, or every occurrence), against the version it read."
 );
 operation!(
@@ -153,6 +159,7 @@ operation!(
     "/api/fs/glob",
     "/api/threads/{id}/fs/glob",
     "fs_glob",
+    "fs_glob_in_thread",
     "Finds the files below a folder whose paths match a glob."
 );
 operation!(
@@ -165,6 +172,7 @@ operation!(
     "/api/fs/grep",
     "/api/threads/{id}/fs/grep",
     "fs_grep",
+    "fs_grep_in_thread",
     "Finds the lines that hold a text (or match a linear-time regular expression) in the files below a folder."
 );
 operation!(
@@ -177,6 +185,7 @@ operation!(
     "/api/fs/move_file",
     "/api/threads/{id}/fs/move_file",
     "fs_move_file",
+    "fs_move_file_in_thread",
     "Moves a file or folder within the sandbox or within one space."
 );
 operation!(
@@ -189,5 +198,6 @@ operation!(
     "/api/fs/delete_file",
     "/api/threads/{id}/fs/delete_file",
     "fs_delete_file",
+    "fs_delete_file_in_thread",
     "Deletes a file, or a folder and everything in it with recursive: true."
 );
