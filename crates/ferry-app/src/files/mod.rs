@@ -522,7 +522,14 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
             "'{destination}' is inside '{source}': a folder cannot move into itself"
         )));
     }
-    let taken = || Error::AlreadyExists(format!("'{destination}' already exists"));
+    // What a move of either place answers for a taken destination or a missing source.
+    let refused = |e: ferry_store::Error| match e {
+        ferry_store::Error::AlreadyExists => {
+            Error::AlreadyExists(format!("'{destination}' already exists"))
+        }
+        ferry_store::Error::NotFound => Error::not_found(format!("nothing at '{source}'")),
+        other => other.into(),
+    };
     let (moved, etag) = match &source {
         AgentPath::Sandbox(_) => {
             let thread = caller.thread()?;
@@ -530,13 +537,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
             let moved = sandbox
                 .rename(from, to, input.overwrite)
                 .await
-                .map_err(|e| match e {
-                    ferry_store::Error::AlreadyExists => taken(),
-                    ferry_store::Error::NotFound => {
-                        Error::not_found(format!("nothing at '{source}'"))
-                    }
-                    other => other.into(),
-                })?;
+                .map_err(refused)?;
             let joined = |base: &AgentPath, below: &str| match below {
                 "" => base.to_string(),
                 below => format!("{base}/{below}"),
@@ -563,13 +564,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                 .db
                 .space_move(owner, space, from, to, input.overwrite, caller.door)
                 .await
-                .map_err(|e| match e {
-                    ferry_store::Error::AlreadyExists => taken(),
-                    ferry_store::Error::NotFound => {
-                        Error::not_found(format!("nothing at '{source}'"))
-                    }
-                    other => other.into(),
-                })?;
+                .map_err(refused)?;
             caller
                 .app
                 .events
