@@ -6,11 +6,12 @@
 //! S3 door's business: it is derived, never stored.
 
 use ferry_core::Timestamp;
-use ferry_store::access_keys::{AccessKey, KeyScope};
+pub use ferry_store::access_keys::AccessKey;
+use ferry_store::access_keys::KeyScope;
 
 use crate::App;
 use crate::error::{Error, Result};
-use crate::principal::Principal;
+use crate::principal::{Principal, Recorded};
 
 /// Key ids look like AWS's: 20 upper-case letters and digits, here starting with `FERRY`.
 const ID_PREFIX: &str = "FERRY";
@@ -32,27 +33,14 @@ pub async fn create(
     principal: &Principal,
     token_expires_at: Timestamp,
 ) -> Result<AccessKey> {
-    let (kind, sub, thread_id, agent_id) = match principal {
-        Principal::User { sub } => ("user", Some(sub.clone()), None, None),
-        Principal::Agent {
-            sub,
-            thread,
-            agent_id,
-        } => (
-            "agent",
-            Some(sub.clone()),
-            Some(thread.clone()),
-            Some(agent_id.clone()),
-        ),
-        Principal::Service { sub } => ("service", sub.clone(), None, None),
-    };
+    let recorded = principal.recorded();
     let key = AccessKey {
         access_key_id: new_id(),
         made_by: principal.identity_key(),
-        kind: kind.to_owned(),
-        sub,
-        thread_id,
-        agent_id,
+        kind: recorded.role,
+        sub: recorded.sub,
+        thread_id: recorded.thread,
+        agent_id: recorded.agent,
         created_at: Timestamp::now(),
         expires_at: matches!(principal, Principal::Agent { .. }).then_some(token_expires_at),
     };
@@ -101,25 +89,23 @@ pub async fn principal_of(app: &App, access_key_id: &str) -> Result<Option<Princ
     if key.expires_at.is_some_and(|end| end <= Timestamp::now()) {
         return Ok(None);
     }
-    let principal = match (key.kind.as_str(), key.sub, key.thread_id, key.agent_id) {
-        ("user", Some(sub), None, None) => Principal::User { sub },
-        ("agent", Some(sub), Some(thread), Some(agent_id)) => {
-            if app.db.thread(&thread).await?.is_none() {
-                return Ok(None);
-            }
-            Principal::Agent {
-                sub,
-                thread,
-                agent_id,
-            }
-        }
-        ("service", sub, None, None) => Principal::Service { sub },
-        _ => {
-            return Err(Error::internal(format!(
-                "access key '{access_key_id}' has an unreadable principal"
-            )));
-        }
+    let recorded = Recorded {
+        role: key.kind,
+        sub: key.sub,
+        thread: key.thread_id,
+        agent: key.agent_id,
     };
+    let principal = recorded.principal().ok_or_else(|| {
+        Error::internal(format!(
+            "access key '{access_key_id}' has an unreadable principal"
+        ))
+    })?;
+    // An agent's key ends with its thread.
+    if let Principal::Agent { thread, .. } = &principal
+        && app.db.thread(thread).await?.is_none()
+    {
+        return Ok(None);
+    }
     Ok(Some(principal))
 }
 

@@ -36,7 +36,7 @@ mod testing;
 
 pub use access::Action;
 pub use error::{Error, Result, describe_bytes};
-pub use principal::Principal;
+pub use principal::{Principal, Recorded};
 
 use ferry_extract::Extractor;
 use ferry_store::sandbox::Sandboxes;

@@ -6,7 +6,7 @@
 //! business and is checked by the door.
 
 use bytes::Bytes;
-use ferry_store::multipart::{Part, Upload};
+pub use ferry_store::multipart::{Part, Upload};
 use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::{Stream, StreamExt, TryStreamExt};
 

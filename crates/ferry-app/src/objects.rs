@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use ferry_core::{SandboxPath, SpaceName, ValidPath};
+pub use ferry_store::BlobRead;
 use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::Stream;
 
@@ -79,6 +80,6 @@ pub async fn bytes(
     app: &App,
     blob_key: &str,
     range: Option<std::ops::Range<u64>>,
-) -> std::io::Result<ferry_store::BlobRead> {
+) -> std::io::Result<BlobRead> {
     app.blobs.read(blob_key, range).await
 }

@@ -50,3 +50,63 @@ impl Principal {
         }
     }
 }
+
+/// A principal as it is kept beyond the request that verified it (an S3 key, a file URL's
+/// grant): its role and the claims that make it up. The one mapping between the two.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Recorded {
+    /// `user`, `agent` or `service`.
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
+    /// An agent's thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    /// An agent's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl Principal {
+    /// How this principal is kept.
+    pub fn recorded(&self) -> Recorded {
+        let (role, sub, thread, agent) = match self {
+            Principal::User { sub } => ("user", Some(sub.clone()), None, None),
+            Principal::Agent {
+                sub,
+                thread,
+                agent_id,
+            } => (
+                "agent",
+                Some(sub.clone()),
+                Some(thread.clone()),
+                Some(agent_id.clone()),
+            ),
+            Principal::Service { sub } => ("service", sub.clone(), None, None),
+        };
+        Recorded {
+            role: role.to_owned(),
+            sub,
+            thread,
+            agent,
+        }
+    }
+}
+
+impl Recorded {
+    /// The principal it records, or `None` when its parts do not make one.
+    pub fn principal(self) -> Option<Principal> {
+        Some(
+            match (self.role.as_str(), self.sub, self.thread, self.agent) {
+                ("user", Some(sub), None, None) => Principal::User { sub },
+                ("agent", Some(sub), Some(thread), Some(agent_id)) => Principal::Agent {
+                    sub,
+                    thread,
+                    agent_id,
+                },
+                ("service", sub, None, None) => Principal::Service { sub },
+                _ => return None,
+            },
+        )
+    }
+}

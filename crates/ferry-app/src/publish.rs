@@ -2,7 +2,8 @@
 //! (docs/reference/publish.md).
 
 use ferry_core::SandboxPath;
-use ferry_store::published::{NewRevision, Revision};
+use ferry_store::published::NewRevision;
+pub use ferry_store::published::Revision;
 use serde::Serialize;
 use tracing::Instrument as _;
 use utoipa::ToSchema;

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use ferry_core::SandboxPath;
 use ferry_core::door::Door;
-use ferry_store::sandbox::{OpenedFile, SandboxEntry};
+pub use ferry_store::sandbox::{OpenedFile, SandboxEntry};
 use ferry_store::spaces::WriteCondition;
 use futures::Stream;
 

@@ -4,7 +4,7 @@
 
 use ferry_core::SandboxPath;
 use ferry_core::tags::{FileTag, parse_say};
-use ferry_store::say::Attachment;
+pub use ferry_store::say::Attachment;
 use ferry_store::threads::Thread;
 use serde::Serialize;
 use utoipa::ToSchema;

@@ -8,7 +8,10 @@ use bytes::Bytes;
 use ferry_core::door::Door;
 use ferry_core::{SpaceName, ValidPath, content_type};
 pub use ferry_store::space_names::Removal;
-use ferry_store::spaces::{FileMeta, ListPage, ListQuery, SpaceFile, SpaceSummary, WriteCondition};
+// The records a door reads and writes spaces with: a door names them from here.
+pub use ferry_store::spaces::{
+    FileMeta, ListCursor, ListPage, ListQuery, SpaceEntry, SpaceFile, SpaceSummary, WriteCondition,
+};
 use futures::Stream;
 
 use crate::App;

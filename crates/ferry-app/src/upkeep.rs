@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use ferry_store::events::StoredEvent;
-use ferry_store::say::{Connector as ConnectorRow, Delivery};
+use ferry_store::say::Connector as ConnectorRow;
+pub use ferry_store::say::Delivery;
 
 use crate::App;
 use crate::error::Result;

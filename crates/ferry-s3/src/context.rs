@@ -96,7 +96,7 @@ pub(crate) struct Found {
 
 pub(crate) enum Reader {
     Blob(String),
-    Sandbox(ferry_store::sandbox::OpenedFile),
+    Sandbox(ferry_app::sandbox::OpenedFile),
 }
 
 impl Found {

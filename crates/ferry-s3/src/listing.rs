@@ -8,9 +8,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ferry_app::spaces::{ListCursor, ListQuery, SpaceEntry};
 use ferry_app::{App, Principal};
 use ferry_core::{SpaceName, Timestamp, ValidPath};
-use ferry_store::spaces::{ListCursor, ListQuery, SpaceEntry};
 use s3s::{S3Result, s3_error};
 
 use crate::errors::to_s3;

@@ -16,7 +16,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use crc_fast::CrcAlgorithm;
-use ferry_store::multipart::Part;
+use ferry_app::multipart::Part;
 use s3s::dto::{Checksum, ChecksumAlgorithm, ChecksumType, CompletedPart};
 use s3s::{S3Result, s3_error};
 use serde::{Deserialize, Serialize};

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_store::say::Delivery;
+use ferry_app::upkeep::Delivery;
 
 use crate::state::AppState;
 

@@ -1,6 +1,6 @@
 //! The JSON of file listings and writes, shared by spaces and sandboxes.
 
-use ferry_store::spaces::SpaceEntry;
+use ferry_app::spaces::SpaceEntry;
 use serde::Serialize;
 use utoipa::ToSchema;
 

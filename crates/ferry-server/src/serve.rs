@@ -7,7 +7,7 @@ use ferry_core::Timestamp;
 use ferry_core::conditions::{Precondition, ReadConditions, Unmet};
 
 use crate::error::ErrorCode;
-use ferry_store::BlobRead;
+use ferry_app::objects::BlobRead;
 use std::ops::Range;
 
 use crate::error::{ApiError, ApiResult};

@@ -3,7 +3,7 @@
 //! and `If-Match`, and the declared `Content-Length`.
 
 use axum::http::{HeaderMap, header};
-use ferry_store::spaces::WriteCondition;
+use ferry_app::spaces::WriteCondition;
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use ferry_core::conditions::TagList;

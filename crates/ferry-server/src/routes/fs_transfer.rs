@@ -14,6 +14,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
 use axum::response::Response;
+use ferry_app::Recorded;
 use ferry_app::files::{self, Caller};
 use ferry_core::AgentPath;
 use ferry_core::agent_files::{FileUrlInput, TransferMethod};
@@ -31,15 +32,9 @@ use crate::state::AppState;
 /// What a file URL lets its holder do, sealed into the URL.
 #[derive(Debug, Serialize, Deserialize)]
 struct Grant {
-    /// `user`, `agent` or `service`.
-    role: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sub: Option<String>,
-    /// The agent token's thread.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thread: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    agent: Option<String>,
+    /// Who asked: the URL acts as them.
+    #[serde(flatten)]
+    who: Recorded,
     /// The thread whose sandbox `/sandbox` is, when the asker named one.
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox_of: Option<String>,
@@ -47,58 +42,6 @@ struct Grant {
     method: TransferMethod,
     /// Unix seconds.
     expires: u64,
-}
-
-impl Grant {
-    fn principal(&self) -> Option<Principal> {
-        Some(match self.role.as_str() {
-            "user" => Principal::User {
-                sub: self.sub.clone()?,
-            },
-            "agent" => Principal::Agent {
-                sub: self.sub.clone()?,
-                thread: self.thread.clone()?,
-                agent_id: self.agent.clone()?,
-            },
-            "service" => Principal::Service {
-                sub: self.sub.clone(),
-            },
-            _ => return None,
-        })
-    }
-}
-
-fn grant_of(
-    principal: &Principal,
-    sandbox_of: Option<&str>,
-    path: &AgentPath,
-    method: TransferMethod,
-    expires: u64,
-) -> Grant {
-    let (role, sub, thread, agent) = match principal {
-        Principal::User { sub } => ("user", Some(sub.clone()), None, None),
-        Principal::Agent {
-            sub,
-            thread,
-            agent_id,
-        } => (
-            "agent",
-            Some(sub.clone()),
-            Some(thread.clone()),
-            Some(agent_id.clone()),
-        ),
-        Principal::Service { sub } => ("service", sub.clone(), None, None),
-    };
-    Grant {
-        role: role.to_owned(),
-        sub,
-        thread,
-        agent,
-        sandbox_of: sandbox_of.map(str::to_owned),
-        path: path.to_string(),
-        method,
-        expires,
-    }
 }
 
 /// `file_url`'s answer.
@@ -144,7 +87,13 @@ async fn hand_out(
         (AgentPath::Sandbox(_), Some(thread)) => Some(thread),
         _ => None,
     };
-    let grant = grant_of(principal, sandbox_of, &path, input.method, expires);
+    let grant = Grant {
+        who: principal.recorded(),
+        sandbox_of: sandbox_of.map(str::to_owned),
+        path: path.to_string(),
+        method: input.method,
+        expires,
+    };
     let payload =
         serde_json::to_vec(&grant).map_err(|e| ApiError::from(ferry_app::Error::internal(e)))?;
     let sealed = state.grants.seal(&payload);
@@ -289,6 +238,8 @@ pub async fn get(
 ) -> ApiResult<Response> {
     let grant = open_grant(&state, &sealed, &method)?;
     let principal = grant
+        .who
+        .clone()
         .principal()
         .ok_or_else(|| ApiError::forbidden("this file URL is not valid: ask for a new one"))?;
     let uri = route_of(&grant, &principal)?;
@@ -347,6 +298,8 @@ pub async fn put(
 ) -> ApiResult<Response> {
     let grant = open_grant(&state, &sealed, &method)?;
     let principal = grant
+        .who
+        .clone()
         .principal()
         .ok_or_else(|| ApiError::forbidden("this file URL is not valid: ask for a new one"))?;
     let uri = route_of(&grant, &principal)?;

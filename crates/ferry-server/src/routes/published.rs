@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use ferry_app::publish::Revision;
 use ferry_app::publish::{self, Publication, PublishedView};
-use ferry_store::published::Revision;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

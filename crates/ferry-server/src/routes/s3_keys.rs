@@ -6,8 +6,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use ferry_app::access_keys;
+use ferry_app::access_keys::AccessKey;
 use ferry_core::Timestamp;
-use ferry_store::access_keys::AccessKey;
 use serde::Serialize;
 use utoipa::ToSchema;
 

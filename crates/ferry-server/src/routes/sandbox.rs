@@ -1,5 +1,5 @@
 //! A thread's sandbox over HTTP (docs/reference/threads-and-sandbox.md): list, read and write files by their `/sandbox/…`
-//! paths, through the jailed handle of `ferry_store::sandbox`.
+//! paths, through the sandbox use cases of `ferry_app::sandbox`.
 
 use axum::Json;
 use axum::body::Body;
@@ -8,8 +8,8 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use ferry_app::body::Incoming;
 use ferry_app::sandbox;
+use ferry_app::sandbox::SandboxEntry;
 use ferry_core::{SandboxPath, ValidPath};
-use ferry_store::sandbox::SandboxEntry;
 use serde::Deserialize;
 use utoipa::IntoParams;
 

@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ferry_app::connectors;
+use ferry_app::say::Attachment;
 use ferry_app::say::{self, SayResult};
-use ferry_store::say::Attachment;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

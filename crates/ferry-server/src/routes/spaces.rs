@@ -9,8 +9,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ferry_app::body::Incoming;
 use ferry_app::spaces;
+use ferry_app::spaces::{FileMeta, ListCursor, ListQuery};
 use ferry_core::{SpaceName, ValidPath};
-use ferry_store::spaces::{FileMeta, ListCursor, ListQuery};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
