@@ -25,6 +25,15 @@ pub enum Found {
     Nothing,
 }
 
+/// The ETag (SHA-256) of what [`Db::space_move`] moved, when it was one file (which lands at
+/// `to` itself); `None` for a folder.
+pub fn moved_file_etag(moved: &[SpaceFile], to: &ValidPath) -> Option<String> {
+    match moved {
+        [file] if file.path == to.as_str() => Some(file.sha256.clone()),
+        _ => None,
+    }
+}
+
 impl Db {
     /// Whether `path` names a file, a folder (one that holds files, or an empty one that was
     /// made), or nothing.

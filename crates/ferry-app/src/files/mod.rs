@@ -569,10 +569,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                 .app
                 .events
                 .poke(&ferry_store::space_events::channel_key(owner, space));
-            let etag = match caller.app.db.space_find(owner, space, to).await? {
-                Found::File(file) => Some(file.sha256),
-                _ => None,
-            };
+            let etag = ferry_store::space_moves::moved_file_etag(&moved, to);
             (moved.len() as u64, etag)
         }
         AgentPath::Spaces => return Err(is_a_folder(&source)),

@@ -237,7 +237,6 @@ impl StoredSandbox {
         overwrite: bool,
     ) -> Result<Moved, Error> {
         let space = SpaceName::sandbox();
-        let is_folder = self.db.space_find(&self.thread_id, &space, from).await? == Found::Folder;
         let moved = self
             .db
             .space_move(
@@ -259,11 +258,7 @@ impl StoredSandbox {
         };
         Ok(Moved {
             files: moved.iter().map(below).collect(),
-            etag: if is_folder {
-                None
-            } else {
-                moved.into_iter().next().map(|file| file.sha256)
-            },
+            etag: crate::space_moves::moved_file_etag(&moved, to),
         })
     }
 
