@@ -126,3 +126,22 @@ pub fn image(data: &[u8]) {
         }
     });
 }
+
+/// Draws page 1 of `data` as a PDF for a model. It may be refused with an error, and the page
+/// may be drawn or say why not; it may not panic, hang or exhaust memory, and a drawn page
+/// keeps to the model's edge and byte limits.
+pub fn pdf_page(data: &[u8]) {
+    no_escaping_panic(|| {
+        if let Ok(page) = ferry_extract::pdf_page(data, 1, 4000)
+            && let Some(image) = &page.image
+        {
+            assert!(
+                image.width.max(image.height) <= MODEL_MAX_EDGE,
+                "{} × {}",
+                image.width,
+                image.height
+            );
+            assert!(image.base64.len() / 4 * 3 <= ferry_extract::MODEL_MAX_BYTES);
+        }
+    });
+}

@@ -7,6 +7,7 @@
 //! extraction worker once per content and kept in the derived cache by the content's hash,
 //! so the second ask, by anyone with the same bytes, reads a file.
 
+use ferry_core::pages::PageSelection;
 use ferry_extract::{ExtractError, ModelImage};
 use ferry_store::uploads::Upload;
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,7 @@ use utoipa::ToSchema;
 use crate::App;
 use crate::access::{self, Action};
 use crate::error::{Error, Result};
+use crate::pdf_pages::{self, Pages};
 use crate::principal::Principal;
 use crate::uploads::UploadView;
 
@@ -34,15 +36,18 @@ pub enum ContentBlock {
     },
 }
 
-/// The blocks of one upload: `[image, note]` for an image, `[note]` for a document.
+/// The blocks of one upload: `[image, note]` for an image; for a PDF its note, then each page
+/// shown (`pages`, by default the first five) as its image followed by its text; `[note]` for
+/// another document.
 pub async fn of_upload(
     app: &App,
     principal: &Principal,
     thread_id: &str,
     upload_id: &str,
+    pages: Option<&PageSelection>,
 ) -> Result<Vec<ContentBlock>> {
     let upload = crate::uploads::get(app, principal, thread_id, upload_id).await?;
-    blocks_of(app, &upload).await
+    blocks_of(app, &upload, pages).await
 }
 
 /// The blocks of one event: a message is its text followed by the blocks of each of its
@@ -93,16 +98,34 @@ pub async fn of_event(
     for upload_id in upload_ids {
         // Uploads are never removed; one missing is left out rather than failing the rest.
         if let Some(upload) = app.db.upload(&thread.id, upload_id).await? {
-            blocks.extend(blocks_of(app, &upload).await?);
+            blocks.extend(blocks_of(app, &upload, None).await?);
         }
     }
     Ok(blocks)
 }
 
-async fn blocks_of(app: &App, upload: &Upload) -> Result<Vec<ContentBlock>> {
+async fn blocks_of(
+    app: &App,
+    upload: &Upload,
+    pages: Option<&PageSelection>,
+) -> Result<Vec<ContentBlock>> {
     let note = ContentBlock::Text {
         text: UploadView::from(upload).attachment_xml,
     };
+    if ferry_extract::is_pdf(&upload.file_name) {
+        let source = app.blobs.local_copy(&upload.blob_key).await?;
+        let shown =
+            pdf_pages::show(app, &upload.owner, &upload.sha256, source.path(), pages).await?;
+        let mut blocks = vec![note];
+        blocks.extend(page_blocks(&upload.file_name, shown, pages.is_none()));
+        return Ok(blocks);
+    }
+    if pages.is_some() {
+        return Err(Error::invalid_request(format!(
+            "pages applies to PDF files; {} is not one",
+            upload.file_name
+        )));
+    }
     if upload.kind != "image" {
         return Ok(vec![note]);
     }
@@ -117,6 +140,45 @@ async fn blocks_of(app: &App, upload: &Upload) -> Result<Vec<ContentBlock>> {
         },
     };
     Ok(vec![image, note])
+}
+
+/// A PDF's pages as blocks: each page's image (or why it has none), then its text; after
+/// them, when the pages were not chosen and the document has more, how to ask for the rest.
+pub(crate) fn page_blocks(file_name: &str, shown: Pages, by_default: bool) -> Vec<ContentBlock> {
+    let (shown, pages) = match shown {
+        Pages::Shown { pages, count } => (pages, count),
+        Pages::Refused { reason } => {
+            return vec![ContentBlock::Text {
+                text: format!("[The pages of {file_name} cannot be shown as images: {reason}]"),
+            }];
+        }
+    };
+    let more = by_default
+        .then(|| pdf_pages::more_pages(file_name, &shown, pages))
+        .flatten();
+    let mut blocks = Vec::new();
+    for page in shown {
+        blocks.push(match pdf_pages::not_drawn(file_name, &page) {
+            Some(text) => ContentBlock::Text { text },
+            None => match &page.image {
+                Some(image) => ContentBlock::Image {
+                    base64: image.base64.clone(),
+                    mime_type: image.mime_type.clone(),
+                },
+                None => continue,
+            },
+        });
+        let heading = pdf_pages::page_heading(file_name, &page);
+        blocks.push(ContentBlock::Text {
+            text: if page.text.is_empty() {
+                heading
+            } else {
+                format!("{heading}\n{}", page.text)
+            },
+        });
+    }
+    blocks.extend(more.map(|text| ContentBlock::Text { text }));
+    blocks
 }
 
 /// What the cache keeps of an image: the image as shown, or why it cannot be shown (so that

@@ -60,6 +60,14 @@ pub struct ReadFileInput {
     #[serde(default = "default_limit")]
     #[cfg_attr(feature = "openapi", schema(default = 2000, minimum = 1))]
     pub limit: usize,
+    /// PDF only: the pages to show as images beside their text, e.g. "1-3,7" (at most 100).
+    /// Without it a PDF is read as its extracted text, by lines.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<String>, example = "1-3,7")
+    )]
+    pub pages: Option<crate::pages::PageSelection>,
 }
 
 /// How `content` is written: "utf-8" (the default), the text itself, or "base64", the bytes

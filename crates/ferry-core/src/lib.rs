@@ -12,6 +12,7 @@ pub mod content_type;
 pub mod door;
 pub mod error_code;
 pub mod mime;
+pub mod pages;
 pub mod path;
 pub mod send_file;
 pub mod space_name;

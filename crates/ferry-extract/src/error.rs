@@ -32,6 +32,14 @@ pub enum ExtractError {
         /// How many pages the document has.
         pages: usize,
     },
+    /// A page was asked for that the document does not have.
+    #[error("the document has {pages} pages; there is no page {page}")]
+    NoSuchPage {
+        /// The page asked for, from 1.
+        page: u32,
+        /// How many pages the document has.
+        pages: u32,
+    },
     /// The document is encrypted or password-protected.
     #[error("the document is encrypted or password-protected, so it cannot be previewed")]
     Encrypted,

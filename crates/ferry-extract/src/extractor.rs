@@ -15,6 +15,7 @@ use crate::error::ExtractError;
 use crate::fair::FairQueue;
 use crate::limits::{Limits, MIB};
 use crate::model_image::ModelImage;
+use crate::pdf_pages::PdfPage;
 use crate::read::{Preview, preview_file, preview_in_process};
 use crate::worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse};
 
@@ -138,12 +139,12 @@ impl Extractor {
             .map_err(|_| ExtractError::Crashed)?;
         }
         match self
-            .run(owner, Op::Preview, path, file_name, max_chars)
+            .run(owner, Op::Preview, path, file_name, max_chars, 0)
             .await?
         {
             WorkerResponse::Preview { preview } => Ok(preview),
             WorkerResponse::Error { error } => Err(error),
-            WorkerResponse::Html { .. } | WorkerResponse::Image { .. } => Err(protocol_error()),
+            _ => Err(protocol_error()),
         }
     }
 
@@ -160,20 +161,40 @@ impl Extractor {
                 "there is no HTML preview for this kind of file".to_owned(),
             ));
         }
-        match self.run(owner, Op::Html, path, file_name, 0).await? {
+        match self.run(owner, Op::Html, path, file_name, 0, 0).await? {
             WorkerResponse::Html { html } => Ok(html),
             WorkerResponse::Error { error } => Err(error),
-            WorkerResponse::Preview { .. } | WorkerResponse::Image { .. } => Err(protocol_error()),
+            _ => Err(protocol_error()),
         }
     }
 
     /// The image at `path` made ready for a vision model ([`crate::model_image`]), decoded
     /// in the worker: image decoders read untrusted bytes too.
     pub async fn model_image(&self, owner: &str, path: &Path) -> Result<ModelImage, ExtractError> {
-        match self.run(owner, Op::ModelImage, path, "image", 0).await? {
+        match self.run(owner, Op::ModelImage, path, "image", 0, 0).await? {
             WorkerResponse::Image { image } => Ok(image),
             WorkerResponse::Error { error } => Err(error),
-            WorkerResponse::Preview { .. } | WorkerResponse::Html { .. } => Err(protocol_error()),
+            _ => Err(protocol_error()),
+        }
+    }
+
+    /// Page `number` (from 1) of `owner`'s PDF at `path`, drawn for a vision model, with the
+    /// page's text cut to `max_chars` ([`crate::pdf_page`]); drawn in the worker, under its
+    /// limits, since a hostile page can make drawing as slow or as large as it likes.
+    pub async fn pdf_page(
+        &self,
+        owner: &str,
+        path: &Path,
+        number: u32,
+        max_chars: usize,
+    ) -> Result<PdfPage, ExtractError> {
+        match self
+            .run(owner, Op::PdfPage, path, "document.pdf", max_chars, number)
+            .await?
+        {
+            WorkerResponse::Page { page } => Ok(page),
+            WorkerResponse::Error { error } => Err(error),
+            _ => Err(protocol_error()),
         }
     }
 
@@ -184,10 +205,11 @@ impl Extractor {
         path: &Path,
         file_name: &str,
         max_chars: usize,
+        page: u32,
     ) -> Result<WorkerResponse, ExtractError> {
         let _turn = self.slots.turn(owner).await;
         let started = std::time::Instant::now();
-        let answer = self.run_worker(op, path, file_name, max_chars).await;
+        let answer = self.run_worker(op, path, file_name, max_chars, page).await;
         let outcome = match &answer {
             Ok(_) => "ok",
             Err(ExtractError::TimedOut) => "timeout",
@@ -209,6 +231,7 @@ impl Extractor {
         path: &Path,
         file_name: &str,
         max_chars: usize,
+        page: u32,
     ) -> Result<WorkerResponse, ExtractError> {
         let cfg = &*self.config;
         let path = std::path::absolute(path).map_err(|e| ExtractError::io(&e))?;
@@ -217,6 +240,7 @@ impl Extractor {
             path,
             file_name: file_name.to_owned(),
             max_chars,
+            page,
             limits: cfg.limits.clone(),
             process: ProcessLimits {
                 memory_bytes: cfg.memory_bytes,

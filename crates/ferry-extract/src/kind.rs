@@ -196,6 +196,11 @@ pub fn is_document(file_name: &str) -> bool {
     )
 }
 
+/// Whether a file of this name is a PDF, whose pages a model can be shown as images.
+pub fn is_pdf(file_name: &str) -> bool {
+    format_of(file_name) == Format::Pdf
+}
+
 /// Whether a file of this name is a raster image a model can be shown (PNG, JPEG, GIF, WebP).
 pub fn is_raster_image(file_name: &str) -> bool {
     format_of(file_name) == Format::Image

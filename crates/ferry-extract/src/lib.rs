@@ -21,8 +21,9 @@
 //! (imagesize reads a header; text is a bounded prefix, decoded), since
 //! there is nothing there for a hostile file to exploit and a process
 //! start would cost more than the work; see [`Extractor::preview`]. Decoding
-//! an image's pixels, to show it to a model ([`Extractor::model_image`]), is
-//! worker work like any document.
+//! an image's pixels, to show it to a model ([`Extractor::model_image`]), and
+//! drawing a PDF page for one ([`Extractor::pdf_page`], one worker per page)
+//! are worker work like any document.
 //!
 //! The readers themselves are public too ([`preview_bytes`],
 //! [`render_html_bytes`] and friends). They run in the calling process and
@@ -65,7 +66,7 @@
 //! | `.pdf` | the text in reading order (pdf-extract's layout), pages separated by a blank line |
 //! | `.docx` | one line per paragraph; headings as `# Title`, `## Section`; table rows as `a \| b \| c` |
 //! | `.xlsx .xlsm .xls` | per sheet: `Sheet1: Revenue \| Q1`, `Row 1: North \| 125000`, ... `... (first 20 rows)`; sheets separated by a blank line |
-//! | `.pptx` | `Slide 1: Title` per slide, in presentation order |
+//! | `.pptx` | `Slide 1: Title` per slide, in presentation order (a picture is `[picture: NAME]`, a chart `[chart]`) |
 //! | `.csv .tsv` | like a sheet without its name: `Revenue \| Q1`, `Row 1: ...`, `... (first 20 rows)` |
 //! | `.txt .md .json` and code | the first characters |
 //! | `.png .jpg .jpeg .gif .webp` | no text; width and height from the header (more than [`Limits::max_image_pixels`] is an error) |
@@ -98,6 +99,7 @@ mod model_image;
 mod opc;
 mod package;
 mod pdf;
+mod pdf_pages;
 mod pdf_predefined_cmaps;
 mod pdf_unicode;
 mod pptx;
@@ -110,12 +112,13 @@ mod xml;
 pub use error::ExtractError;
 pub use extractor::{Extractor, ExtractorConfig, WORKER_ARG};
 pub use html::STYLE as PREVIEW_STYLE;
-pub use kind::{PreviewKind, is_document, is_raster_image, preview_kind};
+pub use kind::{PreviewKind, is_document, is_pdf, is_raster_image, preview_kind};
 pub use limits::{Limits, PREVIEW_ROWS};
 pub use model_image::{MODEL_MAX_BYTES, MODEL_MAX_EDGE, ModelImage, model_image};
+pub use pdf_pages::{PdfPage, pdf_page};
 pub use read::{
-    Preview, model_image_file, preview_bytes, preview_file, preview_reader, render_html_bytes,
-    render_html_file, render_html_reader,
+    Preview, model_image_file, pdf_page_file, preview_bytes, preview_file, preview_reader,
+    render_html_bytes, render_html_file, render_html_reader,
 };
 pub use text::{CUT_MARK, clip};
 pub use worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse, handle, worker_main};

@@ -123,6 +123,25 @@ fn scale_to_fit(image: DynamicImage, max_edge: u32) -> DynamicImage {
     image.resize_exact(scale(width), scale(height), FilterType::Triangle)
 }
 
+/// A PNG at most this large is kept without trying JPEG: drawings of text and lines stay
+/// crisp, and at this size they cost a model little.
+const SMALL_PNG_BYTES: usize = 512 * 1024;
+
+/// Encodes a drawn page: as PNG, or as JPEG when that is smaller (a photograph or a scan on
+/// the page), at most [`MODEL_MAX_BYTES`].
+pub(crate) fn encode_drawing(image: &DynamicImage) -> Result<ModelImage, ExtractError> {
+    let first = encode(image, true)?;
+    if first.mime_type != "image/png" || first.base64.len() / 4 * 3 <= SMALL_PNG_BYTES {
+        return Ok(first);
+    }
+    let jpeg = encode(image, false)?;
+    Ok(if jpeg.base64.len() < first.base64.len() {
+        jpeg
+    } else {
+        first
+    })
+}
+
 /// Encodes `image` as PNG when `prefer_png` and the result fits, else as JPEG.
 fn encode(image: &DynamicImage, prefer_png: bool) -> Result<ModelImage, ExtractError> {
     let shown = |mime_type: &str, bytes: Vec<u8>| ModelImage {

@@ -114,7 +114,7 @@ impl OutputDev for Pages {
 /// to carry permissions); one that needs a real password is refused. A file
 /// whose cross-reference table is missing or broken gets one rebuilt from
 /// its objects, as other readers do.
-fn load(bytes: &[u8]) -> Result<Document, ExtractError> {
+pub(crate) fn load(bytes: &[u8]) -> Result<Document, ExtractError> {
     let doc = match load_once(bytes) {
         Ok(doc) => doc,
         Err(first) => match repair_xref(bytes).map(|fixed| load_once(&fixed)) {
@@ -383,6 +383,18 @@ fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// The text of the PDF, at most `max_chars` characters (cut with `…`).
 pub(crate) fn preview(bytes: &[u8], max_chars: usize) -> Result<String, ExtractError> {
     let doc = load(bytes)?;
+    text_of(&doc, None, max_chars)
+}
+
+/// The text of page `number` (from 1) of a loaded PDF, at most `max_chars` characters; empty
+/// when the page holds none (the caller shows the page's picture instead).
+pub(crate) fn page_text(doc: &Document, number: u32, max_chars: usize) -> String {
+    text_of(doc, Some(number), max_chars).unwrap_or_default()
+}
+
+/// The text of the whole document (`page: None`) or of one page, tidied and cut to
+/// `max_chars`; an error that says why when there is none.
+fn text_of(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<String, ExtractError> {
     // Collect more than the budget: tidying removes some of it.
     let collected = Rc::new(RefCell::new(Collected {
         limit: max_chars.saturating_mul(2).saturating_add(256),
@@ -395,7 +407,10 @@ pub(crate) fn preview(bytes: &[u8], max_chars: usize) -> Result<String, ExtractE
         pages: 0,
         glyphs: 0,
     };
-    let result = catch_unwind(AssertUnwindSafe(|| pdf_extract::output_doc(&doc, &mut out)));
+    let result = catch_unwind(AssertUnwindSafe(|| match page {
+        None => pdf_extract::output_doc(doc, &mut out),
+        Some(number) => pdf_extract::output_doc_page(doc, &mut out, number),
+    }));
     let stopped = collected.borrow().stopped;
     match result {
         Err(_) if collected.borrow().chars == 0 => {

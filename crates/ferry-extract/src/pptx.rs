@@ -5,7 +5,9 @@
 //! through its relationships, not the order of the zip entries. A slide's
 //! title is the text of its title placeholder (`title`, `ctrTitle` or
 //! `vertTitle`); a slide without one is named by its first text, or
-//! `(untitled)`.
+//! `(untitled)`. A picture counts as the text `[picture: NAME]` (its
+//! description, else its name, as the file gives them) and a chart as
+//! `[chart]`, so that a slide made of pictures says what it holds.
 //!
 //! Text preview: one line per slide, `Slide N: Title`; a presentation with
 //! no slides gives `(no slides)`.
@@ -41,6 +43,34 @@ pub(crate) struct Slide {
 struct Shape {
     is_title: bool,
     paras: Vec<String>,
+    /// What a picture or a chart is shown as: `[picture: NAME]`, `[chart]`.
+    figure: Option<String>,
+}
+
+/// What a picture is called before its name is read.
+const PICTURE: &str = "[picture]";
+
+/// Names the picture being read by its description (alt text), else its name.
+fn name_picture(e: &quick_xml::events::BytesStart<'_>, open: &mut [Shape]) {
+    if let Some(shape) = open.last_mut()
+        && shape.figure.as_deref() == Some(PICTURE)
+    {
+        let named = [attr(e, b"descr"), attr(e, b"name")]
+            .into_iter()
+            .flatten()
+            .map(|n| one_line(&n))
+            .find(|n| !n.is_empty());
+        if let Some(name) = named {
+            shape.figure = Some(format!("[picture: {name}]"));
+        }
+    }
+}
+
+/// Marks the shape being read as a chart.
+fn mark_chart(open: &mut [Shape]) {
+    if let Some(shape) = open.last_mut() {
+        shape.figure = Some("[chart]".to_owned());
+    }
 }
 
 /// Reads the slides in order, handing each to `emit`; stops when `emit`
@@ -103,6 +133,12 @@ fn read_slide<R: Read + Seek>(
         match xml.next()? {
             Ev::Start(e) => match local(&e).as_slice() {
                 b"sp" | b"graphicFrame" | b"cxnSp" => open.push(Shape::default()),
+                b"pic" => open.push(Shape {
+                    figure: Some(PICTURE.to_owned()),
+                    ..Shape::default()
+                }),
+                b"cNvPr" => name_picture(&e, &mut open),
+                b"chart" => mark_chart(&mut open),
                 b"p" => para = Some(String::new()),
                 b"t" => in_text = true,
                 b"ph" => mark_title(&e, &mut open),
@@ -111,6 +147,8 @@ fn read_slide<R: Read + Seek>(
             },
             Ev::Empty(e) => match local(&e).as_slice() {
                 b"ph" => mark_title(&e, &mut open),
+                b"cNvPr" => name_picture(&e, &mut open),
+                b"chart" => mark_chart(&mut open),
                 b"br" => {
                     if let Some(p) = para.as_mut() {
                         p.push('\n');
@@ -131,14 +169,14 @@ fn read_slide<R: Read + Seek>(
                             Some(shape) => shape.paras.push(p),
                             None => {
                                 done.push(Shape {
-                                    is_title: false,
                                     paras: vec![p],
+                                    ..Shape::default()
                                 });
                             }
                         }
                     }
                 }
-                b"sp" | b"graphicFrame" | b"cxnSp" => {
+                b"sp" | b"graphicFrame" | b"cxnSp" | b"pic" => {
                     if let Some(shape) = open.pop() {
                         done.push(shape);
                     }
@@ -185,6 +223,8 @@ fn make_slide(number: usize, shapes: Vec<Shape>) -> Slide {
                 .map(|p| p.trim().to_owned())
                 .filter(|p| !p.is_empty()),
         );
+        // A chart's own text (a table's cells, say) is read above; a figure says what it is.
+        paragraphs.extend(shape.figure);
     }
     let title = match title {
         Some(t) => t,
@@ -281,6 +321,35 @@ mod tests {
             ("ppt/slides/slide2.xml", s2.as_bytes()),
             ("ppt/slides/slide3.xml", s3.as_bytes()),
         ])
+    }
+
+    #[test]
+    fn a_slide_of_pictures_and_charts_says_what_it_holds() {
+        let pres = r#"<p:presentation xmlns:p="p" xmlns:r="r"><p:sldIdLst><p:sldId id="256" r:id="rId1"/><p:sldId id="257" r:id="rId2"/></p:sldIdLst></p:presentation>"#;
+        let rels = r#"<Relationships><Relationship Id="rId1" Type="s" Target="slides/slide1.xml"/><Relationship Id="rId2" Type="s" Target="slides/slide2.xml"/></Relationships>"#;
+        let pic = |attrs: &str| {
+            format!(
+                r#"<p:pic><p:nvPicPr><p:cNvPr id="4" {attrs}/></p:nvPicPr><p:blipFill/></p:pic>"#
+            )
+        };
+        let chart = r#"<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="5" name="Chart 4"/></p:nvGraphicFramePr><a:graphic><a:graphicData uri="c"><c:chart xmlns:c="c" r:id="rId3"/></a:graphicData></a:graphic></p:graphicFrame>"#;
+        let s1 = slide(&(pic(r#"name="Picture 3" descr="revenue by region.png""#) + chart));
+        let s2 =
+            slide(&(sp(r#"<p:ph type="title"/>"#, &["Results"]) + &pic(r#"name="Picture 1""#)));
+        let deck = zip_of(&[
+            ("ppt/presentation.xml", pres.as_bytes()),
+            ("ppt/_rels/presentation.xml.rels", rels.as_bytes()),
+            ("ppt/slides/slide1.xml", s1.as_bytes()),
+            ("ppt/slides/slide2.xml", s2.as_bytes()),
+        ]);
+        let text = preview(Cursor::new(deck.clone()), 4000, &Limits::default()).unwrap();
+        assert_eq!(
+            text,
+            "Slide 1: [picture: revenue by region.png]\nSlide 2: Results"
+        );
+        let html = html_body(Cursor::new(deck), &Limits::default()).unwrap();
+        assert!(html.contains("<p>[chart]</p>"), "{html}");
+        assert!(html.contains("<p>[picture: Picture 1]</p>"), "{html}");
     }
 
     #[test]

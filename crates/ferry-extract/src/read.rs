@@ -13,6 +13,7 @@ use crate::html;
 use crate::kind::{Format, format_of};
 use crate::limits::{Limits, human_bytes};
 use crate::model_image::{ModelImage, check_pixels, model_image};
+use crate::pdf_pages::{PdfPage, pdf_page};
 use crate::text::{decode_text, mark_cut};
 use crate::{csvfile, docx, pdf, pptx, sheet};
 
@@ -176,6 +177,18 @@ pub fn render_html_reader<R: Read + Seek>(
 pub fn model_image_file(path: &Path, limits: &Limits) -> Result<ModelImage, ExtractError> {
     let file = File::open(path).map_err(|e| ExtractError::io(&e))?;
     model_image(&read_all(file, limits)?, limits)
+}
+
+/// Draws page `number` of the PDF at `path` and reads its text, in this process
+/// ([`crate::pdf_page`]).
+pub fn pdf_page_file(
+    path: &Path,
+    number: u32,
+    max_chars: usize,
+    limits: &Limits,
+) -> Result<PdfPage, ExtractError> {
+    let file = File::open(path).map_err(|e| ExtractError::io(&e))?;
+    pdf_page(&read_all(file, limits)?, number, max_chars)
 }
 
 fn no_html() -> ExtractError {

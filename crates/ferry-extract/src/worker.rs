@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ExtractError;
 use crate::limits::Limits;
 use crate::model_image::ModelImage;
-use crate::read::{Preview, model_image_file, preview_file, render_html_file};
+use crate::pdf_pages::PdfPage;
+use crate::read::{Preview, model_image_file, pdf_page_file, preview_file, render_html_file};
 
 /// What the worker is asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +30,9 @@ pub enum Op {
     /// An image made ready for a vision model.
     #[serde(rename = "model_image")]
     ModelImage,
+    /// One page of a PDF drawn for a vision model, with its text.
+    #[serde(rename = "pdf_page")]
+    PdfPage,
 }
 
 impl Op {
@@ -38,6 +42,7 @@ impl Op {
             Op::Preview => "preview",
             Op::Html => "html",
             Op::ModelImage => "model_image",
+            Op::PdfPage => "pdf_page",
         }
     }
 }
@@ -74,9 +79,12 @@ pub struct WorkerRequest {
     pub path: PathBuf,
     /// The document's name, which picks the reader.
     pub file_name: String,
-    /// Character budget of a text preview.
+    /// Character budget of a text preview (of a PDF page's text, for [`Op::PdfPage`]).
     #[serde(default)]
     pub max_chars: usize,
+    /// The page to draw, from 1 ([`Op::PdfPage`] only).
+    #[serde(default)]
+    pub page: u32,
     /// Reading limits.
     #[serde(default)]
     pub limits: Limits,
@@ -103,6 +111,11 @@ pub enum WorkerResponse {
     Image {
         /// The image as the model is shown it.
         image: ModelImage,
+    },
+    /// A PDF page was drawn.
+    Page {
+        /// The page's picture and text.
+        page: PdfPage,
     },
     /// The document could not be read.
     Error {
@@ -172,6 +185,13 @@ pub fn handle(request: &WorkerRequest) -> WorkerResponse {
             .map(|html| WorkerResponse::Html { html }),
         Op::ModelImage => model_image_file(&request.path, &request.limits)
             .map(|image| WorkerResponse::Image { image }),
+        Op::PdfPage => pdf_page_file(
+            &request.path,
+            request.page,
+            request.max_chars,
+            &request.limits,
+        )
+        .map(|page| WorkerResponse::Page { page }),
     };
     result.unwrap_or_else(|error| WorkerResponse::Error { error })
 }
@@ -272,6 +292,7 @@ mod tests {
             path: "/nonexistent/secret/dir/a.txt".into(),
             file_name: "a.txt".into(),
             max_chars: 10,
+            page: 0,
             limits: Limits::default(),
             process: ProcessLimits::default(),
         };

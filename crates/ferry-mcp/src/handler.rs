@@ -425,11 +425,15 @@ impl FerryMcp {
     async fn read_upload(&self, caller: &Caller, arguments: Value) -> Outcome {
         let args: tools::ReadUploadArgs = parse(tools::READ_UPLOAD, arguments)?;
         let thread = thread_of(caller)?;
+        let pages = args
+            .pages
+            .map(|p| format!("?pages={}", encode(&p)))
+            .unwrap_or_default();
         let response = self
             .get(
                 caller,
                 format!(
-                    "/api/threads/{}/uploads/{}/model-content",
+                    "/api/threads/{}/uploads/{}/model-content{pages}",
                     encode(thread),
                     encode(&args.upload_id)
                 ),
@@ -482,6 +486,16 @@ fn read_result(read: Value) -> CallToolResult {
             blocks.push(ContentBlock::image(text("base64"), text("mimeType")));
             blocks.push(ContentBlock::text(text("note")));
         }
+        // A PDF's pages: the server's content blocks, each page's image and then its text.
+        Some("pages") => {
+            blocks.extend(
+                read["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(mcp_content),
+            );
+        }
         Some("text") => {
             let mut shown = text("content");
             if let Some(next) = read["nextOffset"].as_u64() {
@@ -498,10 +512,15 @@ fn read_result(read: Value) -> CallToolResult {
         _ => blocks.push(ContentBlock::text(text("note"))),
     }
     let mut result = CallToolResult::success(blocks);
-    // The image's bytes are in its block already; the rest describes it.
+    // The image's bytes are in its block already (a PDF's pages in theirs); the rest
+    // describes it.
     let mut described = read;
+    let pages = described["kind"] == "pages";
     if let Some(object) = described.as_object_mut() {
         object.remove("base64");
+        if pages {
+            object.remove("content");
+        }
     }
     result.structured_content = Some(described);
     result

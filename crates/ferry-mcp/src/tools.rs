@@ -294,13 +294,20 @@ pub fn all() -> Vec<Tool> {
             "Look at an upload",
             "Look at one file the user uploaded (its id from list_uploads): an image comes back \
              as the image itself (scaled so its long edge is at most 1,568 pixels) with its \
-             hidden note; a document as its note, which carries the preview of its text.",
+             hidden note; a PDF as its note and then its pages (the first 5, or those asked \
+             with pages) each as an image followed by that page's text, so scans and charts \
+             can be read; another document as its note, which carries the preview of its text.",
             json!({
                 "type": "object",
                 "properties": {
                     "uploadId": {
                         "type": "string",
                         "description": "The upload's id, as list_uploads gives it"
+                    },
+                    "pages": {
+                        "type": "string",
+                        "description": "PDF only: the pages to show, e.g. \"1-3,7\" (default the \
+                                        first 5; at most 100)"
                     }
                 },
                 "required": ["uploadId"],
@@ -404,6 +411,9 @@ pub struct SayArgs {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReadUploadArgs {
     pub upload_id: String,
+    /// Passed on as the route's `pages`, which reads it.
+    #[serde(default)]
+    pub pages: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

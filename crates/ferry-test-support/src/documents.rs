@@ -1,5 +1,6 @@
 //! Documents built byte by byte for the tests: zips (deflated here, or from raw deflate
-//! streams, so a test can describe a bomb without holding it inflated) and a minimal XLSX.
+//! streams, so a test can describe a bomb without holding it inflated), a minimal XLSX and
+//! PDFs of given pages.
 //! Used by ferry-extract's tests and the server's.
 
 use std::io::Write;
@@ -213,4 +214,66 @@ pub fn png(width: u32, height: u32) -> Vec<u8> {
 /// black rows (a few kilobytes deflated): a decompression bomb when the size is large.
 pub fn png_declaring(width: u32, height: u32) -> Vec<u8> {
     png_of(width, height, &vec![0u8; 1 << 20])
+}
+
+/// One page of [`pdf_of`]: its size in points and its content stream (PDF drawing operators;
+/// Helvetica is there as `/F1`).
+#[derive(Debug, Clone, Copy)]
+pub struct PdfPage<'a> {
+    pub width: f32,
+    pub height: f32,
+    pub content: &'a str,
+}
+
+/// A PDF of the given pages, written by hand with a correct cross-reference table.
+pub fn pdf_of(pages: &[PdfPage<'_>]) -> Vec<u8> {
+    // 1: catalog, 2: page tree, 3: the font, then a page and its content for each page.
+    let kids: Vec<String> = (0..pages.len())
+        .map(|i| format!("{} 0 R", 4 + 2 * i))
+        .collect();
+    let mut objects = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {} >>",
+            kids.join(" "),
+            pages.len()
+        ),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_owned(),
+    ];
+    for (i, page) in pages.iter().enumerate() {
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {} {}] \
+             /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
+            page.width,
+            page.height,
+            5 + 2 * i
+        ));
+        objects.push(format!(
+            "<< /Length {} >>\nstream\n{}\nendstream",
+            page.content.len(),
+            page.content
+        ));
+    }
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    let size = objects.len() + 1;
+    out.extend_from_slice(format!("xref\n0 {size}\n0000000000 65535 f \n").as_bytes());
+    for offset in offsets {
+        out.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").as_bytes(),
+    );
+    out
+}
+
+/// A page of US Letter size (612 × 792 points) with `text` written in 24-point Helvetica near
+/// its top.
+pub fn letter_page_saying(text: &str) -> String {
+    format!("BT /F1 24 Tf 72 700 Td ({text}) Tj ET")
 }

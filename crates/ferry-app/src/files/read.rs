@@ -6,11 +6,15 @@
 
 use ferry_core::AgentPath;
 use ferry_core::agent_files::ReadFileInput;
+use ferry_core::pages::PageSelection;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::{Caller, Current, READ_MAX_BYTES, open, parse, quoted};
 use crate::error::{Error, Result};
+use crate::model_content::{ContentBlock, page_blocks};
+use crate::pdf_pages::Pages;
 
 /// Characters of a document's extracted text `read_file` pages through at most.
 pub const DOCUMENT_MAX_CHARS: usize = 2_000_000;
@@ -54,6 +58,17 @@ pub enum ReadOutput {
         /// One line naming the image.
         note: String,
     },
+    /// Pages of a PDF (asked for with `pages`): each page's image followed by its text, as
+    /// content blocks ready for a model, the same blocks as an uploaded PDF's model content.
+    #[serde(rename_all = "camelCase")]
+    Pages {
+        path: String,
+        etag: String,
+        /// How many pages the document has; absent when it cannot be opened to draw.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total_pages: Option<u32>,
+        content: Vec<ContentBlock>,
+    },
     /// A file that is neither text nor something ferry can show: its type and size only.
     #[serde(rename_all = "camelCase")]
     Binary {
@@ -83,13 +98,26 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
     let current = open(caller, &path).await?;
     let etag = quoted(&current.etag);
     let name = path.file_name().to_owned();
+    if let Some(selection) = &input.pages {
+        if !ferry_extract::is_pdf(&name) {
+            return Err(Error::invalid_request(format!(
+                "pages applies to PDF files; {path} is not one"
+            )));
+        }
+        return pdf_pages(caller, &path, current, selection).await;
+    }
     if ferry_extract::is_raster_image(&name) {
         return image(caller, &path, current).await;
     }
     if ferry_extract::is_document(&name) {
         let text = document_text(caller, &name, current).await?;
+        let pages = if ferry_extract::is_pdf(&name) {
+            " (ask with pages, e.g. \"1-3\", to see its pages as images)"
+        } else {
+            ""
+        };
         let note = Some(format!(
-            "the text extracted from {name}; its layout, images and charts are not in it"
+            "the text extracted from {name}; its layout, images and charts are not in it{pages}"
         ));
         return Ok(window(&path, &text, input, etag, note));
     }
@@ -198,6 +226,32 @@ async fn image(caller: Caller<'_>, path: &AgentPath, current: Current) -> Result
     }
 }
 
+/// The pages of a PDF asked for, drawn by the worker, kept by the content's hash.
+async fn pdf_pages(
+    caller: Caller<'_>,
+    path: &AgentPath,
+    current: Current,
+    selection: &PageSelection,
+) -> Result<ReadOutput> {
+    let etag = quoted(&current.etag);
+    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let scratch = caller.app.cache.scratch(bytes).await?;
+    let owner = caller.principal.identity_key();
+    let shown =
+        crate::pdf_pages::show(caller.app, &owner, &sha256, &scratch, Some(selection)).await?;
+    let total_pages = match &shown {
+        Pages::Shown { count, .. } => Some(*count),
+        Pages::Refused { .. } => None,
+    };
+    Ok(ReadOutput::Pages {
+        path: path.to_string(),
+        etag,
+        total_pages,
+        content: page_blocks(path.file_name(), shown, false),
+    })
+}
+
 /// A document's text, extracted by the worker.
 async fn document_text(caller: Caller<'_>, name: &str, current: Current) -> Result<String> {
     let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
@@ -208,6 +262,14 @@ async fn document_text(caller: Caller<'_>, name: &str, current: Current) -> Resu
         .extractor
         .preview(&owner, &scratch, name, DOCUMENT_MAX_CHARS)
         .await
-        .map_err(|e| Error::invalid_request(format!("the text of {name} cannot be read: {e}")))?;
+        .map_err(|e| {
+            // A scan has no text, but its pages can still be looked at.
+            let pages = if ferry_extract::is_pdf(name) {
+                "; read its pages as images instead, with pages (e.g. \"1-5\")"
+            } else {
+                ""
+            };
+            Error::invalid_request(format!("the text of {name} cannot be read: {e}{pages}"))
+        })?;
     Ok(preview.text.unwrap_or_default())
 }

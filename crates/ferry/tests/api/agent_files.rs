@@ -333,6 +333,58 @@ async fn images_documents_and_binaries_are_read_as_a_model_needs_them() {
 }
 
 #[tokio::test]
+async fn a_pdf_is_read_as_its_pages_when_asked_with_pages() {
+    use ferry_test_support::documents::{PdfPage, letter_page_saying, pdf_of};
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let said = ["First page", "Second page", "Third page"].map(letter_page_saying);
+    let pages: Vec<PdfPage> = said
+        .iter()
+        .map(|content| PdfPage {
+            width: 612.0,
+            height: 792.0,
+            content,
+        })
+        .collect();
+    put_file(&app, &t, "outputs/r.pdf", &pdf_of(&pages)).await;
+    put_file(&app, &t, "outputs/r.txt", b"text").await;
+    let read = |body: Value| fs(&app, &t.agent, "read_file", body);
+
+    let got = ok(&read(json!({"path": "/sandbox/outputs/r.pdf", "pages": "3,2"})).await);
+    assert_eq!(got["kind"], "pages", "{got}");
+    assert_eq!(got["totalPages"], 3);
+    assert!(got["etag"].as_str().unwrap().starts_with('"'));
+    let content = got["content"].as_array().unwrap();
+    assert_eq!(
+        content.len(),
+        4,
+        "an image and a text per page: {content:?}"
+    );
+    assert_eq!(content[0]["type"], "image");
+    assert_eq!(content[0]["mime_type"], "image/png");
+    assert_eq!(
+        content[1]["text"], "Page 2 of 3 of r.pdf:\nSecond page",
+        "ascending, each page's own text"
+    );
+    assert_eq!(content[3]["text"], "Page 3 of 3 of r.pdf:\nThird page");
+
+    // Without pages a PDF is its text, by lines, and says how to see its pages.
+    let text = ok(&read(json!({"path": "/sandbox/outputs/r.pdf"})).await);
+    assert_eq!(text["kind"], "text");
+    assert!(text["note"].as_str().unwrap().contains("pages"), "{text}");
+
+    read(json!({"path": "/sandbox/outputs/r.pdf", "pages": "4"}))
+        .await
+        .expect_invalid("the document has 3 pages; there is no page 4");
+    read(json!({"path": "/sandbox/outputs/r.pdf", "pages": "one"}))
+        .await
+        .expect_invalid("pages must list page numbers and ranges");
+    read(json!({"path": "/sandbox/outputs/r.txt", "pages": "1"}))
+        .await
+        .expect_invalid("pages applies to PDF files; /sandbox/outputs/r.txt is not one");
+}
+
+#[tokio::test]
 async fn a_planted_link_or_fifo_is_refused_within_the_operation() {
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;

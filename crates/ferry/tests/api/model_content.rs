@@ -114,6 +114,138 @@ async fn a_document_is_its_note_with_the_preview() {
     );
 }
 
+/// A PDF whose page N (from 1) of `count` says `Text of page N`, or, with `scan`, holds a
+/// drawing and no text at all.
+fn pdf(count: usize, scan: bool) -> Vec<u8> {
+    use ferry_test_support::documents::{PdfPage, letter_page_saying, pdf_of};
+    let contents: Vec<String> = (1..=count)
+        .map(|n| {
+            if scan {
+                "0.2 g 72 500 300 200 re f".to_owned()
+            } else {
+                letter_page_saying(&format!("Text of page {n}"))
+            }
+        })
+        .collect();
+    let pages: Vec<PdfPage> = contents
+        .iter()
+        .map(|content| PdfPage {
+            width: 612.0,
+            height: 792.0,
+            content,
+        })
+        .collect();
+    pdf_of(&pages)
+}
+
+#[tokio::test]
+async fn a_pdf_is_its_note_then_its_first_pages_as_images_beside_their_text() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "report.pdf", &pdf(7, false)).await;
+    let got = blocks_of_upload(&app, &t, &upload).await;
+    // The note, five pages of an image and a text each, and how to ask for the rest.
+    assert_eq!(got.len(), 1 + 5 * 2 + 1, "{got:?}");
+    assert_eq!(got[0]["text"], upload["attachmentXml"]);
+    for page in 1..=5 {
+        let image = image_bytes(&got[2 * page - 1]);
+        let (width, height) = png_size(&image);
+        assert_eq!(height, 1568, "page {page}: the long edge is the model's");
+        assert_eq!(width, 612 * 1568 / 792);
+        assert_eq!(
+            got[2 * page]["text"],
+            format!("Page {page} of 7 of report.pdf:\nText of page {page}")
+        );
+    }
+    assert_eq!(
+        got[11]["text"],
+        "[report.pdf has 7 pages; pages 1-5 are shown. Ask for others with pages, e.g. \
+         pages=6-7]"
+    );
+
+    // Pages asked for come ascending, once each, and nothing is said of the others.
+    let url = format!("{}?pages=7,2,2", upload_url(&t, &upload));
+    let chosen = blocks(&app.get(&url, &t.agent).await);
+    assert_eq!(chosen.len(), 1 + 2 * 2, "{chosen:?}");
+    assert_eq!(
+        chosen[2]["text"],
+        "Page 2 of 7 of report.pdf:\nText of page 2"
+    );
+    assert_eq!(
+        chosen[4]["text"],
+        "Page 7 of 7 of report.pdf:\nText of page 7"
+    );
+    // The same page drawn for the first ask is the one kept and sent again.
+    assert_eq!(chosen[1], got[3]);
+    let kept = app
+        .state
+        .config
+        .data_dir
+        .join("cache/pdf-pages")
+        .join(upload["sha256"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_dir(&kept).unwrap().count(),
+        6,
+        "pages 1-5 and 7"
+    );
+}
+
+#[tokio::test]
+async fn pages_that_cannot_be_shown_are_refused_with_what_to_write_instead() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "short.pdf", &pdf(3, false)).await;
+    let sheet = upload_one(&app, &t, "q.csv", b"a,b\n1,2\n").await;
+    for (pages, message) in [
+        ("9", "the document has 3 pages; there is no page 9"),
+        ("2-4", "the document has 3 pages; there is no page 4"),
+        (
+            "x",
+            "pages must list page numbers and ranges such as 1-3,7; 'x' is not one",
+        ),
+        ("0", "pages are numbered from 1"),
+        ("3-1", "the range '3-1' ends before it starts"),
+        (
+            "1-101",
+            "pages asks for 101 pages; one request shows at most 100",
+        ),
+    ] {
+        let url = format!("{}?pages={pages}", upload_url(&t, &upload));
+        app.get(&url, &t.user).await.expect_invalid(message);
+    }
+    let url = format!("{}?pages=1", upload_url(&t, &sheet));
+    app.get(&url, &t.user)
+        .await
+        .expect_invalid("pages applies to PDF files; q.csv is not one");
+}
+
+#[tokio::test]
+async fn a_scan_without_text_is_shown_as_its_pages() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "scan.pdf", &pdf(1, true)).await;
+    assert!(
+        upload["previewError"]
+            .as_str()
+            .unwrap()
+            .starts_with("no text layer (1 pages)"),
+        "{upload}"
+    );
+    let got = blocks_of_upload(&app, &t, &upload).await;
+    assert_eq!(got.len(), 3, "{got:?}");
+    let image = image::load_from_memory(&image_bytes(&got[1]))
+        .unwrap()
+        .to_luma8();
+    // The grey rectangle is there to be seen: at (200, 200) points from the top left.
+    let s = 1568.0 / 792.0;
+    let pixel = image.get_pixel((200.0 * s) as u32, (200.0 * s) as u32)[0];
+    assert!(pixel < 80, "the drawing is dark grey, got {pixel}");
+    assert_eq!(
+        got[2]["text"],
+        "Page 1 of 1 of scan.pdf: no text on this page; what it shows is in its image"
+    );
+}
+
 #[tokio::test]
 async fn an_image_bomb_uploads_with_a_preview_error_and_is_never_decoded() {
     let app = TestApp::new().await;

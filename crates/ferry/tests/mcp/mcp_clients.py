@@ -56,7 +56,7 @@ TOOLS = [
 # from them: checked here by their required and optional fields.
 FILE_TOOL_FIELDS: dict[str, tuple[list[str], set[str]]] = {
     "ls": ([], {"path"}),
-    "read_file": (["path"], {"offset", "limit"}),
+    "read_file": (["path"], {"offset", "limit", "pages"}),
     "write_file": (["path", "content"], {"encoding", "ifNoneMatch", "ifMatch"}),
     "edit_file": (["path", "old_string", "new_string"], {"replace_all", "ifMatch"}),
     "glob": (["pattern"], {"path"}),
@@ -132,11 +132,28 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "list_uploads": {"type": "object", "properties": {}, "additionalProperties": False},
     "read_upload": {
         "type": "object",
-        "properties": {"uploadId": {"type": "string"}},
+        "properties": {"uploadId": {"type": "string"}, "pages": {"type": "string"}},
         "required": ["uploadId"],
         "additionalProperties": False,
     },
 }
+
+def scanned_pdf(pages: int) -> bytes:
+    """A PDF of `pages` letter pages, each a grey rectangle and no text: a scan, to a text reader."""
+    content = b"0.3 g 72 400 400 300 re f"
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{' '.join(f'{3 + i} 0 R' for i in range(pages))}] /Count {pages} >>".encode()]
+    objects += [f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {3 + pages} 0 R >>".encode() for _ in range(pages)]
+    objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
 
 def _png_1x1() -> bytes:
     """A valid one-pixel RGB PNG, built here."""
@@ -515,6 +532,20 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
     check(base64.b64decode(looked.content[0].data) == ONE_PIXEL_PNG, "a small PNG is shown as it is", looked)
     check("<UserUploadedImage" in looked.content[1].text, "the image's hidden note", looked)
     envelope(await session.call_tool("read_upload", {"uploadId": "nope"}), "NOT_FOUND", "read_upload of an unknown id")
+
+    # A scanned PDF: no text, so the model is shown its pages as images.
+    scan_id = (await upload_as_user(ferry, thread, "scan.pdf", "application/pdf", scanned_pdf(2)))["id"]
+    looked = await session.call_tool("read_upload", {"uploadId": scan_id})
+    check(not looked.isError, "read_upload of a scan", looked)
+    check([c.type for c in looked.content] == ["text", "image", "text", "image", "text"], "the note, then each page's image and text", looked)
+    check(looked.content[1].mimeType == "image/png" and base64.b64decode(looked.content[1].data)[:4] == b"\x89PNG", "a page is a PNG", looked.content[1].mimeType)
+    check("Page 2 of 2 of scan.pdf: no text on this page" in looked.content[4].text, "a page without text says so", looked.content[4])
+    one_page = await session.call_tool("read_upload", {"uploadId": scan_id, "pages": "2"})
+    check([c.type for c in one_page.content] == ["text", "image", "text"], "read_upload of one page", one_page)
+    envelope(await session.call_tool("read_upload", {"uploadId": scan_id, "pages": "3"}), "INVALID_REQUEST", "a page the PDF does not have")
+    pages = await session.call_tool("read_file", {"path": "/sandbox/user_uploads/scan.pdf", "pages": "1"})
+    check([c.type for c in pages.content] == ["image", "text"], "read_file with pages: the page's image and text", pages)
+    check((pages.structuredContent or {}).get("totalPages") == 2, "read_file with pages says how many there are", pages.structuredContent)
 
     await agent_file_system(name, ferry, session, thread, agent)
     print(f"{name}: ok")

@@ -56,6 +56,17 @@ impl Reply {
         }
         self
     }
+
+    /// Asserts a 400 `INVALID_REQUEST` whose message holds `said`.
+    pub fn expect_invalid(&self, said: &str) -> &Self {
+        self.expect(400, Some("INVALID_REQUEST"));
+        let message = self.json()["error"]["message"].clone();
+        assert!(
+            message.as_str().is_some_and(|m| m.contains(said)),
+            "the message should say {said:?}; it is {message}"
+        );
+        self
+    }
 }
 
 pub fn config(dir: &std::path::Path) -> Config {
