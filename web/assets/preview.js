@@ -1,14 +1,18 @@
 // The preview panel (docs/reference/web-ui.md): opened by clicking a published file's
-// card, or the chip of an image the person uploaded. It shows the server's preview by `preview_kind` — an image, the browser's PDF
-// viewer, server-rendered HTML in a sandboxed frame, or "Preview not available — download
+// card, or the chip of an image the person uploaded. It shows the server's preview by `preview_kind` — an image, a PDF's
+// pages as the server draws them (images: nothing of the document runs in the browser),
+// server-rendered HTML in a sandboxed frame, or "Preview not available — download
 // to view" — with a revision picker and Download. Escape or Close closes it, and focus goes
 // back to the card it came from.
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
 import { formatSize, typeLabel, formatWhen, extensionOf } from './format.js';
-import { route, getBlob, getJson } from './api.js';
+import { route, getBlob, getJson, request } from './api.js';
 import { downloadTo } from './download.js';
 import { publishedContentPath } from './cards.js';
+
+/** Pages of a PDF the panel shows at most; the rest are a download away. */
+const PAGES_SHOWN = 20;
 
 export class PreviewPanel {
   constructor(host) {
@@ -185,6 +189,10 @@ export class PreviewPanel {
       this.showUnavailable();
       return;
     }
+    if (kind === 'pdf') {
+      await this.showPages(file, seq);
+      return;
+    }
     let blob;
     try {
       blob = file.upload
@@ -201,9 +209,6 @@ export class PreviewPanel {
     if (kind === 'image') {
       const img = h('img', { class: 'preview-image', alt: `${name} (preview)`, src: this.blobUrl(blob) });
       replace(this.body, h('div', { class: 'preview-image-wrap' }, img));
-    } else if (kind === 'pdf') {
-      const pdf = new Blob([blob], { type: 'application/pdf' });
-      replace(this.body, h('iframe', { class: 'preview-frame preview-pdf', title: `${name} (PDF preview)`, src: this.blobUrl(pdf) }));
     } else if (kind === 'html') {
       // Server-rendered, sanitized HTML, in a frame that may run nothing and reach nothing:
       // no allow-scripts, no allow-same-origin.
@@ -213,6 +218,50 @@ export class PreviewPanel {
       replace(this.body, frame);
     } else {
       this.showUnavailable();
+    }
+  }
+
+  /**
+   * A PDF as its pages, drawn by the server (the same drawings a model is shown): page 1
+   * first, which says how many there are, then the others in turn, up to PAGES_SHOWN.
+   */
+  async showPages(file, seq) {
+    const path = (n) => (file.upload
+      ? route('threads', this.threadId, 'uploads', file.id, 'pages', n)
+      : route('threads', this.threadId, 'published', file.id, 'pages', n));
+    const query = file.upload ? {} : { revision: file.revision };
+    let first;
+    try {
+      first = await request(path(1), { query });
+    } catch (e) {
+      if (seq !== this.loadSeq) return;
+      if (e.status === 404 || e.status === 422) this.showUnavailable(e.message);
+      else replace(this.body, h('p', { class: 'panel-error', role: 'alert', text: `The preview could not be loaded: ${e.message}` }));
+      return;
+    }
+    const count = Number(first.headers.get('x-page-count')) || 1;
+    const blob = await first.blob();
+    if (seq !== this.loadSeq) return;
+    const name = file.display_name;
+    const pages = h('div', { class: 'preview-pages', role: 'list', 'aria-label': `${name}, ${count} ${count === 1 ? 'page' : 'pages'}` });
+    const add = (n, image) => pages.append(h('figure', { class: 'preview-page', role: 'listitem' },
+      h('img', { class: 'preview-page-image', alt: `Page ${n} of ${count} of ${name}`, src: this.blobUrl(image) }),
+      h('figcaption', { text: `Page ${n} of ${count}` })));
+    replace(this.body, pages);
+    add(1, blob);
+    const shown = Math.min(count, PAGES_SHOWN);
+    for (let n = 2; n <= shown; n++) {
+      try {
+        const image = await getBlob(path(n), { query });
+        if (seq !== this.loadSeq) return;
+        add(n, image);
+      } catch (e) {
+        if (seq !== this.loadSeq) return;
+        pages.append(h('p', { class: 'note', role: 'listitem', text: `Page ${n} cannot be shown: ${e.message}` }));
+      }
+    }
+    if (count > shown) {
+      pages.append(h('p', { class: 'note', text: `Pages ${shown + 1}–${count} are not shown here; download the file to see them all.` }));
     }
   }
 

@@ -21,7 +21,7 @@ pub mod messages;
 pub mod model_content;
 pub mod multipart;
 pub mod objects;
-mod pdf_pages;
+pub mod pdf_pages;
 pub mod principal;
 pub mod publish;
 pub mod sandbox;

@@ -1,6 +1,7 @@
 //! The pages of a PDF as a vision model is shown them (docs/reference/uploads.md, "Model
-//! content"): each page drawn as an image, beside that page's text. An upload's model content
-//! and `read_file` with `pages` both come here, so a page is drawn one way and kept once.
+//! content"): each page drawn as an image, beside that page's text. An upload's model content,
+//! `read_file` with `pages` and the preview panel's page images all come here, so a page is
+//! drawn one way and kept once.
 //!
 //! A page is drawn by the extraction worker, one worker per page (a page is the unit a hostile
 //! document can make expensive, and the worker's limits then bound one page, not a batch),
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::App;
 use crate::error::{Error, Result};
+use crate::principal::Principal;
 
 /// The pages shown of one PDF.
 #[derive(Debug)]
@@ -156,5 +158,109 @@ pub(crate) fn more_pages(file_name: &str, shown: &[PdfPage], pages: u32) -> Opti
             last + 1,
             pages.min(last + ferry_core::pages::DEFAULT_PAGES)
         )
+    })
+}
+
+/// One page of a PDF as the preview panel shows it: the drawing's bytes and type, and how many
+/// pages the document has.
+#[derive(Debug)]
+pub struct PageImage {
+    /// PNG or JPEG bytes.
+    pub bytes: Vec<u8>,
+    /// `image/png` or `image/jpeg`.
+    pub mime_type: String,
+    /// How many pages the document has.
+    pub pages: u32,
+    /// The content's SHA-256, which names this drawing for caches (with the page number).
+    pub sha256: String,
+}
+
+/// Page `number` of an upload that is a PDF, drawn, for whoever may read its thread.
+pub async fn upload_page(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    upload_id: &str,
+    number: u32,
+) -> Result<PageImage> {
+    let upload = crate::uploads::get(app, principal, thread_id, upload_id).await?;
+    let source = app.blobs.local_copy(&upload.blob_key).await?;
+    drawn(
+        app,
+        principal,
+        &upload.file_name,
+        &upload.sha256,
+        source.path(),
+        number,
+    )
+    .await
+}
+
+/// Page `number` of a published file's revision (the latest when `revision` is `None`) that
+/// is a PDF, drawn, for whoever may read its thread.
+pub async fn published_page(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    file_id: &str,
+    revision: Option<u32>,
+    number: u32,
+) -> Result<PageImage> {
+    let revision = crate::publish::revision(app, principal, thread_id, file_id, revision).await?;
+    let source = app.blobs.local_copy(&revision.blob_key).await?;
+    drawn(
+        app,
+        principal,
+        &revision.filename,
+        &revision.sha256,
+        source.path(),
+        number,
+    )
+    .await
+}
+
+async fn drawn(
+    app: &App,
+    principal: &Principal,
+    file_name: &str,
+    sha256: &str,
+    source: &Path,
+    number: u32,
+) -> Result<PageImage> {
+    if !ferry_extract::is_pdf(file_name) {
+        return Err(Error::UnsupportedFileType(format!(
+            "{file_name} is not a PDF; only a PDF's pages are drawn"
+        )));
+    }
+    if number == 0 {
+        return Err(out_of_range(&PagesError::Zero(number.to_string())));
+    }
+    let owner = principal.identity_key();
+    let page = match page(app, &owner, sha256, source, number).await? {
+        Kept::Page(page) => page,
+        Kept::Refused { reason } => {
+            return Err(Error::UnsupportedFileType(format!(
+                "the pages of {file_name} cannot be drawn: {reason}"
+            )));
+        }
+    };
+    let Some(image) = page.image else {
+        let reason = page.image_error.unwrap_or_default();
+        return Err(Error::UnsupportedFileType(format!(
+            "page {number} of {file_name} cannot be drawn: {reason}"
+        )));
+    };
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&image.base64)
+        .map_err(|e| {
+            tracing::error!(error = %e, "a kept page drawing is not base64");
+            Error::Internal
+        })?;
+    Ok(PageImage {
+        bytes,
+        mime_type: image.mime_type,
+        pages: page.pages,
+        sha256: sha256.to_owned(),
     })
 }

@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, fs, fs_transfer, model_content, published, s3_keys, sandbox, say, send_file, spaces,
-    system, threads, uploads,
+    events, fs, fs_transfer, model_content, pages, published, s3_keys, sandbox, say, send_file,
+    spaces, system, threads, uploads,
 };
 use crate::state::AppState;
 
@@ -75,6 +75,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(uploads)
         .routes(routes!(uploads::content))
         .routes(routes!(model_content::upload_model_content))
+        .routes(routes!(pages::upload_page))
+        .routes(routes!(pages::published_page))
         .routes(routes!(events::events))
         .routes(routes!(events::space_events))
         .routes(routes!(events::post_message))

@@ -9,8 +9,8 @@
 //!   build has a new version, hence new addresses. An asset asked for under another version is
 //!   still served, but not cached, so a page from before an upgrade keeps working.
 //! - The page carries a strict Content-Security-Policy: scripts, styles and connections only
-//!   from this origin, `blob:` only where previews and downloads need it, no plugins but the
-//!   PDF viewer, no framing of the app itself.
+//!   from this origin, `blob:` only where previews and downloads need it, no plugins, no
+//!   framing of the app itself.
 
 use axum::Router;
 use axum::body::Body;
@@ -59,9 +59,10 @@ fn content_security_policy() -> &'static str {
             // shown from blob: URLs; the previews' own markup may embed data: images.
             "img-src 'self' blob: data:".to_owned(),
             "media-src 'self' blob:".to_owned(),
-            // Previews (a sandboxed frame for HTML, the browser's viewer for PDF).
+            // Previews of HTML in a sandboxed frame; PDFs are shown as page images drawn by
+            // the server, so no plugin or viewer is ever needed.
             "frame-src blob:".to_owned(),
-            "object-src blob:".to_owned(),
+            "object-src 'none'".to_owned(),
             "connect-src 'self'".to_owned(),
             "font-src 'self'".to_owned(),
             "worker-src 'none'".to_owned(),

@@ -2,6 +2,7 @@ pub mod events;
 pub mod fs;
 pub mod fs_transfer;
 pub mod model_content;
+pub mod pages;
 pub mod published;
 pub mod s3_keys;
 pub mod sandbox;

@@ -117,7 +117,7 @@ pub async fn list(
 #[into_params(parameter_in = Query)]
 pub struct RevisionParams {
     /// A revision number (default: the latest).
-    revision: Option<u32>,
+    pub(crate) revision: Option<u32>,
 }
 
 /// Sends a published file's bytes as a download.

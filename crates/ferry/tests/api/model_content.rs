@@ -220,6 +220,50 @@ async fn pages_that_cannot_be_shown_are_refused_with_what_to_write_instead() {
 }
 
 #[tokio::test]
+async fn the_preview_panel_reads_a_pdfs_pages_as_images() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let upload = upload_one(&app, &t, "short.pdf", &pdf(2, false)).await;
+    let sheet = upload_one(&app, &t, "q.csv", b"a,b\n1,2\n").await;
+    let page = |upload: &Value, n: u32| {
+        t.url(&format!(
+            "/uploads/{}/pages/{n}",
+            upload["id"].as_str().unwrap()
+        ))
+    };
+    let drawn = app.get(&page(&upload, 2), &t.user).await;
+    drawn.expect(200, None);
+    assert_eq!(drawn.header("content-type"), Some("image/png"));
+    assert_eq!(drawn.header("x-page-count"), Some("2"));
+    assert!(
+        drawn
+            .header("content-security-policy")
+            .unwrap()
+            .contains("sandbox")
+    );
+    assert_eq!(drawn.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(png_size(&drawn.body), (612 * 1568 / 792, 1568));
+    // The same drawing a model is shown of that page.
+    let url = format!("{}?pages=2", upload_url(&t, &upload));
+    let shown = blocks(&app.get(&url, &t.user).await);
+    assert_eq!(image_bytes(&shown[1]), drawn.body.to_vec());
+
+    app.get(&page(&upload, 3), &t.user)
+        .await
+        .expect_invalid("the document has 2 pages; there is no page 3");
+    app.get(&page(&upload, 0), &t.user)
+        .await
+        .expect_invalid("pages are numbered from 1");
+    app.get(&page(&sheet, 1), &t.user)
+        .await
+        .expect(422, Some("UNSUPPORTED_FILE_TYPE"));
+    let stranger = thread(&app, "mallory").await;
+    app.get(&page(&upload, 1), &stranger.user)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+#[tokio::test]
 async fn a_scan_without_text_is_shown_as_its_pages() {
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;
