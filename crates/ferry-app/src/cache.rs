@@ -23,6 +23,19 @@ impl DerivedCache {
         tokio::fs::read(self.dir.join(name)).await.ok()
     }
 
+    /// The entry `name` read as JSON, if it is there and reads as a `T` (an entry written by
+    /// another version that no longer reads is as good as missing: it is made again).
+    pub async fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Option<T> {
+        serde_json::from_slice(&self.read(name).await?).ok()
+    }
+
+    /// Stores `value` as JSON under `name` (see [`DerivedCache::write`]).
+    pub async fn write_json<T: serde::Serialize>(&self, name: &str, value: &T) {
+        if let Ok(bytes) = serde_json::to_vec(value) {
+            self.write(name, bytes).await;
+        }
+    }
+
     /// Writes `bytes` to a file of its own that is removed when the returned path is dropped:
     /// how bytes that live elsewhere (a blob, a sandbox file) reach the extractor, which reads
     /// files from disk.

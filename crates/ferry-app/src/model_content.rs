@@ -192,12 +192,7 @@ enum Shown {
 
 async fn shown_image(app: &App, upload: &Upload) -> Result<Shown> {
     let entry = format!("model/{}.json", upload.sha256);
-    if let Some(shown) = app
-        .cache
-        .read(&entry)
-        .await
-        .and_then(|bytes| serde_json::from_slice::<Shown>(&bytes).ok())
-    {
+    if let Some(shown) = app.cache.read_json::<Shown>(&entry).await {
         return Ok(shown);
     }
     let source = app.blobs.local_copy(&upload.blob_key).await?;
@@ -219,8 +214,6 @@ async fn shown_image(app: &App, upload: &Upload) -> Result<Shown> {
             reason: e.to_string(),
         },
     };
-    if let Ok(bytes) = serde_json::to_vec(&shown) {
-        app.cache.write(&entry, bytes).await;
-    }
+    app.cache.write_json(&entry, &shown).await;
     Ok(shown)
 }

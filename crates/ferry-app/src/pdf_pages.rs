@@ -90,12 +90,7 @@ fn out_of_range(e: &PagesError) -> Error {
 async fn page(app: &App, owner: &str, sha256: &str, source: &Path, number: u32) -> Result<Kept> {
     let max_chars = app.limits.preview_max_chars;
     let entry = format!("pdf-pages/{sha256}/{number}.{max_chars}.json");
-    if let Some(kept) = app
-        .cache
-        .read(&entry)
-        .await
-        .and_then(|bytes| serde_json::from_slice::<Kept>(&bytes).ok())
-    {
+    if let Some(kept) = app.cache.read_json::<Kept>(&entry).await {
         return Ok(kept);
     }
     let kept = match app
@@ -118,9 +113,7 @@ async fn page(app: &App, owner: &str, sha256: &str, source: &Path, number: u32) 
             reason: e.to_string(),
         },
     };
-    if let Ok(bytes) = serde_json::to_vec(&kept) {
-        app.cache.write(&entry, bytes).await;
-    }
+    app.cache.write_json(&entry, &kept).await;
     Ok(kept)
 }
 

@@ -272,8 +272,21 @@ pub fn pdf_of(pages: &[PdfPage<'_>]) -> Vec<u8> {
     out
 }
 
-/// A page of US Letter size (612 × 792 points) with `text` written in 24-point Helvetica near
-/// its top.
+/// A PDF of US Letter pages (612 × 792 points), each with one of `contents` as its content
+/// stream.
+pub fn letter_pdf(contents: &[String]) -> Vec<u8> {
+    let pages: Vec<PdfPage> = contents
+        .iter()
+        .map(|content| PdfPage {
+            width: 612.0,
+            height: 792.0,
+            content,
+        })
+        .collect();
+    pdf_of(&pages)
+}
+
+/// A page's content stream writing `text` in 24-point Helvetica near its top.
 pub fn letter_page_saying(text: &str) -> String {
     format!("BT /F1 24 Tf 72 700 Td ({text}) Tj ET")
 }

@@ -334,19 +334,11 @@ async fn images_documents_and_binaries_are_read_as_a_model_needs_them() {
 
 #[tokio::test]
 async fn a_pdf_is_read_as_its_pages_when_asked_with_pages() {
-    use ferry_test_support::documents::{PdfPage, letter_page_saying, pdf_of};
+    use ferry_test_support::documents::{letter_page_saying, letter_pdf};
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;
     let said = ["First page", "Second page", "Third page"].map(letter_page_saying);
-    let pages: Vec<PdfPage> = said
-        .iter()
-        .map(|content| PdfPage {
-            width: 612.0,
-            height: 792.0,
-            content,
-        })
-        .collect();
-    put_file(&app, &t, "outputs/r.pdf", &pdf_of(&pages)).await;
+    put_file(&app, &t, "outputs/r.pdf", &letter_pdf(&said)).await;
     put_file(&app, &t, "outputs/r.txt", b"text").await;
     let read = |body: Value| fs(&app, &t.agent, "read_file", body);
 

@@ -117,7 +117,7 @@ async fn a_document_is_its_note_with_the_preview() {
 /// A PDF whose page N (from 1) of `count` says `Text of page N`, or, with `scan`, holds a
 /// drawing and no text at all.
 fn pdf(count: usize, scan: bool) -> Vec<u8> {
-    use ferry_test_support::documents::{PdfPage, letter_page_saying, pdf_of};
+    use ferry_test_support::documents::{letter_page_saying, letter_pdf};
     let contents: Vec<String> = (1..=count)
         .map(|n| {
             if scan {
@@ -127,15 +127,7 @@ fn pdf(count: usize, scan: bool) -> Vec<u8> {
             }
         })
         .collect();
-    let pages: Vec<PdfPage> = contents
-        .iter()
-        .map(|content| PdfPage {
-            width: 612.0,
-            height: 792.0,
-            content,
-        })
-        .collect();
-    pdf_of(&pages)
+    letter_pdf(&contents)
 }
 
 #[tokio::test]
