@@ -59,11 +59,11 @@ async fn pptx_matches_python_pptx() {
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 9, "{t}");
     // python-pptx finds a title only on slide 5; slides 6 and 7 are named
-    // by their first text.
+    // by their first text, and slide 1, which holds only a picture, by it.
     assert_eq!(lines[4], "Slide 5: Title Text");
     assert_eq!(lines[5], "Slide 6: Content");
     assert_eq!(lines[6], "Slide 7: Body text");
-    assert_eq!(lines[0], "Slide 1: (untitled)");
+    assert_eq!(lines[0], "Slide 1: [picture: monty-truth.png]");
 }
 
 #[tokio::test]
