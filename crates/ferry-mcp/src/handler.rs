@@ -15,12 +15,13 @@ use http::{HeaderMap, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    InitializeRequestParams, InitializeResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -29,8 +30,9 @@ use std::sync::Arc;
 use tokio::task::AbortHandle;
 
 use crate::api::{Api, ApiRequest, ApiResponse};
+use crate::file_card;
 use crate::file_tools;
-use crate::resources::{self, Named};
+use crate::resources::{self, Named, RevisionPart};
 use crate::tools::{self, INSTRUCTIONS};
 use crate::watch::{self, Feed};
 
@@ -85,8 +87,9 @@ enum Callers {
 pub struct FerryMcp {
     api: Arc<dyn Api>,
     callers: Callers,
-    /// The resources this session follows, by URI (a session of `ferry mcp` only: `/mcp`
-    /// keeps no session to notify).
+    /// The resources this session follows by `resources/subscribe`, by URI (a session of
+    /// `ferry mcp` only: `/mcp` keeps no session to notify; a `subscriptions/listen` request
+    /// follows its resources on its own stream, for as long as it stays open).
     subscriptions: Arc<std::sync::Mutex<HashMap<String, AbortHandle>>>,
 }
 
@@ -448,9 +451,26 @@ impl FerryMcp {
                 format!("the server's model content could not be read: {e}"),
             )
         })?;
-        Ok(CallToolResult::success(
-            blocks.iter().filter_map(mcp_content).collect(),
-        ))
+        let mut result = CallToolResult::success(blocks.iter().filter_map(mcp_content).collect());
+        // What the file card of a host with MCP Apps shows: the upload itself, beside what the
+        // model reads (`_meta` is not the model's).
+        if let Some(upload) = self.upload_view(caller, thread, &args.upload_id).await {
+            result.meta = Some(file_card::upload_meta(upload));
+        }
+        Ok(result)
+    }
+
+    /// One upload as the thread's upload list shows it (no answer: no card, the result stands).
+    async fn upload_view(&self, caller: &Caller, thread: &str, upload_id: &str) -> Option<Value> {
+        let response = self
+            .get(caller, format!("/api/threads/{}/uploads", encode(thread)))
+            .await
+            .ok()?;
+        response.status.is_success().then_some(())?;
+        let mut listed: Value = serde_json::from_slice(&response.body).ok()?;
+        let uploads = listed.get_mut("uploads")?.as_array_mut()?;
+        let at = uploads.iter().position(|u| u["id"] == upload_id)?;
+        Some(uploads.swap_remove(at))
     }
 }
 
@@ -710,11 +730,30 @@ impl FerryMcp {
                 encode(thread()?),
                 encode(id)
             ),
+            Named::UploadPage { id, page } => format!(
+                "/api/threads/{}/uploads/{}/pages/{page}",
+                encode(thread()?),
+                encode(id)
+            ),
             Named::Published(id) => format!(
                 "/api/threads/{}/published/{}/content",
                 encode(thread()?),
                 encode(id)
             ),
+            Named::Revision { id, revision, part } => {
+                let file = format!(
+                    "/api/threads/{}/published/{}",
+                    encode(thread()?),
+                    encode(id)
+                );
+                match part {
+                    RevisionPart::Content => format!("{file}/content?revision={revision}"),
+                    RevisionPart::Preview => format!("{file}/preview?revision={revision}"),
+                    RevisionPart::Page(page) => {
+                        format!("{file}/pages/{page}?revision={revision}")
+                    }
+                }
+            }
         })
     }
 
@@ -732,9 +771,9 @@ impl FerryMcp {
 }
 
 impl FerryMcp {
-    /// The stored events of `feed` after `after` (at most a page of them).
-    async fn events_after(&self, caller: &Caller, feed: &Feed, after: i64) -> Option<Vec<Value>> {
-        let route = format!("{}?after={after}&format=json&limit=1000", feed.route);
+    /// The stored events of the feed at `route` after `after` (at most a page of them).
+    async fn events_after(&self, caller: &Caller, route: &str, after: i64) -> Option<Vec<Value>> {
+        let route = format!("{route}?after={after}&format=json&limit=1000");
         let response = self.get(caller, route).await.ok()?;
         if !response.status.is_success() {
             return None;
@@ -747,7 +786,7 @@ impl FerryMcp {
         let mut after = 0;
         loop {
             let events = self
-                .events_after(caller, feed, after)
+                .events_after(caller, &feed.route, after)
                 .await
                 .ok_or_else(|| {
                     ErrorData::invalid_params(
@@ -767,36 +806,99 @@ impl FerryMcp {
         }
     }
 
-    /// Tells the client each time the resource changes, until the session ends (a
-    /// notification that cannot be sent) or the subscription is dropped.
-    async fn follow(
-        self,
-        caller: Caller,
-        feed: Feed,
-        mut after: i64,
-        uri: String,
-        peer: rmcp::Peer<RoleServer>,
-    ) {
+    /// Starts following `uri` for `caller`: the resource must be one of ferry's and one the
+    /// caller may read (a HEAD of its route: nothing is downloaded), and its feed is read from
+    /// its newest event on.
+    async fn start_following(&self, caller: &Caller, uri: &str) -> Result<Followed, ErrorData> {
+        let named = Named::parse(uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
+        let feed = Feed::of(&named, caller.thread.as_deref(), encode).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("{uri} belongs to a thread, and the token names none: use an agent token"),
+                None,
+            )
+        })?;
+        let route = Self::route_of(caller, &named)?;
+        let response = self
+            .exchange(caller, Method::HEAD, route, HeaderMap::new(), Bytes::new())
+            .await
+            .map_err(|_| ErrorData::internal_error("could not reach the ferry server", None))?;
+        if response.status == http::StatusCode::FORBIDDEN
+            || response.status == http::StatusCode::UNAUTHORIZED
+        {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{uri} may not be read with this token ({})",
+                    response.status
+                ),
+                None,
+            ));
+        }
+        let after = self.newest(caller, &feed).await?;
+        Ok(Followed {
+            uri: uri.to_owned(),
+            feed,
+            after,
+        })
+    }
+
+    /// Reads the feeds of `followed` about once a second — each feed once, however many of the
+    /// resources are on it — and calls `notify` with the URI of each resource one of the new
+    /// events concerns (once per reading), until `notify` answers that the client can no
+    /// longer be told (the session or the listen request ended).
+    async fn follow<F, Told>(self, caller: Caller, followed: Vec<Followed>, notify: F)
+    where
+        F: Fn(String) -> Told,
+        Told: std::future::Future<Output = bool>,
+    {
+        // Per feed route: where it has been read to (the earliest start of its resources), and
+        // its resources.
+        let mut feeds: Vec<(String, i64, Vec<Followed>)> = Vec::new();
+        for resource in followed {
+            match feeds
+                .iter_mut()
+                .find(|(route, ..)| *route == resource.feed.route)
+            {
+                Some((_, after, resources)) => {
+                    *after = (*after).min(resource.after);
+                    resources.push(resource);
+                }
+                None => feeds.push((resource.feed.route.clone(), resource.after, vec![resource])),
+            }
+        }
         loop {
             tokio::time::sleep(watch::POLL).await;
-            let Some(events) = self.events_after(&caller, &feed, after).await else {
-                continue;
-            };
-            let mut changed = false;
-            for event in &events {
-                after = after.max(event["id"].as_i64().unwrap_or(after));
-                changed |= feed.concerns(event);
-            }
-            if changed
-                && peer
-                    .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
-                    .await
-                    .is_err()
-            {
-                return;
+            for (route, after, resources) in &mut feeds {
+                let Some(events) = self.events_after(&caller, route, *after).await else {
+                    continue;
+                };
+                *after = events
+                    .iter()
+                    .filter_map(|e| e["id"].as_i64())
+                    .fold(*after, i64::max);
+                for resource in resources.iter() {
+                    let changed = events
+                        .iter()
+                        .filter(|e| e["id"].as_i64().is_some_and(|id| id > resource.after))
+                        .any(|e| resource.feed.concerns(e));
+                    if changed && !notify(resource.uri.clone()).await {
+                        return;
+                    }
+                }
             }
         }
     }
+}
+
+/// The most resources one `subscriptions/listen` request follows: each is checked (one HEAD)
+/// when it starts.
+const MAX_LISTENED: usize = 1000;
+
+/// A resource being followed: its URI, the feed its changes are stored on, and the last event
+/// of that feed that was already there when following began.
+struct Followed {
+    uri: String,
+    feed: Feed,
+    after: i64,
 }
 
 /// A successful GET as resource contents: text for text types that are UTF-8, base64 for the
@@ -823,10 +925,10 @@ impl ServerHandler for FerryMcp {
             .enable_tools()
             .enable_resources()
             .build();
-        // A session of `ferry mcp` can be told of changes; `/mcp` keeps no session.
-        if let (Callers::Fixed(_), Some(resources)) =
-            (&self.callers, capabilities.resources.as_mut())
-        {
+        // Any client can be told of changes: a `ferry mcp` session by `resources/subscribe`
+        // or `subscriptions/listen`, a `/mcp` client by `subscriptions/listen` (protocol
+        // 2026-07-28). See `initialize` for clients of older revisions over `/mcp`.
+        if let Some(resources) = capabilities.resources.as_mut() {
             resources.subscribe = Some(true);
         }
         let mut config = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
@@ -834,6 +936,24 @@ impl ServerHandler for FerryMcp {
             .with_title("ferry")
             .with_description("A file exchange between people and their AI agents");
         config
+    }
+
+    /// A client of a revision before 2026-07-28 subscribes with `resources/subscribe`, which
+    /// needs a session to send later notifications on: `/mcp` keeps none, so its handshake
+    /// does not offer subscriptions to such a client.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if let (Callers::PerRequest, Some(resources)) =
+            (&self.callers, result.capabilities.resources.as_mut())
+        {
+            resources.subscribe = None;
+        }
+        Ok(result)
     }
 
     async fn list_tools(
@@ -862,10 +982,10 @@ impl ServerHandler for FerryMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = self.resource_caller(&context)?;
+        let mut listed = vec![file_card::resource()];
         let Some(thread) = caller.thread.clone() else {
-            return Ok(ListResourcesResult::with_all_items(Vec::new()));
+            return Ok(ListResourcesResult::with_all_items(listed));
         };
-        let mut listed = Vec::new();
         let fetch = |route: String| {
             let caller = caller.clone();
             async move {
@@ -920,6 +1040,9 @@ impl ServerHandler for FerryMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = self.resource_caller(&context)?;
+        if request.uri == file_card::URI {
+            return Ok(ReadResourceResult::new(vec![file_card::contents()]).into());
+        }
         let named = Named::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
         let route = Self::route_of(&caller, &named)?;
         let response = self.get(&caller, route).await.map_err(|stop| {
@@ -952,43 +1075,83 @@ impl ServerHandler for FerryMcp {
     ) -> Result<(), ErrorData> {
         let Callers::Fixed(caller) = &self.callers else {
             return Err(ErrorData::invalid_request(
-                "/mcp keeps no session to notify: follow the space's feed or the thread's \
-                 events over HTTP, or connect with `ferry mcp` (stdio)",
+                "/mcp keeps no session to notify: send subscriptions/listen (protocol \
+                 2026-07-28), follow the space's feed or the thread's events over HTTP, or \
+                 connect with `ferry mcp` (stdio)",
                 None,
             ));
         };
-        let named = Named::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
-        let feed = Feed::of(&named, caller.thread.as_deref(), encode).ok_or_else(|| {
-            ErrorData::invalid_params(
-                "this resource belongs to a thread, and the token names none: use an agent token",
-                None,
-            )
-        })?;
-        // The resource must be one the caller may read.
-        let route = Self::route_of(caller, &named)?;
-        let response = self
-            .get(caller, route)
-            .await
-            .map_err(|_| ErrorData::internal_error("could not reach the ferry server", None))?;
-        if response.status == http::StatusCode::FORBIDDEN
-            || response.status == http::StatusCode::UNAUTHORIZED
-        {
-            return Err(ErrorData::invalid_params(
-                String::from_utf8_lossy(&response.body).into_owned(),
-                None,
-            ));
-        }
-        let start = self.newest(caller, &feed).await?;
-        let task = tokio::spawn(self.clone().follow(
-            caller.clone(),
-            feed,
-            start,
-            request.uri.clone(),
-            context.peer.clone(),
-        ));
+        let followed = self.start_following(caller, &request.uri).await?;
+        let peer = context.peer.clone();
+        let task = tokio::spawn(
+            self.clone()
+                .follow(caller.clone(), vec![followed], move |uri| {
+                    let peer = peer.clone();
+                    async move {
+                        peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                            .await
+                            .is_ok()
+                    }
+                }),
+        );
         let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(earlier) = subscriptions.insert(request.uri, task.abort_handle()) {
             earlier.abort();
+        }
+        Ok(())
+    }
+
+    /// `subscriptions/listen` (protocol 2026-07-28): the resources asked for that are ferry's
+    /// (`ferry://…`); no list-changed notifications are sent (the tools and templates never
+    /// change, and a listing's members are seen on the feeds).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let ours = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| Named::parse(uri).is_ok());
+        let mut accepted = SubscriptionFilter::new();
+        if requested.resource_subscriptions.is_some() {
+            accepted.resource_subscriptions = Some(ours.cloned().collect());
+        }
+        Some(accepted)
+    }
+
+    /// Follows every accepted resource and sends `notifications/resources/updated` on the
+    /// listen request's own stream until the client closes it. A resource the caller may not
+    /// read ends the request with an error naming why.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let caller = self.resource_caller(subscription.request_context())?;
+        let uris = subscription
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        if uris.len() > MAX_LISTENED {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "one subscriptions/listen request follows at most {MAX_LISTENED} resources \
+                     ({} were asked for): split them over several",
+                    uris.len()
+                ),
+                None,
+            ));
+        }
+        let mut followed = Vec::with_capacity(uris.len());
+        for uri in &uris {
+            followed.push(self.start_following(&caller, uri).await?);
+        }
+        let sink = subscription.sink().clone();
+        let told = move |uri: String| {
+            let sink = sink.clone();
+            async move { sink.notify_resource_updated(uri).await.is_ok() }
+        };
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            () = self.clone().follow(caller, followed, told) => {}
         }
         Ok(())
     }

@@ -17,6 +17,7 @@
 //! status as a result with `isError: true` whose text is the error envelope.
 
 pub mod api;
+pub mod file_card;
 pub mod file_tools;
 mod handler;
 pub mod resources;
@@ -101,6 +102,10 @@ pub type HttpService = StreamableHttpService<FerryMcp, NeverSessionManager>;
 /// call acts with the `Authorization` header of the request it came in. The caller must
 /// authenticate requests before they reach this service.
 ///
+/// A `subscriptions/listen` request is the one answered as an event stream, open until the
+/// client closes it: a comment line every 15 seconds keeps proxies from closing it while no
+/// resource changes.
+///
 /// Host checks are off: rmcp's default admits only loopback names, to protect servers that
 /// trust whoever can reach them from DNS rebinding; ferry trusts only bearer tokens, which a
 /// rebinding page cannot send.
@@ -108,7 +113,7 @@ pub fn http_service(api: Arc<dyn Api>, options: HttpOptions) -> HttpService {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_sse_keep_alive(None)
+        .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)))
         .with_max_request_body_bytes(options.max_request_body_bytes)
         .disable_allowed_hosts();
     StreamableHttpService::new(

@@ -16,14 +16,39 @@ pub enum Named {
     Space { space: String, path: String },
     /// One of the thread's uploads, by id.
     Upload(String),
+    /// One page of an uploaded PDF, drawn as an image (the file card shows these).
+    UploadPage { id: String, page: u32 },
     /// One of the thread's published files (its newest revision), by id.
     Published(String),
+    /// One revision of a published file, or what is drawn of it (the file card shows these).
+    Revision {
+        id: String,
+        revision: u32,
+        part: RevisionPart,
+    },
+}
+
+/// What of a published file's revision a URI names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevisionPart {
+    /// Its bytes: `ferry://published/{id}/revisions/{n}`.
+    Content,
+    /// Its preview (an image, or sanitized HTML): `…/revisions/{n}/preview`.
+    Preview,
+    /// One page of a PDF drawn as an image: `…/revisions/{n}/pages/{page}`.
+    Page(u32),
 }
 
 pub const SANDBOX_TEMPLATE: &str = "ferry://sandbox/{+path}";
 pub const SPACE_TEMPLATE: &str = "ferry://spaces/{space}/{+path}";
 pub const UPLOAD_TEMPLATE: &str = "ferry://uploads/{uploadId}";
+pub const UPLOAD_PAGE_TEMPLATE: &str = "ferry://uploads/{uploadId}/pages/{page}";
 pub const PUBLISHED_TEMPLATE: &str = "ferry://published/{publishedId}";
+pub const REVISION_TEMPLATE: &str = "ferry://published/{publishedId}/revisions/{revision}";
+pub const REVISION_PREVIEW_TEMPLATE: &str =
+    "ferry://published/{publishedId}/revisions/{revision}/preview";
+pub const REVISION_PAGE_TEMPLATE: &str =
+    "ferry://published/{publishedId}/revisions/{revision}/pages/{page}";
 
 /// The URI templates `resources/templates/list` answers.
 pub fn templates() -> Vec<ResourceTemplate> {
@@ -42,10 +67,34 @@ pub fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new(UPLOAD_TEMPLATE, "upload")
             .with_title("A file the user uploaded")
             .with_description("One of the thread's uploads, by its id (see list_uploads)"),
+        ResourceTemplate::new(UPLOAD_PAGE_TEMPLATE, "upload-page")
+            .with_title("A page of an uploaded PDF, as an image")
+            .with_description(
+                "One page of one of the thread's uploaded PDFs, drawn (1 is the first)",
+            ),
         ResourceTemplate::new(PUBLISHED_TEMPLATE, "published-file")
             .with_title("A file you published")
             .with_description("The newest revision of a file published to the user, by its id"),
+        ResourceTemplate::new(REVISION_TEMPLATE, "published-revision")
+            .with_title("One revision of a file you published")
+            .with_description("A published file as it was at one revision (1 is the first)"),
+        ResourceTemplate::new(REVISION_PREVIEW_TEMPLATE, "published-preview")
+            .with_title("The preview of a published file")
+            .with_description(
+                "What the user's preview shows of one revision: the image, or the document as \
+                 sanitized HTML (a PDF's pages are reached one by one)",
+            ),
+        ResourceTemplate::new(REVISION_PAGE_TEMPLATE, "published-page")
+            .with_title("A page of a published PDF, as an image")
+            .with_description(
+                "One page of one revision of a published PDF, drawn (1 is the first)",
+            ),
     ]
+}
+
+/// A revision or page number: counted from 1.
+fn counted(number: &str) -> Option<u32> {
+    number.parse::<u32>().ok().filter(|n| *n > 0)
 }
 
 /// Why a URI names nothing here.
@@ -59,8 +108,8 @@ impl Named {
         let refused = || {
             NotOurs(format!(
                 "'{uri}' is not a ferry resource: use ferry://sandbox/{{path}}, \
-                 ferry://spaces/{{space}}/{{path}}, ferry://uploads/{{id}} or \
-                 ferry://published/{{id}}"
+                 ferry://spaces/{{space}}/{{path}}, ferry://uploads/{{id}}[/pages/{{page}}] or \
+                 ferry://published/{{id}}[/revisions/{{n}}[/preview|/pages/{{page}}]]"
             ))
         };
         let rest = uri.strip_prefix("ferry://").ok_or_else(refused)?;
@@ -84,8 +133,35 @@ impl Named {
                 }
             }
             "uploads" if !tail.contains('/') => Named::Upload(tail.to_owned()),
+            "uploads" => match tail.split('/').collect::<Vec<_>>().as_slice() {
+                [id, "pages", page] if !id.is_empty() => Named::UploadPage {
+                    id: (*id).to_owned(),
+                    page: counted(page).ok_or_else(refused)?,
+                },
+                _ => return Err(refused()),
+            },
             "published" if !tail.contains('/') => Named::Published(tail.to_owned()),
+            "published" => Named::revision(tail).ok_or_else(refused)?,
             _ => return Err(refused()),
+        })
+    }
+
+    /// `{id}/revisions/{n}`, `{id}/revisions/{n}/preview` or `{id}/revisions/{n}/pages/{page}`;
+    /// revisions and pages count from 1.
+    fn revision(tail: &str) -> Option<Named> {
+        let segments: Vec<&str> = tail.split('/').collect();
+        let (id, revision, part) = match segments.as_slice() {
+            [id, "revisions", n] => (id, counted(n)?, RevisionPart::Content),
+            [id, "revisions", n, "preview"] => (id, counted(n)?, RevisionPart::Preview),
+            [id, "revisions", n, "pages", page] => {
+                (id, counted(n)?, RevisionPart::Page(counted(page)?))
+            }
+            _ => return None,
+        };
+        (!id.is_empty()).then(|| Named::Revision {
+            id: (*id).to_owned(),
+            revision,
+            part,
         })
     }
 
@@ -124,7 +200,37 @@ mod tests {
             Named::parse("ferry://uploads/u1"),
             Ok(Named::Upload("u1".into()))
         );
+        assert_eq!(
+            Named::parse("ferry://published/p1/revisions/2/pages/3"),
+            Ok(Named::Revision {
+                id: "p1".into(),
+                revision: 2,
+                part: RevisionPart::Page(3)
+            })
+        );
+        assert_eq!(
+            Named::parse("ferry://published/p1/revisions/1/preview"),
+            Ok(Named::Revision {
+                id: "p1".into(),
+                revision: 1,
+                part: RevisionPart::Preview
+            })
+        );
+        assert_eq!(
+            Named::parse("ferry://uploads/u1/pages/2"),
+            Ok(Named::UploadPage {
+                id: "u1".into(),
+                page: 2
+            })
+        );
         for bad in [
+            "ferry://uploads/u1/pages/0",
+            "ferry://uploads/u1/preview",
+            "ferry://published/p1/revisions/0",
+            "ferry://published/p1/revisions/x",
+            "ferry://published/p1/revisions/1/pages/0",
+            "ferry://published/p1/revisions/1/thumbnail",
+            "ferry://published//revisions/1",
             "file:///etc/passwd",
             "ferry://sandbox/",
             "ferry://spaces/notes",

@@ -332,6 +332,10 @@ pub fn all() -> Vec<Tool> {
             // idempotent.
             _ => hints(&title, false, false, false),
         });
+        // A host that shows MCP Apps shows the file as ferry's file card.
+        if tool.name == PUBLISH_FILE_TO_USER || tool.name == READ_UPLOAD {
+            tool.meta = Some(crate::file_card::tool_meta());
+        }
     }
     tools.extend(crate::file_tools::all());
     tools

@@ -25,7 +25,7 @@ enum Watched {
     Path(String),
     /// A published file, by id.
     Published(String),
-    /// Nothing ever changes it (an upload).
+    /// Nothing ever changes it (an upload, a published file's revision).
     Nothing,
 }
 
@@ -56,7 +56,8 @@ impl Feed {
                 route: thread_route(thread?),
                 watched: Watched::Published(id.clone()),
             },
-            Named::Upload(_) => Feed {
+            // Neither an upload nor a revision ever changes.
+            Named::Upload(_) | Named::UploadPage { .. } | Named::Revision { .. } => Feed {
                 route: thread_route(thread?),
                 watched: Watched::Nothing,
             },

@@ -2,6 +2,7 @@
 //! poison the server for anyone else (docs/security.md).
 
 use crate::support;
+use crate::support::stdio_mcp::StdioMcp;
 use crate::support::{Reply, TestApp};
 use crate::thread_support;
 use crate::thread_support::{BIN, Thread, fixture, put_file, sandbox_dir, thread};
@@ -956,92 +957,23 @@ async fn sigterm_ends_open_event_streams_and_the_process_exits() {
 
 // ---- oversized MCP requests get an answer ----
 
-/// `ferry mcp` on pipes, initialized, acting on the server at `addr` with `token`.
-struct StdioMcp {
-    child: std::process::Child,
-    input: std::process::ChildStdin,
-    output: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl StdioMcp {
-    fn start(addr: std::net::SocketAddr, token: &str) -> StdioMcp {
-        use std::process::{Command, Stdio};
-        let mut child = Command::new(support::ferry_exe())
-            .args(["mcp", "--url", &format!("http://{addr}")])
-            .env("FERRY_TOKEN", token)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut mcp = StdioMcp {
-            input: child.stdin.take().unwrap(),
-            output: std::io::BufReader::new(child.stdout.take().unwrap()),
-            child,
-        };
-        mcp.send(&json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": { "name": "hardening", "version": "0" }
+/// A `write_space_file` call of `content_bytes` bytes, answered.
+fn write_space_file(mcp: &mut StdioMcp, id: u32, content_bytes: usize) -> Value {
+    mcp.send(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {
+            "name": "write_space_file",
+            "arguments": {
+                "spaceName": "notes",
+                "path": format!("big-{id}.md"),
+                "content": "x".repeat(content_bytes),
+                "contentType": "text/markdown"
             }
-        }));
-        assert_eq!(mcp.answer()["id"], 1);
-        mcp.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-        mcp
-    }
-
-    fn send(&mut self, message: &Value) {
-        use std::io::Write;
-        let mut line = serde_json::to_vec(message).unwrap();
-        line.push(b'\n');
-        self.input.write_all(&line).unwrap();
-        self.input.flush().unwrap();
-    }
-
-    /// The next line `ferry mcp` writes, within 30 s.
-    fn answer(&mut self) -> Value {
-        use std::io::BufRead;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            let output = &mut self.output;
-            scope.spawn(move || {
-                let mut line = String::new();
-                let _ = output.read_line(&mut line);
-                let _ = tx.send(line);
-            });
-            let line = rx
-                .recv_timeout(Duration::from_secs(30))
-                .expect("ferry mcp answered within 30 s");
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-        })
-    }
-
-    fn write_space_file(&mut self, id: u32, content_bytes: usize) -> Value {
-        self.send(&json!({
-            "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {
-                "name": "write_space_file",
-                "arguments": {
-                    "spaceName": "notes",
-                    "path": format!("big-{id}.md"),
-                    "content": "x".repeat(content_bytes),
-                    "contentType": "text/markdown"
-                }
-            }
-        }));
-        let answer = self.answer();
-        assert_eq!(answer["id"], id, "{answer}");
-        answer
-    }
-}
-
-impl Drop for StdioMcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+        }
+    }));
+    let answer = mcp.answer();
+    assert_eq!(answer["id"], id, "{answer}");
+    answer
 }
 
 fn error_code(answer: &Value) -> &str {
@@ -1060,15 +992,15 @@ async fn oversized_mcp_requests_over_stdio_are_answered() {
     tokio::task::spawn_blocking(move || {
         let mut mcp = StdioMcp::start(addr, &agent);
         // Over what `ferry mcp` reads: answered by it, without reaching the server.
-        let huge = mcp.write_space_file(2, 20 * 1024 * 1024);
+        let huge = write_space_file(&mut mcp, 2, 20 * 1024 * 1024);
         assert_eq!(error_code(&huge), "REQUEST_TOO_LARGE");
         // Read, but over the server's space limit: the server's own answer comes back.
         for id in 3..6 {
-            let large = mcp.write_space_file(id, 6 * 1024 * 1024);
+            let large = write_space_file(&mut mcp, id, 6 * 1024 * 1024);
             assert_eq!(error_code(&large), "REQUEST_TOO_LARGE");
         }
         // The session goes on.
-        let fine = mcp.write_space_file(9, 1024);
+        let fine = write_space_file(&mut mcp, 9, 1024);
         assert_eq!(fine["result"]["isError"], false, "{fine}");
     })
     .await

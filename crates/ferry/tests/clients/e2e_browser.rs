@@ -28,21 +28,32 @@ fn missing_peers(e2e: &Path, chromium: &Path) -> Vec<String> {
     if Command::new("node").arg("--version").output().is_err() {
         missing.push("node".to_owned());
     }
-    if !playwright_installed(e2e) && !npm_ci(e2e) {
+    if !packages_installed(e2e) && !npm_ci(e2e) {
         missing.push("e2e/node_modules (run `npm ci` in e2e/)".to_owned());
     }
     missing
 }
 
-fn playwright_installed(e2e: &Path) -> bool {
-    e2e.join("node_modules")
-        .join("playwright-core")
-        .join("package.json")
-        .exists()
+/// Whether every package of `e2e/package.json` is in `e2e/node_modules` (a checkout whose
+/// node_modules predates a new package counts as not installed).
+fn packages_installed(e2e: &Path) -> bool {
+    let manifest: serde_json::Value = std::fs::read(e2e.join("package.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let Some(packages) = manifest["devDependencies"].as_object() else {
+        return false;
+    };
+    packages.keys().all(|name| {
+        e2e.join("node_modules")
+            .join(name)
+            .join("package.json")
+            .exists()
+    })
 }
 
-/// Installs the suite's one npm package from the committed lock file, as CI's fresh clone
-/// needs (node_modules is not committed). Answers whether playwright-core is there after.
+/// Installs the suite's npm packages from the committed lock file, as CI's fresh clone needs
+/// (node_modules is not committed). Answers whether they are all there after.
 fn npm_ci(e2e: &Path) -> bool {
     let _ = writeln!(
         std::io::stderr(),
@@ -53,11 +64,29 @@ fn npm_ci(e2e: &Path) -> bool {
         .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
         .current_dir(e2e)
         .status();
-    matches!(ran, Ok(status) if status.success()) && playwright_installed(e2e)
+    matches!(ran, Ok(status) if status.success()) && packages_installed(e2e)
 }
 
 #[test]
 fn the_web_ui_works_in_chromium() {
+    run_in_chromium("run.mjs", "the browser tests");
+}
+
+/// The file card as an MCP App, in a host page driven by the official MCP Apps host bridge.
+#[test]
+fn the_file_card_works_in_an_mcp_apps_host() {
+    run_in_chromium("mcp-app.mjs", "the MCP App card tests");
+}
+
+/// One suite at a time: they share `e2e/node_modules` (which the first may install), and a
+/// browser suite beside another on a small machine only makes both slower.
+static ONE_SUITE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs one suite of `e2e/` with node, or skips loudly without its peers (fails under CI).
+fn run_in_chromium(suite: &str, what: &str) {
+    let _turn = ONE_SUITE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let root = repo_root();
     let e2e = root.join("e2e");
     let chromium = std::env::var_os("FERRY_CHROMIUM")
@@ -67,7 +96,7 @@ fn the_web_ui_works_in_chromium() {
     if !missing.is_empty() {
         let ci = std::env::var("FERRY_CI").is_ok_and(|v| v == "1");
         let message = format!(
-            "SKIPPED: browser tests need chromium and `npm ci` in e2e/ — missing: {}",
+            "SKIPPED: {what} need chromium and `npm ci` in e2e/ — missing: {}",
             missing.join(", ")
         );
         assert!(!ci, "{message} (FERRY_CI=1: failing instead of skipping)");
@@ -80,7 +109,7 @@ fn the_web_ui_works_in_chromium() {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target").join("e2e-artifacts"));
     let status = Command::new("node")
-        .arg(e2e.join("run.mjs"))
+        .arg(e2e.join(suite))
         .current_dir(&e2e)
         .env("FERRY_BIN", env!("CARGO_BIN_EXE_ferry"))
         .env("FERRY_CHROMIUM", &chromium)
@@ -92,7 +121,7 @@ fn the_web_ui_works_in_chromium() {
         .expect("node runs");
     assert!(
         status.success(),
-        "the browser tests failed ({status}); screenshots are in {}",
+        "{what} failed ({status}); screenshots are in {}",
         artifacts.display()
     );
 }

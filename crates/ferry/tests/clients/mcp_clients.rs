@@ -9,6 +9,7 @@ use crate::python;
 use crate::support;
 use crate::support::TestApp;
 use crate::support::binary;
+use crate::support::stdio_mcp::StdioMcp;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
@@ -260,6 +261,203 @@ async fn mcp_over_http_acts_with_the_callers_token() {
     // An unknown tool is a protocol error, not a tool result.
     let (_, unknown) = rpc(addr, Some(&alice), call(6, "delete_everything", json!({}))).await;
     assert!(unknown["error"]["code"].is_i64(), "{unknown}");
+}
+
+/// The JSON-RPC messages of an event stream, read as they arrive.
+struct EventStream {
+    response: reqwest::Response,
+    buffered: String,
+}
+
+impl EventStream {
+    /// The next message within `wait` (comment lines, which keep the stream open, skipped).
+    async fn next(&mut self, wait: Duration) -> Value {
+        tokio::time::timeout(wait, async {
+            loop {
+                if let Some(end) = self.buffered.find("\n\n") {
+                    let event: String = self.buffered.drain(..end + 2).collect();
+                    let data: String = event
+                        .lines()
+                        .filter_map(|line| line.strip_prefix("data:"))
+                        .map(str::trim_start)
+                        .collect();
+                    if !data.is_empty() {
+                        return serde_json::from_str(&data).unwrap();
+                    }
+                    continue;
+                }
+                let chunk = self
+                    .response
+                    .chunk()
+                    .await
+                    .unwrap()
+                    .expect("the stream is open");
+                self.buffered
+                    .push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+            }
+        })
+        .await
+        .expect("a message within the wait")
+    }
+}
+
+/// A `subscriptions/listen` request (protocol 2026-07-28) for `uris`.
+fn listen_request(uris: &[&str]) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+                "io.modelcontextprotocol/clientCapabilities": {}
+            },
+            "notifications": { "resourceSubscriptions": uris, "toolsListChanged": true }
+        }
+    })
+}
+
+/// `subscriptions/listen` on `/mcp`, with the headers the 2026-07-28 revision asks for.
+async fn listen(addr: std::net::SocketAddr, token: &str, uris: &[&str]) -> EventStream {
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .bearer_auth(token)
+        .json(&listen_request(uris))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    EventStream {
+        response,
+        buffered: String::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_listen_on_mcp_over_http_tells_of_changes() {
+    let app = TestApp::new().await;
+    let addr = app.spawn().await;
+    let alice = app.user("alice");
+    let note = "/api/spaces/notes/files/ideas/plan.md";
+    let uri = "ferry://spaces/notes/ideas/plan.md";
+
+    // A client of an older revision subscribes with resources/subscribe, which needs a session
+    // /mcp does not keep: it is not offered one.
+    let (_, initialized) = rpc(
+        addr,
+        Some(&alice),
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": { "name": "raw", "version": "1" }
+            }
+        }),
+    )
+    .await;
+    let resources = &initialized["result"]["capabilities"]["resources"];
+    assert!(resources.is_object(), "{initialized}");
+    assert!(resources.get("subscribe").is_none(), "{initialized}");
+
+    // The acknowledgment names what will be told: ferry's resources, no list changes.
+    let mut stream = listen(addr, &alice, &[uri, "file:///etc/passwd"]).await;
+    let acknowledged = stream.next(Duration::from_secs(10)).await;
+    assert_eq!(
+        acknowledged["method"], "notifications/subscriptions/acknowledged",
+        "{acknowledged}"
+    );
+    assert_eq!(
+        acknowledged["params"]["notifications"],
+        json!({ "resourceSubscriptions": [uri] })
+    );
+
+    // A change through another door (HTTP) is told on the stream, with the request's id.
+    app.put(note, &alice, "text/markdown", b"# Plan")
+        .await
+        .expect(201, None);
+    let updated = stream.next(Duration::from_secs(15)).await;
+    assert_eq!(
+        updated["method"], "notifications/resources/updated",
+        "{updated}"
+    );
+    assert_eq!(updated["params"]["uri"], uri);
+    assert_eq!(
+        updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
+    // A change of another file is not; the next one of this file is.
+    app.put(
+        "/api/spaces/notes/files/ideas/other.md",
+        &alice,
+        "text/markdown",
+        b"x",
+    )
+    .await
+    .expect(201, None);
+    app.send("DELETE", note, Some(&alice), &[], Vec::<u8>::new())
+        .await
+        .expect(204, None);
+    let deleted = stream.next(Duration::from_secs(15)).await;
+    assert_eq!(deleted["params"]["uri"], uri, "{deleted}");
+    drop(stream);
+
+    // A resource of a thread, asked for with a token that names none, ends the request with
+    // an error that says why.
+    let mut refused = listen(addr, &alice, &["ferry://sandbox/outputs/a.md"]).await;
+    let acknowledged = refused.next(Duration::from_secs(10)).await;
+    assert_eq!(
+        acknowledged["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    let error = refused.next(Duration::from_secs(10)).await;
+    assert_eq!(error["id"], "listen-1", "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the token names none"),
+        "{error}"
+    );
+}
+
+/// The same request over stdio: `ferry mcp` answers a client of 2026-07-28, which sends no
+/// `initialize`, and writes the notifications as lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn subscriptions_listen_on_ferry_mcp_tells_of_changes() {
+    let app = TestApp::new().await;
+    let addr = app.spawn().await;
+    let alice = app.user("alice");
+    let uri = "ferry://spaces/notes/ideas/plan.md";
+    let mut mcp = StdioMcp::spawn(addr, &alice);
+    mcp.send(&listen_request(&[uri]));
+    let acknowledged = mcp.answer();
+    assert_eq!(
+        acknowledged["params"]["notifications"],
+        json!({ "resourceSubscriptions": [uri] }),
+        "{acknowledged}"
+    );
+    app.put(
+        "/api/spaces/notes/files/ideas/plan.md",
+        &alice,
+        "text/markdown",
+        b"# Plan",
+    )
+    .await
+    .expect(201, None);
+    let updated = mcp.answer();
+    assert_eq!(
+        updated["method"], "notifications/resources/updated",
+        "{updated}"
+    );
+    assert_eq!(updated["params"]["uri"], uri);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

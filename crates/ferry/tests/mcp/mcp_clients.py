@@ -634,7 +634,16 @@ async def agent_file_system(name: str, ferry: Ferry, session: ClientSession, thr
     templates = (await session.list_resource_templates()).resourceTemplates
     check(
         [t.uriTemplate for t in templates]
-        == ["ferry://sandbox/{+path}", "ferry://spaces/{space}/{+path}", "ferry://uploads/{uploadId}", "ferry://published/{publishedId}"],
+        == [
+            "ferry://sandbox/{+path}",
+            "ferry://spaces/{space}/{+path}",
+            "ferry://uploads/{uploadId}",
+            "ferry://uploads/{uploadId}/pages/{page}",
+            "ferry://published/{publishedId}",
+            "ferry://published/{publishedId}/revisions/{revision}",
+            "ferry://published/{publishedId}/revisions/{revision}/preview",
+            "ferry://published/{publishedId}/revisions/{revision}/pages/{page}",
+        ],
         "the resource templates",
         templates,
     )

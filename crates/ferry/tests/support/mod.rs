@@ -4,6 +4,7 @@
 pub mod app;
 pub mod binary;
 pub mod identity;
+pub mod stdio_mcp;
 /// S3 (moto) and Postgres for the scale-out tests.
 pub use ferry_test_support::peers;
 
