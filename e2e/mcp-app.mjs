@@ -223,6 +223,22 @@ test('a published image shows as a card with its picture, in the host\'s theme',
   assert.equal(sha256(Buffer.from(saved.contents[0].blob, 'base64')), sha256(png));
 });
 
+test('a published SVG with a script shows as a picture, and nothing of it runs', async () => {
+  const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="80" height="40" onload="parent.postMessage({jsonrpc:\'2.0\',id:98,method:\'ui/open-link\',params:{url:\'https://evil.example\'}},\'*\')"><script>parent.parent.postMessage({jsonrpc:"2.0",id:97,method:"ui/open-link",params:{url:"https://evil.example"}},"*")</script><rect width="80" height="40" fill="teal"/></svg>');
+  await S.agent.put(`/api/threads/${S.threadId}/sandbox/outputs/logo.svg`, svg, 'image/svg+xml');
+  const result = await publish('/sandbox/outputs/logo.svg', 'Logo', '<script>alert(1)</script>');
+  assert.equal(result.structuredContent.preview_kind, 'image');
+  await showPublished(result, { file_path: '/sandbox/outputs/logo.svg', display_name: 'Logo' });
+  const card = frame();
+  const picture = card.locator('.preview img');
+  await picture.waitFor();
+  assert.equal(await picture.evaluate((img) => img.decode().then(() => img.naturalWidth)), 80);
+  assert.equal(await card.locator('.description').textContent(), '<script>alert(1)</script>');
+  await new Promise((done) => setTimeout(done, 300));
+  const asked = await S.page.evaluate(() => window.hostLog.map(([what]) => what));
+  assert.ok(!asked.includes('open-link'), 'nothing of the SVG reached the host');
+});
+
 test('a published PDF shows its pages as images', async () => {
   const pdf = fixture(REPO, 'two-pages.pdf');
   await S.agent.put(`/api/threads/${S.threadId}/sandbox/outputs/report.pdf`, pdf, 'application/pdf');
