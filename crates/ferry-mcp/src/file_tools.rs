@@ -42,15 +42,59 @@ pub fn is_file_tool(name: &str) -> bool {
 }
 
 /// The schema of `T` as a JSON object, from its derive.
-fn schema_of<T: PartialSchema>() -> JsonObject {
+pub(crate) fn schema_of<T: PartialSchema>() -> JsonObject {
     match serde_json::to_value(T::schema()) {
         // The tool's own description says what it does; the struct's would repeat it.
         Ok(Value::Object(mut schema)) => {
             schema.remove("description");
+            // A tool without arguments still lists none: some clients read `properties` always.
+            let properties = schema
+                .entry("properties")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            for property in properties
+                .as_object_mut()
+                .into_iter()
+                .flat_map(|p| p.values_mut())
+            {
+                leave_out_null(property);
+            }
             schema
         }
         // A derived schema is always an object; an empty one would take anything.
         _ => JsonObject::new(),
+    }
+}
+
+/// An optional argument is one to leave out: its schema does not also offer `null` (which the
+/// derive writes for an `Option`, as `type: [T, "null"]` or a `oneOf` with a null variant), a
+/// form some clients' function-calling formats refuse. The server still takes `null` as absent.
+fn leave_out_null(property: &mut Value) {
+    let Some(property) = property.as_object_mut() else {
+        return;
+    };
+    let is_null = |v: &Value| v == "null" || v.get("type").is_some_and(|t| t == "null");
+    if let Some(Value::Array(types)) = property.get("type")
+        && let [only] = types
+            .iter()
+            .filter(|t| !is_null(t))
+            .collect::<Vec<_>>()
+            .as_slice()
+    {
+        property.insert("type".to_owned(), (*only).clone());
+    }
+    if let Some(Value::Array(variants)) = property.get("oneOf")
+        && let [Value::Object(only)] = variants
+            .iter()
+            .filter(|v| !is_null(v))
+            .cloned()
+            .collect::<Vec<_>>()
+            .as_slice()
+    {
+        property.remove("oneOf");
+        for (key, value) in only {
+            // The field's own description wins over its type's.
+            property.entry(key.clone()).or_insert_with(|| value.clone());
+        }
     }
 }
 

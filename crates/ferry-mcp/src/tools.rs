@@ -1,12 +1,13 @@
 //! The tools an agent sees (docs/mcp.md): names, input schemas, descriptions, annotations, and
 //! the instructions the server hands every client.
 //!
-//! The schemas are written out by hand, not derived, so that they are exactly the ones
-//! docs/mcp.md documents.
+//! Each tool's input schema is derived from the struct its arguments are read into (below):
+//! what a model is told it may send and what the tool takes are one definition, and the field
+//! descriptions are those structs' doc comments.
 
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{Tool, ToolAnnotations};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use utoipa::{PartialSchema, ToSchema};
 
 /// What the server tells every client when it connects: the delivery rule (docs/agents.md) and the
 /// guidance for spaces (docs/mcp.md).
@@ -65,13 +66,13 @@ pub const SAY: &str = "say";
 pub const LIST_UPLOADS: &str = "list_uploads";
 pub const READ_UPLOAD: &str = "read_upload";
 
-fn schema(value: Value) -> JsonObject {
-    // Every schema here is a JSON object literal.
-    value.as_object().cloned().unwrap_or_default()
-}
-
-fn tool(name: &'static str, title: &str, description: &str, input: Value) -> Tool {
-    let mut tool = Tool::new(name, description.to_owned(), schema(input));
+/// A tool whose input schema is derived from `Args`, the struct its arguments are read into.
+fn tool<Args: PartialSchema>(name: &'static str, title: &str, description: &str) -> Tool {
+    let mut tool = Tool::new(
+        name,
+        description.to_owned(),
+        crate::file_tools::schema_of::<Args>(),
+    );
     tool.title = Some(title.to_owned());
     tool
 }
@@ -88,7 +89,7 @@ fn hints(title: &str, read_only: bool, destructive: bool, idempotent: bool) -> T
 /// Every tool, in a stable order.
 pub fn all() -> Vec<Tool> {
     let mut tools = vec![
-        tool(
+        tool::<SendFileArgs>(
             SEND_FILE,
             "Send a text file",
             "Send the contents of a small text file from your sandbox to the user's chat, shown \
@@ -97,19 +98,8 @@ pub fn all() -> Vec<Tool> {
              .tsv .yaml .yml .toml .ini .cfg .conf .log .sh .bash .zsh .py .rb .go .rs .java .c \
              .cpp .h .hpp .sql .graphql .env .gitignore .dockerfile .svg), at most 20 KB. For \
              any other file, or a larger one, use publish_file_to_user.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "filePath": {
-                        "type": "string",
-                        "description": "Path of the text file in the sandbox, e.g. /sandbox/outputs/notes.md"
-                    }
-                },
-                "required": ["filePath"],
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<PublishArgs>(
             PUBLISH_FILE_TO_USER,
             "Publish a file to the user",
             "Make a file from the sandbox available to the user for preview and download: it is \
@@ -118,27 +108,8 @@ pub fn all() -> Vec<Tool> {
              Publishing with the same display_name as an earlier file makes a new revision of \
              it; older revisions stay downloadable. The result carries the published file's \
              metadata and a link to its content.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "file_path": {
-                        "type": "string",
-                        "description": "Path of the file in the sandbox, e.g. /sandbox/outputs/report.docx"
-                    },
-                    "display_name": {
-                        "type": "string",
-                        "description": "User-friendly name shown in the UI, e.g. Quarterly Report; the same name again makes a new revision"
-                    },
-                    "description": {
-                        "type": "string",
-                        "description": "Brief description of what the file contains"
-                    }
-                },
-                "required": ["file_path", "display_name"],
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<ListSpaceArgs>(
             LIST_SPACE_FILES,
             "List files in a space",
             "List the files in one of the user's spaces (their own storage, kept across \
@@ -146,49 +117,14 @@ pub fn all() -> Vec<Tool> {
              file below dir (files only). Entries carry path, type (file or dir), size, \
              contentType, etag and updatedAt. A space that does not exist yet lists nothing. \
              Call this first when the path the user means is ambiguous.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "spaceName": {
-                        "type": "string",
-                        "description": "The space: 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot"
-                    },
-                    "dir": {
-                        "type": "string",
-                        "description": "Folder to list, relative to the space, e.g. ideas"
-                    },
-                    "recursive": {
-                        "type": "boolean",
-                        "default": false,
-                        "description": "List every file below dir instead of its direct children"
-                    }
-                },
-                "required": ["spaceName"],
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<ReadSpaceArgs>(
             READ_SPACE_FILE,
             "Read a file from a space",
             "Read one file from one of the user's spaces. Returns contentBase64 (the bytes, \
              base64-encoded), contentType and size in bytes.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "spaceName": {
-                        "type": "string",
-                        "description": "The space the file is in"
-                    },
-                    "path": {
-                        "type": "string",
-                        "description": "Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md"
-                    }
-                },
-                "required": ["spaceName", "path"],
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<WriteSpaceArgs>(
             WRITE_SPACE_FILE,
             "Write a file to a space",
             "Create a file in one of the user's spaces, or overwrite it. content is plain text \
@@ -198,36 +134,8 @@ pub fn all() -> Vec<Tool> {
              the file: confirm with the user first. Pass ifNoneMatch \"*\" to create the file \
              only if it does not exist (the server then answers ALREADY_EXISTS instead of \
              overwriting). Returns path, size, contentType and etag.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "spaceName": {
-                        "type": "string",
-                        "description": "The space to write in; it is created by the first write"
-                    },
-                    "path": {
-                        "type": "string",
-                        "description": "Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md"
-                    },
-                    "content": {
-                        "type": "string",
-                        "description": "The file's content: text for text types, base64 for any other type"
-                    },
-                    "contentType": {
-                        "type": "string",
-                        "description": "The file's media type, e.g. text/markdown; charset=utf-8"
-                    },
-                    "ifNoneMatch": {
-                        "type": "string",
-                        "enum": ["*"],
-                        "description": "\"*\" to create the file only if it does not exist yet"
-                    }
-                },
-                "required": ["spaceName", "path", "content", "contentType"],
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<DeleteSpaceArgs>(
             DELETE_SPACE_FILE,
             "Delete a file from a space",
             "Delete one file from one of the user's spaces; a folder left empty disappears \
@@ -235,27 +143,8 @@ pub fn all() -> Vec<Tool> {
              etag from list_space_files or write_space_file) to delete the file only if it has \
              not changed since (the server then answers PRECONDITION_FAILED instead). Returns \
              path and deleted: true.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "spaceName": {
-                        "type": "string",
-                        "description": "The space the file is in"
-                    },
-                    "path": {
-                        "type": "string",
-                        "description": "Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md"
-                    },
-                    "ifMatch": {
-                        "type": "string",
-                        "description": "The etag the file must still have, e.g. \"3a7bd3e2…\""
-                    }
-                },
-                "required": ["spaceName", "path"],
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<SayArgs>(
             SAY,
             "Say (send chat messages)",
             "Send chat messages to the user in say mode. Each <say>...</say> block in text \
@@ -265,31 +154,15 @@ pub fn all() -> Vec<Tool> {
              default it follows the file's type). A path resolves against files already \
              published, then the sandbox; one that cannot be found is skipped with a warning. \
              Returns the message event ids, the attached files and any warnings.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "text": {
-                        "type": "string",
-                        "description": "The reply, e.g. <say>Here is the report</say><file mode=\"doc\">/sandbox/outputs/report.pdf</file>"
-                    }
-                },
-                "required": ["text"],
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<NoArgs>(
             LIST_UPLOADS,
             "List the user's uploads",
             "List the files the user uploaded to this thread, oldest first: name, type, size, \
              sandboxPath (where the original bytes are, under /sandbox/user_uploads/) and a \
              preview of the text of documents.",
-            json!({
-                "type": "object",
-                "properties": {},
-                "additionalProperties": false
-            }),
         ),
-        tool(
+        tool::<ReadUploadArgs>(
             READ_UPLOAD,
             "Look at an upload",
             "Look at one file the user uploaded (its id from list_uploads): an image comes back \
@@ -297,22 +170,6 @@ pub fn all() -> Vec<Tool> {
              hidden note; a PDF as its note and then its pages (the first 5, or those asked \
              with pages) each as an image followed by that page's text, so scans and charts \
              can be read; another document as its note, which carries the preview of its text.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "uploadId": {
-                        "type": "string",
-                        "description": "The upload's id, as list_uploads gives it"
-                    },
-                    "pages": {
-                        "type": "string",
-                        "description": "PDF only: the pages to show, e.g. \"1-3,7\" (default the \
-                                        first 5; at most 100)"
-                    }
-                },
-                "required": ["uploadId"],
-                "additionalProperties": false
-            }),
         ),
     ];
     for tool in &mut tools {
@@ -349,78 +206,105 @@ pub fn find(name: &str) -> Option<Tool> {
 // The arguments, read strictly: an unknown field is refused as the schemas say
 // (`additionalProperties: false`).
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendFileArgs {
+    /// Path of the text file in the sandbox, e.g. /sandbox/outputs/notes.md
     #[serde(rename = "filePath")]
     pub file_path: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PublishArgs {
+    /// Path of the file in the sandbox, e.g. /sandbox/outputs/report.docx
     pub file_path: String,
+    /// User-friendly name shown in the UI, e.g. Quarterly Report; the same name again makes a new revision
     pub display_name: String,
+    /// Brief description of what the file contains
+    #[serde(default)]
     pub description: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ListSpaceArgs {
+    /// The space: 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot
     pub space_name: String,
-    pub dir: Option<String>,
+    /// Folder to list, relative to the space, e.g. ideas
     #[serde(default)]
+    pub dir: Option<String>,
+    /// List every file below dir instead of its direct children
+    #[serde(default)]
+    #[schema(default = false)]
     pub recursive: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReadSpaceArgs {
+    /// The space the file is in
     pub space_name: String,
+    /// Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md
     pub path: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WriteSpaceArgs {
+    /// The space to write in; it is created by the first write
     pub space_name: String,
+    /// Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md
     pub path: String,
+    /// The file's content: text for text types, base64 for any other type
     pub content: String,
+    /// The file's media type, e.g. text/markdown; charset=utf-8
     pub content_type: String,
+    /// "*" to create the file only if it does not exist yet
+    #[serde(default)]
+    #[schema(inline)]
     pub if_none_match: Option<AnyEtag>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeleteSpaceArgs {
+    /// The space the file is in
     pub space_name: String,
+    /// Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md
     pub path: String,
+    /// The etag the file must still have, e.g. "3a7bd3e2…"
+    #[serde(default)]
     pub if_match: Option<String>,
 }
 
 /// The one value `ifNoneMatch` may take.
-#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Deserialize, PartialEq, Eq, ToSchema)]
 pub enum AnyEtag {
     #[serde(rename = "*")]
     Any,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SayArgs {
+    /// The reply, e.g. <say>Here is the report</say><file mode="doc">/sandbox/outputs/report.pdf</file>
     pub text: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReadUploadArgs {
+    /// The upload's id, as list_uploads gives it
     pub upload_id: String,
-    /// Passed on as the route's `pages`, which reads it.
+    /// PDF only: the pages to show, e.g. "1-3,7" (default the first 5; at most 100)
+    // Passed on as the route's `pages`, which reads it.
     #[serde(default)]
     pub pages: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// `list_uploads` takes nothing.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
@@ -449,6 +333,7 @@ pub fn is_text_type(content_type: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_docs_quote_the_instructions_verbatim() {
@@ -556,10 +441,39 @@ mod tests {
             );
             assert!(tool.description.as_ref().is_some_and(|d| d.len() > 40));
         }
+        // Every argument says what it is (from its field's doc comment).
+        for tool in &tools {
+            let properties = tool
+                .input_schema
+                .get("properties")
+                .and_then(|p| p.as_object());
+            for (name, property) in properties.into_iter().flatten() {
+                assert!(
+                    property["description"]
+                        .as_str()
+                        .is_some_and(|d| d.len() > 10),
+                    "{}.{name} has no description",
+                    tool.name
+                );
+            }
+        }
         let write = find(WRITE_SPACE_FILE).unwrap();
         assert_eq!(
-            write.input_schema["properties"]["ifNoneMatch"]["enum"],
-            json!(["*"])
+            write.input_schema["required"],
+            json!(["spaceName", "path", "content", "contentType"])
+        );
+        // Optional arguments are left out, not sent as null.
+        assert_eq!(
+            write.input_schema["properties"]["ifNoneMatch"],
+            json!({"type": "string", "enum": ["*"], "description": "\"*\" to create the file only if it does not exist yet"})
+        );
+        assert_eq!(
+            find(PUBLISH_FILE_TO_USER).unwrap().input_schema["properties"]["description"]["type"],
+            "string"
+        );
+        assert_eq!(
+            find(LIST_UPLOADS).unwrap().input_schema["properties"],
+            json!({})
         );
         let list = find(LIST_SPACE_FILES).unwrap();
         assert_eq!(
