@@ -66,7 +66,7 @@
 //! | `.pdf` | the text in reading order (pdf-extract's layout), pages separated by a blank line |
 //! | `.docx` | one line per paragraph; headings as `# Title`, `## Section`; table rows as `a \| b \| c` |
 //! | `.xlsx .xlsm .xls` | per sheet: `Sheet1: Revenue \| Q1`, `Row 1: North \| 125000`, ... `... (first 20 rows)`; sheets separated by a blank line |
-//! | `.pptx` | `Slide 1: Title` per slide, in presentation order (a picture is `[picture: NAME]`, a chart `[chart]`) |
+//! | `.pptx` | `Slide 1: Title` per slide, in presentation order (a picture is `[picture: NAME]`, a chart `[chart: TITLE; series: A, B]`) |
 //! | `.csv .tsv` | like a sheet without its name: `Revenue \| Q1`, `Row 1: ...`, `... (first 20 rows)` |
 //! | `.txt .md .json` and code | the first characters |
 //! | `.png .jpg .jpeg .gif .webp` | no text; width and height from the header (more than [`Limits::max_image_pixels`] is an error) |

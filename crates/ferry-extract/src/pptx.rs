@@ -7,7 +7,9 @@
 //! `vertTitle`); a slide without one is named by its first text, or
 //! `(untitled)`. A picture counts as the text `[picture: NAME]` (its
 //! description, else its name, as the file gives them) and a chart as
-//! `[chart]`, so that a slide made of pictures says what it holds.
+//! `[chart: TITLE; series: A, B]` (what its chart part names, as far as it
+//! names them; `[chart]` when nothing), so that a slide made of pictures
+//! and charts says what it holds.
 //!
 //! Text preview: one line per slide, `Slide N: Title`; a presentation with
 //! no slides gives `(no slides)`.
@@ -45,6 +47,8 @@ struct Shape {
     paras: Vec<String>,
     /// What a picture or a chart is shown as: `[picture: NAME]`, `[chart]`.
     figure: Option<String>,
+    /// The relationship id of the chart part a chart frame shows.
+    chart: Option<String>,
 }
 
 /// What a picture is called before its name is read.
@@ -66,11 +70,107 @@ fn name_picture(e: &quick_xml::events::BytesStart<'_>, open: &mut [Shape]) {
     }
 }
 
-/// Marks the shape being read as a chart.
-fn mark_chart(open: &mut [Shape]) {
+/// Marks the shape being read as a chart, and keeps which part holds it.
+fn mark_chart(e: &quick_xml::events::BytesStart<'_>, open: &mut [Shape]) {
     if let Some(shape) = open.last_mut() {
         shape.figure = Some("[chart]".to_owned());
+        shape.chart = attr_prefixed(e, b"id");
     }
+}
+
+/// Most series a chart is named with; a chart of more says how many more.
+const SERIES_NAMED: usize = 8;
+
+/// What a chart part names: its title and its series' names.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ChartNames {
+    title: String,
+    series: Vec<String>,
+    more_series: usize,
+}
+
+impl ChartNames {
+    /// `[chart: Revenue; series: North, South]`, or `[chart]` when the part names nothing.
+    fn figure(&self) -> String {
+        let mut said = Vec::new();
+        if !self.title.is_empty() {
+            said.push(self.title.clone());
+        }
+        if !self.series.is_empty() {
+            let mut series = self.series.join(", ");
+            if self.more_series > 0 {
+                series.push_str(&format!(" and {} more", self.more_series));
+            }
+            said.push(format!("series: {series}"));
+        }
+        if said.is_empty() {
+            "[chart]".to_owned()
+        } else {
+            format!("[chart: {}]", said.join("; "))
+        }
+    }
+}
+
+/// Reads a chart part (`c:chartSpace`): the text of the chart's own title
+/// (not an axis's), and each series' name (`c:ser/c:tx`), whether written
+/// out or cached from the workbook behind the chart.
+fn read_chart<R: Read + Seek>(
+    pkg: &mut Package<R>,
+    part: &str,
+    limits: &Limits,
+) -> Result<ChartNames, ExtractError> {
+    let Some(entry) = pkg.entry(part)? else {
+        return Ok(ChartNames::default());
+    };
+    let mut xml = Xml::new(BufReader::new(entry), WHAT, limits.max_xml_depth);
+    let mut names = ChartNames::default();
+    let mut path: Vec<Vec<u8>> = Vec::new();
+    let mut series_name: Option<String> = None;
+    loop {
+        match xml.next()? {
+            Ev::Start(e) => {
+                let name = local(&e);
+                if name == b"ser" {
+                    series_name = Some(String::new());
+                }
+                path.push(name);
+            }
+            Ev::Text(t) => {
+                let within = |names: &[&[u8]]| {
+                    path.windows(names.len())
+                        .any(|w| w.iter().zip(names).all(|(a, b)| a.as_slice() == *b))
+                };
+                let leaf = path.last().map(Vec::as_slice);
+                if !matches!(leaf, Some(b"t" | b"v")) {
+                    continue;
+                }
+                if within(&[b"chart", b"title"]) {
+                    push_capped(&mut names.title, &t, PARA_CAP);
+                } else if within(&[b"ser", b"tx"])
+                    && let Some(name) = series_name.as_mut()
+                {
+                    push_capped(name, &t, PARA_CAP);
+                }
+            }
+            Ev::End(name) => {
+                path.pop();
+                if name.as_slice() == b"ser"
+                    && let Some(series) = series_name.take().map(|n| one_line(&n))
+                    && !series.is_empty()
+                {
+                    if names.series.len() < SERIES_NAMED {
+                        names.series.push(series);
+                    } else {
+                        names.more_series += 1;
+                    }
+                }
+            }
+            Ev::Empty(_) => {}
+            Ev::Eof => break,
+        }
+    }
+    names.title = one_line(&names.title);
+    Ok(names)
 }
 
 /// Reads the slides in order, handing each to `emit`; stops when `emit`
@@ -104,9 +204,11 @@ pub(crate) fn read_slides<R: Read + Seek>(
     }
 
     let count = slide_ids.len();
+    // Each chart part is read once, however many frames of however many slides show it.
+    let mut charts = HashMap::new();
     for (i, id) in slide_ids.iter().enumerate() {
         let shapes = match targets.get(id) {
-            Some(part) => read_slide(&mut pkg, part, limits)?,
+            Some(part) => read_slide(&mut pkg, part, &mut charts, limits)?,
             None => Vec::new(),
         };
         if !emit(make_slide(i + 1, shapes)) {
@@ -119,6 +221,7 @@ pub(crate) fn read_slides<R: Read + Seek>(
 fn read_slide<R: Read + Seek>(
     pkg: &mut Package<R>,
     part: &str,
+    charts: &mut HashMap<String, String>,
     limits: &Limits,
 ) -> Result<Vec<Shape>, ExtractError> {
     let Some(entry) = pkg.entry(part)? else {
@@ -138,7 +241,7 @@ fn read_slide<R: Read + Seek>(
                     ..Shape::default()
                 }),
                 b"cNvPr" => name_picture(&e, &mut open),
-                b"chart" => mark_chart(&mut open),
+                b"chart" => mark_chart(&e, &mut open),
                 b"p" => para = Some(String::new()),
                 b"t" => in_text = true,
                 b"ph" => mark_title(&e, &mut open),
@@ -148,7 +251,7 @@ fn read_slide<R: Read + Seek>(
             Ev::Empty(e) => match local(&e).as_slice() {
                 b"ph" => mark_title(&e, &mut open),
                 b"cNvPr" => name_picture(&e, &mut open),
-                b"chart" => mark_chart(&mut open),
+                b"chart" => mark_chart(&e, &mut open),
                 b"br" => {
                     if let Some(p) = para.as_mut() {
                         p.push('\n');
@@ -187,7 +290,40 @@ fn read_slide<R: Read + Seek>(
         }
     }
     done.extend(open);
+    // The slide's entry is read to its end: the package can open the chart parts.
+    drop(xml);
+    name_charts(pkg, part, &mut done, charts, limits)?;
     Ok(done)
+}
+
+/// Names each chart of a slide from its chart part, found through the
+/// slide's relationships; `charts` keeps what each part read said.
+fn name_charts<R: Read + Seek>(
+    pkg: &mut Package<R>,
+    slide: &str,
+    shapes: &mut [Shape],
+    charts: &mut HashMap<String, String>,
+    limits: &Limits,
+) -> Result<(), ExtractError> {
+    if shapes.iter().all(|s| s.chart.is_none()) {
+        return Ok(());
+    }
+    let parts: HashMap<String, String> = rels_of(pkg, slide, limits.max_xml_depth)?
+        .into_iter()
+        .filter(|r| !r.external)
+        .map(|r| (r.id, r.target))
+        .collect();
+    for shape in shapes {
+        let Some(part) = shape.chart.as_ref().and_then(|id| parts.get(id)) else {
+            continue;
+        };
+        if !charts.contains_key(part) {
+            let figure = read_chart(pkg, part, limits)?.figure();
+            charts.insert(part.clone(), figure);
+        }
+        shape.figure = charts.get(part).cloned();
+    }
+    Ok(())
 }
 
 fn mark_title(e: &quick_xml::events::BytesStart<'_>, open: &mut [Shape]) {
@@ -350,6 +486,50 @@ mod tests {
         let html = html_body(Cursor::new(deck), &Limits::default()).unwrap();
         assert!(html.contains("<p>[chart]</p>"), "{html}");
         assert!(html.contains("<p>[picture: Picture 1]</p>"), "{html}");
+    }
+
+    #[test]
+    fn a_chart_is_named_by_its_title_and_series() {
+        let pres = r#"<p:presentation xmlns:p="p" xmlns:r="r"><p:sldIdLst><p:sldId id="256" r:id="rId1"/></p:sldIdLst></p:presentation>"#;
+        let rels = r#"<Relationships><Relationship Id="rId1" Type="s" Target="slides/slide1.xml"/></Relationships>"#;
+        let frame = |rid: &str| {
+            format!(
+                r#"<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="5" name="Chart 4"/></p:nvGraphicFramePr><a:graphic><a:graphicData uri="c"><c:chart xmlns:c="c" r:id="{rid}"/></a:graphicData></a:graphic></p:graphicFrame>"#
+            )
+        };
+        let s1 = slide(&(frame("rId2") + &frame("rId3") + &frame("rId9")));
+        let slide_rels = r#"<Relationships><Relationship Id="rId2" Type="c" Target="../charts/chart1.xml"/><Relationship Id="rId3" Type="c" Target="../charts/chart2.xml"/></Relationships>"#;
+        // A written-out title, an axis title (not the chart's), series named both ways, and
+        // values that are no names.
+        let chart1 = r#"<c:chartSpace xmlns:c="c" xmlns:a="a"><c:chart><c:title><c:tx><c:rich><a:p><a:r><a:t>Revenue </a:t></a:r><a:r><a:t>by region</a:t></a:r></a:p></c:rich></c:tx></c:title><c:plotArea><c:barChart><c:ser><c:tx><c:strRef><c:f>Sheet1!$B$1</c:f><c:strCache><c:pt idx="0"><c:v>North</c:v></c:pt></c:strCache></c:strRef></c:tx><c:cat><c:strRef><c:strCache><c:pt idx="0"><c:v>Q1</c:v></c:pt></c:strCache></c:strRef></c:cat><c:val><c:numRef><c:numCache><c:pt idx="0"><c:v>125000</c:v></c:pt></c:numCache></c:numRef></c:val></c:ser><c:ser><c:tx><c:v>South</c:v></c:tx></c:ser></c:barChart><c:valAx><c:title><c:tx><c:rich><a:p><a:r><a:t>EUR</a:t></a:r></a:p></c:rich></c:tx></c:title></c:valAx></c:plotArea></c:chart></c:chartSpace>"#;
+        let chart2 = r#"<c:chartSpace xmlns:c="c"><c:chart><c:plotArea><c:lineChart/></c:plotArea></c:chart></c:chartSpace>"#;
+        let deck = zip_of(&[
+            ("ppt/presentation.xml", pres.as_bytes()),
+            ("ppt/_rels/presentation.xml.rels", rels.as_bytes()),
+            ("ppt/slides/slide1.xml", s1.as_bytes()),
+            ("ppt/slides/_rels/slide1.xml.rels", slide_rels.as_bytes()),
+            ("ppt/charts/chart1.xml", chart1.as_bytes()),
+            ("ppt/charts/chart2.xml", chart2.as_bytes()),
+        ]);
+        let text = preview(Cursor::new(deck.clone()), 4000, &Limits::default()).unwrap();
+        assert_eq!(
+            text,
+            "Slide 1: [chart: Revenue by region; series: North, South]"
+        );
+        let html = html_body(Cursor::new(deck), &Limits::default()).unwrap();
+        // A chart whose part names nothing, and one whose part is missing, stay `[chart]`.
+        assert_eq!(html.matches("<p>[chart]</p>").count(), 2, "{html}");
+    }
+
+    #[test]
+    fn a_chart_of_many_series_says_how_many_more() {
+        let names = ChartNames {
+            title: String::new(),
+            series: vec!["A".into(), "B".into()],
+            more_series: 3,
+        };
+        assert_eq!(names.figure(), "[chart: series: A, B and 3 more]");
+        assert_eq!(ChartNames::default().figure(), "[chart]");
     }
 
     #[test]

@@ -54,7 +54,10 @@ async fn pptx_matches_python_pptx() {
     let text = |rel| text_in(&corpus, rel);
     assert_eq!(text("pptx/minimal.pptx").await, "(no slides)");
     // python-pptx finds no text on the slide; ferry says what it holds.
-    assert_eq!(text("pptx/cht-charts.pptx").await, "Slide 1: [chart]");
+    assert_eq!(
+        text("pptx/cht-charts.pptx").await,
+        "Slide 1: [chart: series: Series 1, Series 2, Series 3]"
+    );
     let t = text("pptx/ph-populated-placeholders.pptx").await;
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 9, "{t}");

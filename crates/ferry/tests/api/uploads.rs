@@ -887,7 +887,10 @@ async fn every_corpus_file_uploads_and_the_server_stays_healthy() {
         "Sheet1: Item | Type | Quantity\nRow 1: 1 | Apple | 50\nRow 2: 2 | Banana | 200\nRow 3: 3 | Orange | 60\nRow 4: 4 | Pear | 100"
     );
     // A slide holding only a chart says so rather than "(untitled)".
-    assert_eq!(previews["cht-charts.pptx"]["preview"], "Slide 1: [chart]");
+    assert_eq!(
+        previews["cht-charts.pptx"]["preview"],
+        "Slide 1: [chart: series: Series 1, Series 2, Series 3]"
+    );
     assert!(
         previews["simple3.pdf"]["preview"]
             .as_str()
