@@ -312,6 +312,15 @@ pub async fn by_storage_path(
         .ok_or_else(|| Error::not_found(format!("File not found: {storage_path}")))
 }
 
+/// The generation of the HTML renderings: raised when what a rendering holds changes (a
+/// slide's charts named, its pictures shown), so renderings cached before are made again.
+const RENDERING: u32 = 2;
+
+/// The ETag of a revision's HTML rendering: its content and the rendering's generation.
+pub fn rendering_etag(revision: &Revision) -> String {
+    format!("\"html-{RENDERING}-{}\"", revision.sha256)
+}
+
 /// The sanitized HTML rendering of a revision. Renderings are cached by content and type, so
 /// a document is read by the extraction worker once, not on every view; a document that
 /// cannot be rendered is remembered too, so a hostile file costs a worker once, not on every
@@ -320,7 +329,7 @@ pub async fn by_storage_path(
 /// the name its owner gave it.
 pub async fn rendered_html(app: &App, revision: &Revision) -> Result<String> {
     let entry = format!(
-        "html/{}{}.html",
+        "html/{RENDERING}/{}{}.html",
         revision.sha256,
         revision.file_type.replace('.', "-")
     );

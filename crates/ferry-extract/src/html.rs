@@ -54,6 +54,11 @@ impl Body {
         }
     }
 
+    /// Bytes left before the body is full.
+    pub(crate) fn room(&self) -> usize {
+        self.limit.saturating_sub(self.out.len())
+    }
+
     pub(crate) fn full(&self) -> bool {
         self.out.len() >= self.limit
     }

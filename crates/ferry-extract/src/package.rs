@@ -136,6 +136,27 @@ impl<R: Read + Seek> Package<R> {
         Ok(Some(buf))
     }
 
+    /// Reads a binary entry (a picture) of at most `max_bytes` bytes:
+    /// `Ok(None)` when it does not exist or is larger (only `max_bytes + 1`
+    /// bytes of it are inflated to tell).
+    pub(crate) fn read_binary(
+        &mut self,
+        name: &str,
+        max_bytes: usize,
+    ) -> Result<Option<Vec<u8>>, ExtractError> {
+        let what = self.what;
+        let Some(index) = self.zip.index_for_name(name) else {
+            return Ok(None);
+        };
+        let entry = self.entry_at(index)?;
+        let mut buf = Vec::new();
+        entry
+            .take(max_bytes as u64 + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| io_to_extract(what, e))?;
+        Ok((buf.len() <= max_bytes).then_some(buf))
+    }
+
     /// Inflates every entry through the limits and refuses XML parts that
     /// declare a DTD. Used before handing the package to a library that
     /// reads entries on its own (calamine), so that library only ever sees

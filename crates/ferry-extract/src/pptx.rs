@@ -14,6 +14,8 @@
 //! Text preview: one line per slide, `Slide N: Title`; a presentation with
 //! no slides gives `(no slides)`.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Seek};
 
@@ -39,6 +41,9 @@ pub(crate) struct Slide {
     pub(crate) title: String,
     /// The slide's other paragraphs, in shape order.
     pub(crate) paragraphs: Vec<String>,
+    /// The slide's pictures (`[picture: NAME]`, and the package part holding the image), in
+    /// shape order.
+    pub(crate) pictures: Vec<(String, String)>,
 }
 
 #[derive(Debug, Default)]
@@ -49,6 +54,8 @@ struct Shape {
     figure: Option<String>,
     /// The relationship id of the chart part a chart frame shows.
     chart: Option<String>,
+    /// The relationship id of the image a picture shows, then (resolved) its part.
+    image: Option<String>,
 }
 
 /// What a picture is called before its name is read.
@@ -75,6 +82,16 @@ fn mark_chart(e: &quick_xml::events::BytesStart<'_>, open: &mut [Shape]) {
     if let Some(shape) = open.last_mut() {
         shape.figure = Some("[chart]".to_owned());
         shape.chart = attr_prefixed(e, b"id");
+    }
+}
+
+/// Keeps which image a picture shows (`a:blip r:embed`).
+fn mark_image(e: &quick_xml::events::BytesStart<'_>, open: &mut [Shape]) {
+    if let Some(shape) = open.last_mut()
+        && shape.figure.is_some()
+        && shape.image.is_none()
+    {
+        shape.image = attr_prefixed(e, b"embed");
     }
 }
 
@@ -173,12 +190,13 @@ fn read_chart<R: Read + Seek>(
     Ok(names)
 }
 
-/// Reads the slides in order, handing each to `emit`; stops when `emit`
-/// returns false. Returns the number of slides the presentation lists.
+/// Reads the slides in order, handing each to `emit` with the package (to
+/// read a picture's bytes); stops when `emit` returns false. Returns the
+/// number of slides the presentation lists.
 pub(crate) fn read_slides<R: Read + Seek>(
     reader: R,
     limits: &Limits,
-    mut emit: impl FnMut(Slide) -> bool,
+    mut emit: impl FnMut(Slide, &mut Package<R>) -> Result<bool, ExtractError>,
 ) -> Result<usize, ExtractError> {
     let mut pkg = Package::open(reader, WHAT, limits)?;
     let main = main_part(&mut pkg, "ppt/presentation.xml", limits.max_xml_depth)?;
@@ -211,7 +229,7 @@ pub(crate) fn read_slides<R: Read + Seek>(
             Some(part) => read_slide(&mut pkg, part, &mut charts, limits)?,
             None => Vec::new(),
         };
-        if !emit(make_slide(i + 1, shapes)) {
+        if !emit(make_slide(i + 1, shapes), &mut pkg)? {
             break;
         }
     }
@@ -242,6 +260,7 @@ fn read_slide<R: Read + Seek>(
                 }),
                 b"cNvPr" => name_picture(&e, &mut open),
                 b"chart" => mark_chart(&e, &mut open),
+                b"blip" => mark_image(&e, &mut open),
                 b"p" => para = Some(String::new()),
                 b"t" => in_text = true,
                 b"ph" => mark_title(&e, &mut open),
@@ -252,6 +271,7 @@ fn read_slide<R: Read + Seek>(
                 b"ph" => mark_title(&e, &mut open),
                 b"cNvPr" => name_picture(&e, &mut open),
                 b"chart" => mark_chart(&e, &mut open),
+                b"blip" => mark_image(&e, &mut open),
                 b"br" => {
                     if let Some(p) = para.as_mut() {
                         p.push('\n');
@@ -292,20 +312,24 @@ fn read_slide<R: Read + Seek>(
     done.extend(open);
     // The slide's entry is read to its end: the package can open the chart parts.
     drop(xml);
-    name_charts(pkg, part, &mut done, charts, limits)?;
+    resolve_parts(pkg, part, &mut done, charts, limits)?;
     Ok(done)
 }
 
-/// Names each chart of a slide from its chart part, found through the
-/// slide's relationships; `charts` keeps what each part read said.
-fn name_charts<R: Read + Seek>(
+/// Names each chart of a slide from its chart part, and finds each
+/// picture's image part, through the slide's relationships; `charts` keeps
+/// what each chart part read said.
+fn resolve_parts<R: Read + Seek>(
     pkg: &mut Package<R>,
     slide: &str,
     shapes: &mut [Shape],
     charts: &mut HashMap<String, String>,
     limits: &Limits,
 ) -> Result<(), ExtractError> {
-    if shapes.iter().all(|s| s.chart.is_none()) {
+    if shapes
+        .iter()
+        .all(|s| s.chart.is_none() && s.image.is_none())
+    {
         return Ok(());
     }
     let parts: HashMap<String, String> = rels_of(pkg, slide, limits.max_xml_depth)?
@@ -314,6 +338,7 @@ fn name_charts<R: Read + Seek>(
         .map(|r| (r.id, r.target))
         .collect();
     for shape in shapes {
+        shape.image = shape.image.take().and_then(|id| parts.get(&id).cloned());
         let Some(part) = shape.chart.as_ref().and_then(|id| parts.get(id)) else {
             continue;
         };
@@ -340,6 +365,7 @@ fn mark_title(e: &quick_xml::events::BytesStart<'_>, open: &mut [Shape]) {
 fn make_slide(number: usize, shapes: Vec<Shape>) -> Slide {
     let mut title = None;
     let mut paragraphs = Vec::new();
+    let mut pictures = Vec::new();
     for shape in shapes {
         let text = shape
             .paras
@@ -359,6 +385,9 @@ fn make_slide(number: usize, shapes: Vec<Shape>) -> Slide {
                 .map(|p| p.trim().to_owned())
                 .filter(|p| !p.is_empty()),
         );
+        if let (Some(figure), Some(part)) = (&shape.figure, shape.image) {
+            pictures.push((figure.clone(), part));
+        }
         // A chart's own text (a table's cells, say) is read above; a figure says what it is.
         paragraphs.extend(shape.figure);
     }
@@ -371,7 +400,42 @@ fn make_slide(number: usize, shapes: Vec<Shape>) -> Slide {
         number,
         title,
         paragraphs,
+        pictures,
     }
+}
+
+/// Most bytes of one picture shown in the HTML preview.
+const PICTURE_BYTES: usize = 2 * 1024 * 1024;
+
+/// Shows a slide's picture in the HTML preview as the image itself (a
+/// `data:` URL, which the preview's CSP allows and under which nothing
+/// runs) when it is a PNG, JPEG, GIF or WebP (by its bytes, not its name)
+/// of at most [`PICTURE_BYTES`] that fits in what is left of the body; its
+/// `[picture: NAME]` paragraph stays either way.
+fn show_picture<R: Read + Seek>(
+    body: &mut Body,
+    pkg: &mut Package<R>,
+    figure: &str,
+    part: &str,
+) -> Result<(), ExtractError> {
+    // base64 makes 3 bytes 4; keep room for the markup around it.
+    let room = (body.room().saturating_sub(1024) / 4) * 3;
+    let Some(bytes) = pkg.read_binary(part, PICTURE_BYTES.min(room))? else {
+        return Ok(());
+    };
+    let mime = match image::guess_format(&bytes) {
+        Ok(image::ImageFormat::Png) => "image/png",
+        Ok(image::ImageFormat::Jpeg) => "image/jpeg",
+        Ok(image::ImageFormat::Gif) => "image/gif",
+        Ok(image::ImageFormat::WebP) => "image/webp",
+        _ => return Ok(()),
+    };
+    body.raw("<figure><img alt=\"");
+    body.text(figure);
+    body.raw(&format!("\" src=\"data:{mime};base64,"));
+    body.raw(&STANDARD.encode(&bytes));
+    body.raw("\"></figure>");
+    Ok(())
 }
 
 /// The text preview: `Slide N: Title` per slide.
@@ -381,9 +445,9 @@ pub(crate) fn preview<R: Read + Seek>(
     limits: &Limits,
 ) -> Result<String, ExtractError> {
     let mut sink = LineSink::new(max_chars);
-    let count = read_slides(reader, limits, |slide| {
+    let count = read_slides(reader, limits, |slide, _| {
         sink.line(&format!("Slide {}: {}", slide.number, slide.title));
-        !sink.full()
+        Ok(!sink.full())
     })?;
     if count == 0 {
         sink.line("(no slides)");
@@ -397,7 +461,7 @@ pub(crate) fn html_body<R: Read + Seek>(
     limits: &Limits,
 ) -> Result<String, ExtractError> {
     let mut body = Body::new(limits);
-    let count = read_slides(reader, limits, |slide| {
+    let count = read_slides(reader, limits, |slide, pkg| {
         body.raw("<section class=\"ferry-slide\">");
         body.element("h2", &format!("Slide {}: {}", slide.number, slide.title));
         for p in &slide.paragraphs {
@@ -405,12 +469,15 @@ pub(crate) fn html_body<R: Read + Seek>(
             body.text_lines(p);
             body.raw("</p>");
         }
+        for (figure, part) in &slide.pictures {
+            show_picture(&mut body, pkg, figure, part)?;
+        }
         body.raw("</section>\n");
         if body.full() {
             body.cut = true;
-            return false;
+            return Ok(false);
         }
-        true
+        Ok(true)
     })?;
     if count == 0 {
         body.note("This presentation has no slides.");
@@ -519,6 +586,62 @@ mod tests {
         let html = html_body(Cursor::new(deck), &Limits::default()).unwrap();
         // A chart whose part names nothing, and one whose part is missing, stay `[chart]`.
         assert_eq!(html.matches("<p>[chart]</p>").count(), 2, "{html}");
+    }
+
+    #[test]
+    fn the_html_shows_a_slides_pictures_themselves() {
+        let pres = r#"<p:presentation xmlns:p="p" xmlns:r="r"><p:sldIdLst><p:sldId id="256" r:id="rId1"/></p:sldIdLst></p:presentation>"#;
+        let rels = r#"<Relationships><Relationship Id="rId1" Type="s" Target="slides/slide1.xml"/></Relationships>"#;
+        let pic = |name: &str, rid: &str| {
+            format!(
+                r#"<p:pic><p:nvPicPr><p:cNvPr id="4" name="{name}"/></p:nvPicPr><p:blipFill><a:blip r:embed="{rid}"/></p:blipFill></p:pic>"#
+            )
+        };
+        let s1 = slide(
+            &(pic("chart.png", "rId2")
+                + &pic("logo.emf", "rId3")
+                + &pic("huge.png", "rId4")
+                + &pic("fake.png", "rId5")),
+        );
+        let slide_rels = r#"<Relationships><Relationship Id="rId2" Type="i" Target="../media/image1.png"/><Relationship Id="rId3" Type="i" Target="../media/image2.emf"/><Relationship Id="rId4" Type="i" Target="../media/image3.png"/><Relationship Id="rId5" Type="i" Target="../media/image4.png"/></Relationships>"#;
+        let png = ferry_test_support::documents::png(3, 2);
+        let mut huge = png.clone();
+        huge.resize(PICTURE_BYTES + 1, 0);
+        let deck = zip_of(&[
+            ("ppt/presentation.xml", pres.as_bytes()),
+            ("ppt/_rels/presentation.xml.rels", rels.as_bytes()),
+            ("ppt/slides/slide1.xml", s1.as_bytes()),
+            ("ppt/slides/_rels/slide1.xml.rels", slide_rels.as_bytes()),
+            ("ppt/media/image1.png", &png),
+            (
+                "ppt/media/image2.emf",
+                b"\x01\x00\x00\x00 not a raster image",
+            ),
+            ("ppt/media/image3.png", &huge),
+            ("ppt/media/image4.png", b"<svg onload=alert(1)>"),
+        ]);
+        let html = html_body(Cursor::new(deck.clone()), &Limits::default()).unwrap();
+        // The PNG is shown; an EMF, one over the limit and one that is no image by its bytes
+        // are named only.
+        assert_eq!(html.matches("<img").count(), 1, "{html}");
+        let shown = format!(
+            r#"<img alt="[picture: chart.png]" src="data:image/png;base64,{}">"#,
+            STANDARD.encode(&png)
+        );
+        assert!(html.contains(&shown), "{html}");
+        for named in ["logo.emf", "huge.png", "fake.png"] {
+            assert!(
+                html.contains(&format!("<p>[picture: {named}]</p>")),
+                "{html}"
+            );
+        }
+        // A body with no room left shows no picture, and still names it.
+        let tight = Limits {
+            html_body_bytes: 600,
+            ..Limits::default()
+        };
+        let html = html_body(Cursor::new(deck), &tight).unwrap();
+        assert!(!html.contains("<img"), "{html}");
     }
 
     #[test]

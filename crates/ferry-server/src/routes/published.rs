@@ -242,7 +242,7 @@ pub async fn preview(
                     ),
                     (
                         header::ETAG,
-                        header_value(&format!("\"html-{}\"", revision.sha256))?,
+                        header_value(&publish::rendering_etag(&revision))?,
                     ),
                 ],
                 html,
