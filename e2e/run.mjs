@@ -172,6 +172,10 @@ step('signing in from the printed link keeps the token out of the address bar', 
   assert.equal(await page.evaluate(() => window.history.length >= 1 && !window.location.href.includes('token')), true);
   await page.getByText('Signed in as').waitFor();
   await page.getByRole('heading', { name: 'Files between you and your agents' }).waitFor();
+  // The way to connect an agent is the button in the thread, not a command line.
+  const steps = await page.locator('.home .steps').textContent();
+  assert.match(steps, /Connect agent button gives it a token/);
+  assert.doesNotMatch(steps, /ferry token/);
   await shot(page, '03-home');
 });
 
@@ -559,13 +563,16 @@ step('Download saves the right bytes under the right name', async () => {
 
 step('a file the agent sends is shown inline, collapsible, with a download', async () => {
   const { page, agent } = S;
-  const text = '# To do\n\n- call the landlord\n- order 12 kg of sencha\n';
+  const text = `# To do\n\n- call the landlord\n- order 12 kg of sencha\n- https://example.com/${'tea'.repeat(120)}\n`;
   await agent.put(`/api/threads/${S.threadId}/sandbox/outputs/todo.md`, Buffer.from(text), 'text/markdown; charset=utf-8');
   await agent.post(`/api/threads/${S.threadId}/send-file`, { filePath: '/sandbox/outputs/todo.md' });
   const block = page.locator('.file-send', { hasText: 'todo.md' });
   await block.waitFor();
   const content = block.locator('pre');
   assert.equal(await content.textContent(), text);
+  // A long line wraps inside the block instead of running off its side.
+  const widths = await content.evaluate((el) => [el.scrollWidth, el.clientWidth]);
+  assert.ok(widths[0] <= widths[1], `a long line wraps (content ${widths[0]} px wide in ${widths[1]} px)`);
   const toggle = block.locator('.file-send-toggle');
   assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
   // Each click is judged once the page has applied it (a re-render between the click and the
@@ -825,6 +832,8 @@ step('readable at 375 px and at 1440 px', async () => {
   await page.waitForTimeout(200);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `no sideways scrolling at 375 px (${overflow}px too wide)`);
+  // No keyboard to speak of: the composer's hint names the clip, not Enter and Shift+Enter.
+  assert.equal(await page.locator('.composer-status').first().textContent(), 'Attach files with the clip');
   await page.locator('.log-scroller').evaluate((el) => { el.scrollTop = 0; });
   await shot(page, '19-thread-375');
   await page.locator('.log-scroller').evaluate((el) => { el.scrollTop = el.scrollHeight; });

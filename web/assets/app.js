@@ -281,7 +281,7 @@ function homeView() {
     h('p', { text: 'A thread is a conversation with an agent. Attach files for it to work on; the files it publishes come back as cards you can preview and download.' }),
     h('ol', { class: 'steps' },
       h('li', {}, h('strong', { text: 'Create a thread' }), ' with the form on the left (“New thread”).'),
-      h('li', {}, h('strong', { text: 'Connect your agent' }), ' to it: ', h('code', { text: 'ferry token --agent --thread ID --user YOU' }), ' gives it a token.'),
+      h('li', {}, h('strong', { text: 'Connect your agent' }), ' to it: the thread’s ', h('strong', { text: 'Connect agent' }), ' button gives it a token and the address to reach ferry.'),
       h('li', {}, h('strong', { text: 'Exchange files' }), ': drop files into the thread; click a card the agent publishes to preview it.')),
     h('p', {}, 'Your agents can also keep notes and files for you in ', h('a', { href: '/spaces', 'data-nav': '', text: 'Spaces' }), '.'));
 }

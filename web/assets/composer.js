@@ -6,6 +6,9 @@ import { icon, fileIcon } from './icons.js';
 import { formatSize, tooLargeText } from './format.js';
 import { route, sendJson, uploadFile } from './api.js';
 
+/** Screens on which the composer's hint leaves the keyboard out (the layout's own breakpoint). */
+const SMALL_SCREEN = '(max-width: 760px)';
+
 let composerCounter = 0;
 
 export class Composer {
@@ -50,6 +53,9 @@ export class Composer {
     this.list = h('ul', { class: 'pending', 'aria-label': 'Files to send' });
     this.list.hidden = true;
     this.status = h('p', { class: 'composer-status', id: `composer-hint-${n}`, 'aria-live': 'polite' });
+    // On a small screen there is no keyboard to speak of: the hint names the clip instead.
+    this.smallScreen = window.matchMedia(SMALL_SCREEN);
+    this.smallScreen.addEventListener('change', () => this.refresh());
     this.error = h('p', { class: 'composer-error', role: 'alert' });
     this.error.hidden = true;
     this.el = h('form', {
@@ -163,7 +169,9 @@ export class Composer {
     } else if (this.sending) {
       this.status.textContent = 'Sending…';
     } else {
-      this.status.textContent = 'Enter to send · Shift+Enter for a new line · drop or paste files to attach';
+      this.status.textContent = this.smallScreen.matches
+        ? 'Attach files with the clip'
+        : 'Enter to send · Shift+Enter for a new line · drop or paste files to attach';
     }
   }
 
