@@ -10,6 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
 use ferry_core::error_code::ErrorCode;
+use ferry_core::timestamp::Timestamp;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
 use http::{HeaderMap, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -781,12 +782,19 @@ impl FerryMcp {
         serde_json::from_slice::<Vec<Value>>(&response.body).ok()
     }
 
-    /// The id of the feed's newest event: where following it starts.
-    async fn newest(&self, caller: &Caller, feed: &Feed) -> Result<i64, ErrorData> {
-        let mut after = 0;
+    /// Where following a feed starts: the id of its newest event, or with `before` (an RFC 3339
+    /// time as events write theirs), of its newest event written before that time.
+    async fn newest(
+        &self,
+        caller: &Caller,
+        feed: &Feed,
+        before: Option<&str>,
+    ) -> Result<i64, ErrorData> {
+        let mut read_to = 0;
+        let mut start = 0;
         loop {
             let events = self
-                .events_after(caller, &feed.route, after)
+                .events_after(caller, &feed.route, read_to)
                 .await
                 .ok_or_else(|| {
                     ErrorData::invalid_params(
@@ -794,22 +802,36 @@ impl FerryMcp {
                         None,
                     )
                 })?;
-            let page = events.len();
-            after = events
-                .iter()
-                .filter_map(|e| e["id"].as_i64())
-                .max()
-                .unwrap_or(after);
-            if page < 1000 {
-                return Ok(after);
+            for event in &events {
+                let Some(id) = event["id"].as_i64() else {
+                    continue;
+                };
+                read_to = read_to.max(id);
+                let earlier = match (before, event["createdAt"].as_str()) {
+                    // One format (milliseconds, UTC): the text orders as the time does.
+                    (Some(before), Some(at)) => at < before,
+                    _ => true,
+                };
+                if earlier {
+                    start = start.max(id);
+                }
+            }
+            if events.len() < 1000 {
+                return Ok(start);
             }
         }
     }
 
     /// Starts following `uri` for `caller`: the resource must be one of ferry's and one the
     /// caller may read (a HEAD of its route: nothing is downloaded), and its feed is read from
-    /// its newest event on.
-    async fn start_following(&self, caller: &Caller, uri: &str) -> Result<Followed, ErrorData> {
+    /// its newest event on — or, with `since`, from its first event written at that time or
+    /// later (see `listen`).
+    async fn start_following(
+        &self,
+        caller: &Caller,
+        uri: &str,
+        since: Option<&str>,
+    ) -> Result<Followed, ErrorData> {
         let named = Named::parse(uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
         let feed = Feed::of(&named, caller.thread.as_deref(), encode).ok_or_else(|| {
             ErrorData::invalid_params(
@@ -833,7 +855,7 @@ impl FerryMcp {
                 None,
             ));
         }
-        let after = self.newest(caller, &feed).await?;
+        let after = self.newest(caller, &feed, since).await?;
         Ok(Followed {
             uri: uri.to_owned(),
             feed,
@@ -888,6 +910,11 @@ impl FerryMcp {
         }
     }
 }
+
+/// How long before a `subscriptions/listen` request is handled its changes are told from: far
+/// more than the moment between its acknowledgment and its handling, and than the clock drift
+/// between the nodes that write the feeds.
+const LISTEN_LOOKBACK_MS: i64 = 2_000;
 
 /// The most resources one `subscriptions/listen` request follows: each is checked (one HEAD)
 /// when it starts.
@@ -1081,7 +1108,8 @@ impl ServerHandler for FerryMcp {
                 None,
             ));
         };
-        let followed = self.start_following(caller, &request.uri).await?;
+        // The answer is sent once following has begun: a change after it is always told.
+        let followed = self.start_following(caller, &request.uri, None).await?;
         let peer = context.peer.clone();
         let task = tokio::spawn(
             self.clone()
@@ -1124,6 +1152,11 @@ impl ServerHandler for FerryMcp {
     /// listen request's own stream until the client closes it. A resource the caller may not
     /// read ends the request with an error naming why.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        // The acknowledgment has gone out before this runs, and a client may change a resource
+        // the moment it reads it: changes written from shortly before this moment on are told,
+        // so none made after the acknowledgment is missed (one made just before may be told
+        // too, which costs the client one read).
+        let since = Timestamp(Timestamp::now().millis() - LISTEN_LOOKBACK_MS).rfc3339();
         let caller = self.resource_caller(subscription.request_context())?;
         let uris = subscription
             .accepted()
@@ -1142,7 +1175,7 @@ impl ServerHandler for FerryMcp {
         }
         let mut followed = Vec::with_capacity(uris.len());
         for uri in &uris {
-            followed.push(self.start_following(&caller, uri).await?);
+            followed.push(self.start_following(&caller, uri, Some(&since)).await?);
         }
         let sink = subscription.sink().clone();
         let told = move |uri: String| {

@@ -3,13 +3,16 @@
 use serde_json::Value;
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 pub struct StdioMcp {
     child: Child,
     input: ChildStdin,
-    output: std::io::BufReader<ChildStdout>,
+    /// The lines `ferry mcp` writes, read on a thread of their own: a test that waits in vain
+    /// fails after its timeout instead of waiting on a read that never returns.
+    lines: Receiver<String>,
 }
 
 impl StdioMcp {
@@ -24,9 +27,19 @@ impl StdioMcp {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        let output = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in output.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         StdioMcp {
             input: child.stdin.take().unwrap(),
-            output: std::io::BufReader::new(child.stdout.take().unwrap()),
+            lines,
             child,
         }
     }
@@ -56,19 +69,11 @@ impl StdioMcp {
 
     /// The next line `ferry mcp` writes, within 30 s.
     pub fn answer(&mut self) -> Value {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            let output = &mut self.output;
-            scope.spawn(move || {
-                let mut line = String::new();
-                let _ = output.read_line(&mut line);
-                let _ = tx.send(line);
-            });
-            let line = rx
-                .recv_timeout(Duration::from_secs(30))
-                .expect("ferry mcp answered within 30 s");
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-        })
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("ferry mcp answered within 30 s");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
     }
 }
 
