@@ -576,11 +576,13 @@ step('a file the agent sends is shown inline, collapsible, with a download', asy
   const toggle = block.locator('.file-send-toggle');
   assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
   // Each click is judged once the page has applied it (a re-render between the click and the
-  // check must not decide the outcome).
-  await toggle.click();
+  // check must not decide the outcome). The click is dispatched on the button itself: a
+  // thumbnail of an earlier card that finishes loading may shift the log under a click made
+  // at coordinates, which then lands elsewhere.
+  await toggle.dispatchEvent('click');
   await content.waitFor({ state: 'hidden', timeout: 5000 });
   assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
-  await toggle.click();
+  await toggle.dispatchEvent('click');
   await content.waitFor({ state: 'visible', timeout: 5000 });
   assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
   const [download] = await Promise.all([page.waitForEvent('download'), block.getByRole('button', { name: 'Download todo.md' }).click()]);
