@@ -533,6 +533,16 @@ step('Download saves the right bytes under the right name', async () => {
     assert.equal(sha256(readFileSync(saved)), sha256(f.bytes), `${f.answer.filename} downloads intact`);
   }
   assert.equal(await page.getByRole('dialog').count(), 0, 'the Download button does not open the preview');
+  // The agent's outputs folder, as one zip streamed by the server.
+  const [outputs] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download outputs as a zip' }).click()]);
+  assert.equal(outputs.suggestedFilename(), 'outputs.zip');
+  const outputsPath = join(S.tmp, 'outputs.zip');
+  await outputs.saveAs(outputsPath);
+  const outputsZip = readFileSync(outputsPath);
+  for (const f of [S.published.png, S.published.pdf]) {
+    assert.ok(outputsZip.includes(Buffer.from(f.path)), `the zip names ${f.path}`);
+    assert.ok(outputsZip.includes(f.bytes), `the zip holds ${f.path} as it is`);
+  }
   // A document's chip on the user's message downloads the upload.
   const notes = page.getByRole('button', { name: /^Download meeting notes\.txt/ });
   const [notesDownload] = await Promise.all([page.waitForEvent('download'), notes.click()]);
@@ -585,7 +595,7 @@ step('a file the agent sends is shown inline, collapsible, with a download', asy
   await toggle.dispatchEvent('click');
   await content.waitFor({ state: 'visible', timeout: 5000 });
   assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
-  const [download] = await Promise.all([page.waitForEvent('download'), block.getByRole('button', { name: 'Download todo.md' }).click()]);
+  const [download] = await Promise.all([page.waitForEvent('download'), block.getByRole('button', { name: 'Download todo.md' }).dispatchEvent('click')]);
   assert.equal(download.suggestedFilename(), 'todo.md');
   const saved = join(S.tmp, 'todo.md');
   await download.saveAs(saved);
@@ -709,6 +719,21 @@ step('spaces: the person\'s spaces are listed; open one by name, browse its tree
   await shot(page, '17-spaces');
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /^Download logo\.png/ }).click()]);
   assert.equal(download.suggestedFilename(), 'logo.png');
+  // A folder downloads as one zip (stored members: names and bytes appear as they are), and
+  // its button does not fold the folder.
+  const [zipped] = await Promise.all([page.waitForEvent('download'), tree.getByRole('button', { name: 'Download ideas as a zip' }).click()]);
+  assert.equal(zipped.suggestedFilename(), 'ideas.zip');
+  const zipPath = join(S.tmp, 'ideas.zip');
+  await zipped.saveAs(zipPath);
+  const zipBytes = readFileSync(zipPath);
+  assert.equal(zipBytes.subarray(0, 4).toString('latin1'), 'PK\x03\x04');
+  for (const text of ['ideas/20261121-0930-tea-shop.md', 'ideas/archive/20261101-old.md', note]) {
+    assert.ok(zipBytes.includes(Buffer.from(text)), `the zip holds ${JSON.stringify(text)}`);
+  }
+  assert.ok(!zipBytes.includes(Buffer.from('logo.png')), 'only the folder is zipped');
+  assert.ok(await tree.locator('details.tree-dir').first().evaluate((d) => d.open), 'the folder stays open');
+  const [all] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download notes as a zip' }).click()]);
+  assert.equal(all.suggestedFilename(), 'notes.zip');
   await page.reload();
   await tree.waitFor();
   // S3 access: the endpoint, a new key whose secret is shown once, and revoking it.
@@ -725,6 +750,74 @@ step('spaces: the person\'s spaces are listed; open one by name, browse its tree
   await keys.getByText(keyId).waitFor({ state: 'detached' });
   await page.getByRole('link', { name: 'Threads' }).click();
   await page.waitForURL(`${S.ferry.base}/`);
+});
+
+step('threads are renamed, found by title and deleted after an in-app confirmation', async () => {
+  const { page } = S;
+  const alice = client(S.ferry.base, S.alice);
+  const extra = await alice.post('/api/threads', { title: 'Scratch thread' });
+  await page.goto(`${S.ferry.base}/t/${extra.id}`);
+  await page.getByRole('heading', { name: 'Scratch thread' }).waitFor();
+  // The header names the thread and when it started, never its raw id.
+  assert.ok(!(await page.locator('.thread-header').textContent()).includes(extra.id), 'no raw id in the header');
+  // The agent's Markdown is rendered, safely; what the person typed is shown as typed.
+  const { token } = await alice.post(`/api/threads/${extra.id}/agent-token`, {});
+  const markdown = [
+    '## Quotes so far', '', '- **Acme**: 120 € per box', '- `Bolt & Co`: see https://example.com/quotes.', '',
+    '| supplier | price |', '|---|---|', '| Acme | 120 |', '',
+    '<script>window.__pwned = 1</script>', '[click me](javascript:window.__pwned=2)', '<img src=x onerror="window.__pwned=3">',
+  ].join('\n');
+  await client(S.ferry.base, token).post(`/api/threads/${extra.id}/messages`, { text: markdown });
+  await alice.post(`/api/threads/${extra.id}/messages`, { text: '**not bold** from me' });
+  const answer = page.locator('.from-agent .bubble.markdown');
+  await answer.waitFor();
+  await answer.getByRole('heading', { name: 'Quotes so far', level: 2 }).waitFor();
+  assert.equal(await answer.locator('strong').first().textContent(), 'Acme');
+  assert.equal(await answer.locator('table td').first().textContent(), 'Acme');
+  const link = answer.getByRole('link', { name: 'https://example.com/quotes' });
+  assert.equal(await link.getAttribute('target'), '_blank');
+  assert.match(await link.getAttribute('rel'), /noopener/);
+  assert.equal(await answer.locator('script, img, a[href^="javascript"]').count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  await page.locator('.from-user .bubble', { hasText: '**not bold** from me' }).waitFor();
+  await shot(page, '17d-markdown');
+  // Rename: Escape leaves it as it was; Save renames it everywhere.
+  await page.getByRole('button', { name: 'Rename thread' }).click();
+  await page.getByRole('textbox', { name: 'Thread title', exact: true }).fill('Ignored');
+  await page.keyboard.press('Escape');
+  await page.getByRole('heading', { name: 'Scratch thread' }).waitFor();
+  await page.getByRole('button', { name: 'Rename thread' }).click();
+  await page.getByRole('textbox', { name: 'Thread title', exact: true }).fill('Supplier quotes');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('heading', { name: 'Supplier quotes' }).waitFor();
+  assert.equal((await alice.get(`/api/threads/${extra.id}`)).title, 'Supplier quotes');
+  const threads = page.getByRole('list', { name: 'Your threads' });
+  await threads.getByRole('link', { name: /Supplier quotes/ }).waitFor();
+  assert.equal(await page.title(), 'Supplier quotes · ferry');
+  // Search by title, ignoring case and accents.
+  const search = page.getByRole('searchbox', { name: 'Search threads by title' });
+  await search.fill('SUPPLIÉR');
+  await threads.getByRole('link', { name: /Supplier quotes/ }).waitFor();
+  assert.equal(await threads.getByRole('link', { name: /Tea shop launch/ }).count(), 0);
+  await search.fill('no such title');
+  await threads.getByText('No thread title holds “no such title”.').waitFor();
+  await search.fill('');
+  await threads.getByRole('link', { name: /Tea shop launch/ }).waitFor();
+  // Delete: Cancel keeps it; Delete removes it and goes home.
+  await page.getByRole('button', { name: 'Delete thread' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Delete “Supplier quotes”?' });
+  await dialog.waitFor();
+  await shot(page, '17c-delete-thread');
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  assert.equal((await alice.get(`/api/threads/${extra.id}`)).id, extra.id);
+  await page.getByRole('button', { name: 'Delete thread' }).click();
+  await dialog.getByRole('button', { name: 'Delete thread' }).click();
+  await page.waitForURL(`${S.ferry.base}/`);
+  await threads.getByRole('link', { name: /Supplier quotes/ }).waitFor({ state: 'detached' });
+  const gone = await alice.get(`/api/threads/${extra.id}`).catch((e) => e);
+  assert.equal(gone.status, 404);
+  await threads.getByRole('link', { name: /Tea shop launch/ }).waitFor();
 });
 
 step('a message that arrives while the reader is scrolled up is announced, not missed', async () => {

@@ -5,16 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-export async function startFerry(bin, extraEnv = {}) {
-  const data = mkdtempSync(join(tmpdir(), 'ferry-e2e-data-'));
-  const secret = randomBytes(32).toString('hex');
+/**
+ * Starts `ferry serve` on a new data folder, secret and port; `again` restarts it on those of
+ * an earlier start (`{ data, secret, addr }`), as a server that came back after a crash.
+ */
+export async function startFerry(bin, extraEnv = {}, again = null) {
+  const data = again?.data ?? mkdtempSync(join(tmpdir(), 'ferry-e2e-data-'));
+  const secret = again?.secret ?? randomBytes(32).toString('hex');
   const env = {
     ...process.env,
     FERRY_JWT_SECRET: secret,
     FERRY_LOG: process.env.FERRY_LOG || 'info',
     ...extraEnv,
   };
-  const child = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--data', data], {
+  const child = spawn(bin, ['serve', '--addr', again?.addr ?? '127.0.0.1:0', '--data', data], {
     env, stdio: ['ignore', 'ignore', 'pipe'],
   });
   const log = [];
@@ -47,7 +51,16 @@ export async function startFerry(bin, extraEnv = {}) {
   return {
     base,
     data,
+    secret,
+    addr,
     log,
+    /** Ends the server as a crash would: SIGKILL, nothing flushed, the data left as it is. */
+    async crash() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
     token(args) {
       return execFileSync(bin, ['token', ...args], { env: { ...process.env, FERRY_JWT_SECRET: secret } }).toString().trim();
     },

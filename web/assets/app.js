@@ -99,6 +99,12 @@ function buildShell() {
   const createError = h('p', { class: 'form-error', role: 'alert' });
   createError.hidden = true;
   const list = h('ul', { class: 'thread-list', 'aria-label': 'Your threads' });
+  const search = h('input', {
+    id: 'thread-search', class: 'input', type: 'search', name: 'q', autocomplete: 'off',
+    placeholder: 'Search threads', 'aria-label': 'Search threads by title', 'aria-controls': 'thread-list',
+    oninput: () => renderThreadList(),
+  });
+  list.id = 'thread-list';
   const sidebar = h('aside', { id: 'sidebar', class: 'sidebar', 'aria-label': 'Threads' },
     h('form', {
       class: 'new-thread', 'aria-label': 'Create a thread',
@@ -128,6 +134,7 @@ function buildShell() {
       h('button', { type: 'submit', class: 'btn btn-primary new-thread-button' }, icon('plus'), h('span', { class: 'label', text: 'New thread' }))),
     createError),
     h('h2', { class: 'sidebar-title', id: 'threads-heading', text: 'Threads' }),
+    h('div', { class: 'thread-search', role: 'search' }, icon('search'), search),
     list);
   const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
   const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true', onclick: () => toggleSidebar(false) });
@@ -151,7 +158,7 @@ function buildShell() {
     layout,
     announcer);
   root.removeAttribute('aria-busy');
-  app.els = { menu, list, sidebar, main, layout };
+  app.els = { menu, list, search, sidebar, main, layout };
   app.preview = new PreviewPanel(layout);
 }
 
@@ -164,13 +171,21 @@ function toggleSidebar(force) {
 }
 
 function renderThreadList(currentId = app.currentThreadId) {
-  const { list } = app.els;
+  const { list, search } = app.els;
   if (!list) return;
   if (!app.threads.length) {
     replace(list, h('li', { class: 'thread-empty', text: 'No threads yet. Create one to start.' }));
     return;
   }
-  replace(list, app.threads.map((t) => h('li', {},
+  // The search matches titles, ignoring case and accents.
+  const fold = (text) => text.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
+  const query = fold(search.value.trim());
+  const shown = query ? app.threads.filter((t) => fold(t.title || 'Untitled thread').includes(query)) : app.threads;
+  if (!shown.length) {
+    replace(list, h('li', { class: 'thread-empty', role: 'status', text: `No thread title holds “${search.value.trim()}”.` }));
+    return;
+  }
+  replace(list, shown.map((t) => h('li', {},
     h('a', {
       href: `/t/${encodeURIComponent(t.id)}`, 'data-nav': '', class: 'thread-link',
       'aria-current': t.id === currentId ? 'page' : null,
@@ -247,6 +262,16 @@ async function render() {
     const view = new ThreadView(thread, {
       preview: app.preview,
       onNotFound: () => replace(main, threadNotFound(r.id)),
+      onRenamed: (renamed) => {
+        app.threads = app.threads.map((t) => (t.id === renamed.id ? { ...t, title: renamed.title } : t));
+        renderThreadList();
+        document.title = `${renamed.title || 'Untitled thread'} · ferry`;
+      },
+      onDeleted: (deleted) => {
+        app.threads = app.threads.filter((t) => t.id !== deleted.id);
+        announce(`Thread ${deleted.title || 'Untitled thread'} deleted`);
+        navigate('/');
+      },
     });
     app.view = view;
     document.title = `${thread.title || 'Untitled thread'} · ferry`;

@@ -1,12 +1,13 @@
 // Spaces: the person's per-user storage. The page lists the person's spaces (GET /api/spaces)
 // and opens one by name (a space exists once something is saved in it, so a new one is opened
 // by typing its name). A space's files are shown as a tree of folders; opening a text file
-// shows it, anything else downloads.
+// shows it, anything else downloads. The space and each folder download as one zip
+// (`?format=zip`, built by the server while it is sent).
 import { h, replace, announce } from './dom.js';
 import { icon, fileIcon } from './icons.js';
 import { formatSize, formatDateTime } from './format.js';
 import { route, getJson, getBlob, ApiError } from './api.js';
-import { saveBlob } from './download.js';
+import { saveBlob, downloadTo } from './download.js';
 import { S3KeysPanel } from './s3-keys.js';
 
 const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
@@ -123,7 +124,8 @@ export class SpacesView {
     }
     const list = files || [];
     const heading = h('h2', { class: 'section-title space-title' }, icon('folder'), h('span', { text: space }),
-      h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }));
+      h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }),
+      list.length ? this.zipButton(space, '', space, 'Download all') : null);
     if (!list.length) {
       replace(this.content, heading, h('p', { class: 'empty', text: 'Nothing is saved in this space yet. Your agents create it when they first save a file here.' }));
       return;
@@ -139,7 +141,8 @@ export class SpacesView {
     for (const dir of dirs) {
       const path = prefix ? `${prefix}/${dir}` : dir;
       const details = h('details', { class: 'tree-dir', open: true },
-        h('summary', {}, icon('folder'), h('span', { class: 'tree-name', text: dir })),
+        h('summary', {}, icon('folder'), h('span', { class: 'tree-name', text: dir }),
+          this.zipButton(space, path, dir)),
         h('ul', {}, this.renderNode(space, node.dirs.get(dir), path)));
       items.push(h('li', { dataset: { path } }, details));
     }
@@ -155,6 +158,27 @@ export class SpacesView {
       items.push(h('li', { dataset: { path: file.path } }, open));
     }
     return items;
+  }
+
+  /**
+   * A button that downloads the folder `dir` of `space` (its root when empty) as `name`.zip.
+   * With `label` it shows the label; without, only an icon (a folder's row in the tree).
+   */
+  zipButton(space, dir, name, label) {
+    const button = h('button', {
+      type: 'button', class: label ? 'btn btn-small zip-download' : 'btn btn-icon btn-small zip-download',
+      'aria-label': `Download ${dir || space} as a zip`, title: 'Download folder as a zip',
+      onclick: (e) => {
+        // Inside a folder's summary: download, do not fold the folder.
+        e.preventDefault();
+        e.stopPropagation();
+        const query = { format: 'zip' };
+        if (dir) query.dir = dir;
+        downloadTo(button, route('spaces', space, 'files'), `${name}.zip`, query)
+          .then(() => announce(`${name}.zip downloaded`), () => {});
+      },
+    }, icon('download'), label ? h('span', { class: 'label', text: label }) : null);
+    return button;
   }
 
   async openFile(space, file, opener) {

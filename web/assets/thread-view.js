@@ -2,8 +2,10 @@
 // streamed; deduplicated by id and kept in id order), the composer, and drag-and-drop.
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
-import { formatWhen } from './format.js';
+import { formatWhen, formatDateTime } from './format.js';
 import { route, getJson, sendJson } from './api.js';
+import { downloadTo } from './download.js';
+import { renderMarkdown } from './markdown.js';
 import { ThreadEvents } from './sse.js';
 import { Composer } from './composer.js';
 import { publishedCard, attachmentView, fileSendView, uploadChips } from './cards.js';
@@ -19,11 +21,12 @@ const STATUS_TEXT = {
 const HIDDEN_NOTE = /<(UserUploaded(?:Image|Document|Attachment))\b[^>]*hidden="true"[^>]*>[\s\S]*?<\/\1>/g;
 
 export class ThreadView {
-  constructor(thread, { preview, onNotFound, onTitle }) {
+  constructor(thread, { preview, onNotFound, onRenamed, onDeleted }) {
     this.thread = thread;
     this.preview = preview;
     this.onNotFound = onNotFound;
-    this.onTitle = onTitle;
+    this.onRenamed = onRenamed;
+    this.onDeleted = onDeleted;
     this.seen = new Map();
     this.published = new Map(); // published file id → latest revision seen
     this.publishing = new Map(); // publishId → the loading card of a publish still running
@@ -49,14 +52,30 @@ export class ThreadView {
       h('div', { class: 'drop-box' }, icon('clip', 'icon icon-xl'), h('p', { text: 'Drop files to attach them' })));
     this.el = h('section', { class: 'thread', 'aria-labelledby': 'thread-title', dataset: { threadId: thread.id } },
       h('header', { class: 'thread-header' },
-        h('div', { class: 'thread-heading' }, this.titleEl,
-          h('p', { class: 'thread-sub', text: `Thread ${thread.id}` })),
+        this.heading = h('div', { class: 'thread-heading' }, this.titleEl,
+          h('p', { class: 'thread-sub', text: `Started ${formatDateTime(thread.createdAt)}` })),
         // The message box comes after the whole log; this gets a keyboard there at once.
         h('a', {
           href: '#message', class: 'skip-to-composer',
           onclick: (e) => { e.preventDefault(); this.composer.focus(); },
         }, 'Write a message'),
+        h('button', {
+          type: 'button', class: 'btn btn-small btn-icon rename-thread', 'aria-label': 'Rename thread', title: 'Rename',
+          onclick: () => this.startRename(),
+        }, icon('pencil')),
+        h('button', {
+          type: 'button', class: 'btn btn-small btn-icon delete-thread', 'aria-label': 'Delete thread', title: 'Delete',
+          'aria-haspopup': 'dialog',
+          onclick: (e) => deleteThreadDialog(thread, e.currentTarget, () => this.onDeleted?.(thread)),
+        }, icon('trash')),
         this.statusEl,
+        // Everything the agent left in /sandbox/outputs, as one zip the server streams.
+        h('button', {
+          type: 'button', class: 'btn btn-small btn-icon outputs-zip', 'aria-label': 'Download outputs as a zip',
+          title: 'Download the agent\'s outputs folder as a zip',
+          onclick: (e) => downloadTo(e.currentTarget, route('threads', thread.id, 'sandbox'), 'outputs.zip',
+            { dir: '/sandbox/outputs', format: 'zip' }).then(() => announce('outputs.zip downloaded'), () => {}),
+        }, icon('download')),
         h('button', {
           type: 'button', class: 'btn btn-small connect-agent', 'aria-haspopup': 'dialog', 'aria-label': 'Connect agent',
           onclick: (e) => connectAgentDialog(thread, e.currentTarget),
@@ -74,6 +93,53 @@ export class ThreadView {
     this.log.addEventListener('load', () => {
       if (this.stick) this.scroller.scrollTop = this.scroller.scrollHeight;
     }, true);
+  }
+
+  /** Swaps the title for a field; Enter or Save renames (PATCH), Escape or Cancel goes back. */
+  startRename() {
+    if (this.heading.querySelector('.rename-form')) return;
+    const field = h('input', {
+      class: 'input rename-input', name: 'title', maxlength: '500', autocomplete: 'off',
+      'aria-label': 'Thread title', value: this.thread.title || '', placeholder: 'Untitled thread',
+    });
+    const error = h('p', { class: 'form-error', role: 'alert', hidden: true });
+    const done = () => {
+      form.replaceWith(this.titleEl);
+      this.titleEl.focus();
+    };
+    const form = h('form', {
+      class: 'rename-form', 'aria-label': 'Rename thread',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const save = form.querySelector('button[type=submit]');
+        save.disabled = true;
+        try {
+          const title = field.value.trim();
+          const renamed = await sendJson('PATCH', route('threads', this.thread.id), { title: title || null });
+          this.thread.title = renamed.title;
+          this.titleEl.textContent = renamed.title || 'Untitled thread';
+          this.onRenamed?.(renamed);
+          announce(`Thread renamed to ${renamed.title || 'Untitled thread'}`);
+          done();
+        } catch (err) {
+          error.textContent = `The thread was not renamed: ${err.message}`;
+          error.hidden = false;
+          save.disabled = false;
+        }
+      },
+      onkeydown: (e) => {
+        if (e.key === 'Escape') {
+          e.preventDefault();
+          done();
+        }
+      },
+    }, field,
+    h('button', { type: 'submit', class: 'btn btn-small btn-primary', text: 'Save' }),
+    h('button', { type: 'button', class: 'btn btn-small', text: 'Cancel', onclick: done }),
+    error);
+    this.titleEl.replaceWith(form);
+    field.focus();
+    field.select();
   }
 
   start() {
@@ -198,8 +264,12 @@ export class ThreadView {
     const uploads = Array.isArray(event.uploads) ? event.uploads : [];
     const files = Array.isArray(event.files) ? event.files : [];
     if (!text && !uploads.length && !files.length) return null;
+    const bubble = text ? h('div', { class: 'bubble' }, text) : null;
+    // The agent writes Markdown: shown as plain text at once, then as rendered HTML. What a
+    // person typed is shown as typed.
+    if (bubble && event.role !== 'user') this.showMarkdown(bubble, text);
     return this.frame(event, 'event-message',
-      text ? h('div', { class: 'bubble' }, text) : null,
+      bubble,
       uploads.length ? uploadChips(this.thread.id, uploads, {
         onOpen: (upload, opener) => this.preview.openUpload(this.thread.id, upload, opener),
       }) : null,
@@ -209,6 +279,18 @@ export class ThreadView {
         findPublished: (a) => (a.publishedId ? this.published.get(a.publishedId) || null : null),
         onOpen: (file, opener) => this.preview.open(this.thread.id, file, opener),
       }))) : null);
+  }
+
+  showMarkdown(bubble, text) {
+    renderMarkdown(text).then((html) => {
+      const stick = this.stick;
+      // Sanitized by the server (see markdown.js); the page's CSP would stop any script anyway.
+      bubble.innerHTML = html;
+      bubble.classList.add('markdown');
+      if (stick) this.scroller.scrollTop = this.scroller.scrollHeight;
+    }, () => {
+      // The plain text stays: still readable, and the next view of the thread tries again.
+    });
   }
 
   renderFileSend(event) {
@@ -346,6 +428,46 @@ function connectAgentDialog(thread, opener) {
   document.body.append(dialog);
   dialog.showModal();
   create.focus();
+}
+
+/**
+ * Asks, in the page (never a browser prompt), whether to delete the thread with everything in
+ * it; Delete sends DELETE /api/threads/{id} and calls `deleted`.
+ */
+function deleteThreadDialog(thread, opener, deleted) {
+  const error = h('p', { class: 'form-error', role: 'alert', hidden: true });
+  const name = thread.title || 'Untitled thread';
+  const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, icon('trash'), h('span', { class: 'label', text: 'Delete thread' }));
+  const dialog = h('dialog', { class: 'dialog dialog-small', 'aria-labelledby': 'delete-dialog-title', 'aria-describedby': 'delete-dialog-text' },
+    h('header', { class: 'dialog-header' },
+      h('h2', { id: 'delete-dialog-title', text: `Delete “${name}”?` }),
+      h('button', { type: 'button', class: 'btn btn-icon', 'aria-label': 'Close', onclick: () => dialog.close() }, icon('close'))),
+    h('p', { id: 'delete-dialog-text', text: 'Its messages, your uploads, the files the agent published and its sandbox are deleted for good. Agent tokens of this thread stop working.' }),
+    error,
+    h('div', { class: 'dialog-actions' },
+      h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => dialog.close() }),
+      confirm));
+  confirm.addEventListener('click', async () => {
+    confirm.disabled = true;
+    error.hidden = true;
+    try {
+      await sendJson('DELETE', route('threads', thread.id));
+      dialog.close();
+      deleted();
+    } catch (e) {
+      error.textContent = `The thread was not deleted: ${e.message}`;
+      error.hidden = false;
+      confirm.disabled = false;
+    }
+  });
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    if (opener?.isConnected) opener.focus();
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+  // The safe choice has the focus.
+  dialog.querySelector('.dialog-actions .btn').focus();
 }
 
 export function threadNotFound(threadId) {

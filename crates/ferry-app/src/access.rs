@@ -20,7 +20,7 @@ pub enum Action {
     ActAsUser,
     /// Write the sandbox, publish, send a file, speak: the agent's side.
     ActAsAgent,
-    /// Mint an agent token, manage connectors.
+    /// Mint an agent token, manage connectors, rename or delete the thread.
     Manage,
 }
 
@@ -57,7 +57,9 @@ pub async fn thread(
             Action::ActAsAgent => {
                 "only the thread's agent (or service_role) may do this; use an agent token from POST /api/threads/{id}/agent-token"
             }
-            Action::Manage => "only the thread's owner (or service_role) may mint agent tokens",
+            Action::Manage => {
+                "only the thread's owner (or service_role) may do this: mint agent tokens, manage connectors, rename or delete the thread"
+            }
             Action::Read => "not allowed",
         }));
     }

@@ -45,6 +45,15 @@ pub enum Error {
     /// Too busy to do it now; the same request may succeed later.
     #[error("{0}")]
     Busy(String),
+    /// The caller holds as many of something as it may (unfinished resumable uploads).
+    #[error("{0}")]
+    TooManyRequests(String),
+    /// A resumable upload's bytes sent from an offset that is not its own.
+    #[error("{0}")]
+    OffsetMismatch(String),
+    /// A resumable upload's bytes that do not match the checksum sent with them.
+    #[error("{0}")]
+    ChecksumMismatch(String),
     /// The disk is full: nothing was stored, and the request succeeds once there is room.
     #[error("the server's disk is full; nothing was stored. Try again once space is freed")]
     DiskFull,
@@ -103,6 +112,9 @@ impl Error {
             Error::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
             Error::UnsupportedFileType(_) => ErrorCode::UnsupportedFileType,
             Error::Busy(_) => ErrorCode::Unavailable,
+            Error::TooManyRequests(_) => ErrorCode::TooManyRequests,
+            Error::OffsetMismatch(_) => ErrorCode::OffsetMismatch,
+            Error::ChecksumMismatch(_) => ErrorCode::ChecksumMismatch,
             Error::DiskFull => ErrorCode::InsufficientStorage,
             Error::Internal => ErrorCode::Internal,
         }

@@ -11,12 +11,14 @@
 
 pub mod access;
 pub mod access_keys;
+pub mod archive;
 pub mod body;
 pub mod cache;
 pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod files;
+pub mod markdown;
 pub mod messages;
 pub mod model_content;
 pub mod multipart;
@@ -24,6 +26,7 @@ pub mod objects;
 pub mod pdf_pages;
 pub mod principal;
 pub mod publish;
+pub mod resumable;
 pub mod sandbox;
 pub mod say;
 pub mod send_file;
@@ -71,6 +74,10 @@ pub struct Limits {
     pub preview_max_chars: usize,
     /// How long an upload waits for its preview before it is kept without one.
     pub preview_wait: Duration,
+    /// How long an unfinished resumable upload is kept.
+    pub resumable_expiry: Duration,
+    /// Unfinished resumable uploads one principal may hold at once.
+    pub resumable_max_unfinished: u64,
 }
 
 impl Default for Limits {
@@ -82,6 +89,8 @@ impl Default for Limits {
             publish_max_bytes: DEFAULT_PUBLISH_MAX_BYTES,
             preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
             preview_wait: DEFAULT_PREVIEW_WAIT,
+            resumable_expiry: resumable::DEFAULT_EXPIRY,
+            resumable_max_unfinished: resumable::DEFAULT_MAX_UNFINISHED,
         }
     }
 }

@@ -73,15 +73,7 @@ pub async fn create(
             return Err(Error::forbidden("agents cannot create threads"));
         }
     };
-    let title = title.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-    if title
-        .as_ref()
-        .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
-    {
-        return Err(Error::invalid_request(format!(
-            "'title' is longer than {MAX_TITLE_CHARS} characters"
-        )));
-    }
+    let title = usable_title(title)?;
     let thread = app.db.create_thread(&owner, title.as_deref()).await?;
     app.sandboxes
         .create(&thread.id, app.skills_dir.as_deref())
@@ -115,4 +107,51 @@ pub async fn list(app: &App, principal: &Principal) -> Result<Vec<ThreadView>> {
 pub async fn get(app: &App, principal: &Principal, thread_id: &str) -> Result<ThreadView> {
     let thread = access::thread(app, principal, thread_id, Action::Read).await?;
     Ok(ThreadView::of(app, principal, thread))
+}
+
+/// A title as it is kept: trimmed, `None` when empty, refused when too long.
+fn usable_title(title: Option<String>) -> Result<Option<String>> {
+    let title = title.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    if title
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
+    {
+        return Err(Error::invalid_request(format!(
+            "'title' is longer than {MAX_TITLE_CHARS} characters"
+        )));
+    }
+    Ok(title)
+}
+
+/// Renames a thread (its owner, or service_role); an empty or blank title makes it untitled.
+pub async fn rename(
+    app: &App,
+    principal: &Principal,
+    thread_id: &str,
+    title: Option<String>,
+) -> Result<ThreadView> {
+    let mut thread = access::thread(app, principal, thread_id, Action::Manage).await?;
+    let title = usable_title(title)?;
+    if !app.db.rename_thread(&thread.id, title.as_deref()).await? {
+        return Err(Error::not_found(format!("no thread '{thread_id}'")));
+    }
+    thread.title = title;
+    Ok(ThreadView::of(app, principal, thread))
+}
+
+/// Deletes a thread (its owner, or service_role) with everything in it: its events, uploads,
+/// published files and their revisions, connectors, the S3 keys acting in it, and its sandbox.
+/// Tokens of its agent then reach nothing. The stored bytes are removed by the sweep, which
+/// reclaims blobs no record names.
+pub async fn delete(app: &App, principal: &Principal, thread_id: &str) -> Result<()> {
+    let thread = access::thread(app, principal, thread_id, Action::Manage).await?;
+    if !app.db.delete_thread(&thread.id).await? {
+        return Err(Error::not_found(format!("no thread '{thread_id}'")));
+    }
+    // The records went first, so the thread is gone for every door at once; a sandbox folder
+    // that cannot be removed now is logged, and reaches nobody (no thread names it).
+    if let Err(e) = app.sandboxes.remove(&thread.id).await {
+        tracing::warn!(error = %e, thread = %thread.id, "a deleted thread's sandbox folder was not removed");
+    }
+    Ok(())
 }

@@ -58,10 +58,16 @@ pub async fn finish_delivery(
     Ok(app.db.finish_delivery(delivery_id, outcome).await?)
 }
 
-/// Removes blobs nothing points at and spools left by interrupted uploads, older than
-/// `grace`, then the temporary files of interrupted sandbox writes, and logs what each did
-/// (one failing does not keep the other from running).
+/// Removes resumable uploads whose time ran out (their parts with them), blobs nothing points
+/// at and spools left by interrupted uploads, older than `grace`, then the temporary files of
+/// interrupted sandbox writes, and logs what each did (one failing does not keep the others
+/// from running).
 pub async fn sweep(app: &App, grace: Duration) {
+    match crate::resumable::sweep_expired(app).await {
+        Ok(0) => {}
+        Ok(removed) => tracing::info!(removed, "removed expired resumable uploads"),
+        Err(e) => tracing::warn!(error = %e, "sweep of expired resumable uploads failed"),
+    }
     match ferry_store::sweep::sweep(&app.db, &app.blobs, grace).await {
         Ok(report) => tracing::info!(?report, "sweep done"),
         Err(e) => tracing::warn!(error = %e, "sweep failed"),

@@ -276,3 +276,26 @@ mod tests {
         assert_eq!(ls.path, "/sandbox");
     }
 }
+
+/// Files one `upload_files` or `download_files` request names at most.
+pub const MAX_BATCH_FILES: usize = 1000;
+
+/// `upload_files`: several writes in one request, each done (or refused) on its own.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UploadFilesInput {
+    /// The writes, done in order (1 to 1,000); each is a `write_file` input.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 1000))]
+    pub files: Vec<WriteFileInput>,
+}
+
+/// `download_files`: several files' bytes in one request, each read (or refused) on its own.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DownloadFilesInput {
+    /// The files to read, in the order their results come back (1 to 1,000).
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 1000))]
+    pub paths: Vec<String>,
+}

@@ -8,8 +8,9 @@ use serde::Serialize;
 /// One code of the envelope.
 ///
 /// Beside the codes every use case answers with, five that HTTP itself needs: a wrong method,
-/// an unsatisfiable `Range`, a client over its share (too many open streams), a busy server,
-/// and a full disk.
+/// an unsatisfiable `Range`, a client over its share (too many open streams or unfinished
+/// uploads), a busy server, and a full disk; and two of resumable uploads (tus): a `PATCH` at
+/// the wrong offset, and a body that does not match its checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -27,6 +28,8 @@ pub enum ErrorCode {
     RangeNotSatisfiable,
     UnsupportedFileType,
     TooManyRequests,
+    OffsetMismatch,
+    ChecksumMismatch,
     Internal,
     Unavailable,
     InsufficientStorage,
@@ -34,7 +37,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order of docs/reference/errors.md.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::Unauthenticated,
         ErrorCode::Forbidden,
         ErrorCode::NotFound,
@@ -48,6 +51,8 @@ impl ErrorCode {
         ErrorCode::RangeNotSatisfiable,
         ErrorCode::UnsupportedFileType,
         ErrorCode::TooManyRequests,
+        ErrorCode::OffsetMismatch,
+        ErrorCode::ChecksumMismatch,
         ErrorCode::Internal,
         ErrorCode::Unavailable,
         ErrorCode::InsufficientStorage,
@@ -69,6 +74,8 @@ impl ErrorCode {
             ErrorCode::RangeNotSatisfiable => "RANGE_NOT_SATISFIABLE",
             ErrorCode::UnsupportedFileType => "UNSUPPORTED_FILE_TYPE",
             ErrorCode::TooManyRequests => "TOO_MANY_REQUESTS",
+            ErrorCode::OffsetMismatch => "OFFSET_MISMATCH",
+            ErrorCode::ChecksumMismatch => "CHECKSUM_MISMATCH",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::InsufficientStorage => "INSUFFICIENT_STORAGE",

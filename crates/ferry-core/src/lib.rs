@@ -23,4 +23,4 @@ pub mod timestamp;
 pub use agent_path::{AgentPath, AgentPathError};
 pub use path::{PathError, SandboxPath, ValidPath};
 pub use space_name::SpaceName;
-pub use timestamp::Timestamp;
+pub use timestamp::{Civil, Timestamp};

@@ -58,12 +58,36 @@ impl Timestamp {
         )
     }
 
+    /// The UTC calendar date and time of day, to the second.
+    pub fn civil(self) -> Civil {
+        let ((year, month, day), secs_of_day, _) = self.split();
+        Civil {
+            year,
+            month,
+            day,
+            hour: (secs_of_day / 3600) as u32,
+            minute: (secs_of_day / 60 % 60) as u32,
+            second: (secs_of_day % 60) as u32,
+        }
+    }
+
     /// (year, month, day), seconds into the day, milliseconds into the second.
     fn split(self) -> ((i64, u32, u32), i64, i64) {
         let days = self.0.div_euclid(86_400_000);
         let ms_of_day = self.0.rem_euclid(86_400_000);
         (civil_from_days(days), ms_of_day / 1000, ms_of_day % 1000)
     }
+}
+
+/// A UTC date and time of day, as [`Timestamp::civil`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Civil {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
@@ -104,6 +128,17 @@ mod tests {
         let t = Timestamp(1_795_253_400_123);
         assert_eq!(t.rfc3339(), "2026-11-21T09:30:00.123Z");
         assert_eq!(t.http_date(), "Sat, 21 Nov 2026 09:30:00 GMT");
+        assert_eq!(
+            t.civil(),
+            Civil {
+                year: 2026,
+                month: 11,
+                day: 21,
+                hour: 9,
+                minute: 30,
+                second: 0
+            }
+        );
         // A leap day.
         assert_eq!(
             Timestamp(951_782_400_000).rfc3339(),

@@ -159,24 +159,7 @@ pub(crate) fn text_body(text: &str, was_cut: bool, limits: &Limits) -> String {
 
 /// Markdown rendered by pulldown-cmark and sanitized by ammonia.
 pub(crate) fn markdown_body(text: &str, was_cut: bool, limits: &Limits) -> String {
-    use pulldown_cmark::{Options, Parser, html::push_html};
-    let mut options = Options::empty();
-    options.insert(Options::ENABLE_TABLES);
-    options.insert(Options::ENABLE_STRIKETHROUGH);
-    options.insert(Options::ENABLE_TASKLISTS);
-    options.insert(Options::ENABLE_FOOTNOTES);
-    let mut raw = String::with_capacity(text.len() * 3 / 2);
-    push_html(&mut raw, Parser::new_ext(text, options));
-
-    let mut builder = ammonia::Builder::default();
-    builder
-        .rm_tags(["img"])
-        .url_schemes(HashSet::from(["http", "https", "mailto"]))
-        .url_relative(ammonia::UrlRelative::Deny)
-        .link_rel(Some("noopener noreferrer nofollow"))
-        .strip_comments(true);
-    let clean = builder.clean(&raw).to_string();
-
+    let clean = markdown_html(text);
     let mut body = Body::new(limits);
     body.raw(&clean);
     if was_cut {
@@ -186,6 +169,138 @@ pub(crate) fn markdown_body(text: &str, was_cut: bool, limits: &Limits) -> Strin
         ));
     }
     body.finish()
+}
+
+/// Markdown as a sanitized HTML fragment: CommonMark with tables, strikethrough, task lists
+/// and footnotes; bare `http(s)://` URLs become links. ammonia then keeps only safe markup:
+/// no raw HTML that could run or load anything, no images, links only to `http`, `https` and
+/// `mailto` (never `javascript:` or a relative URL), each opening in a new tab with
+/// `rel="noopener noreferrer nofollow"`.
+pub fn markdown_html(text: &str) -> String {
+    use pulldown_cmark::{Options, Parser, TextMergeStream, html::push_html};
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_STRIKETHROUGH);
+    options.insert(Options::ENABLE_TASKLISTS);
+    options.insert(Options::ENABLE_FOOTNOTES);
+    let mut raw = String::with_capacity(text.len() * 3 / 2);
+    // The parser cuts running text where emphasis might start (`a_(b)`): merged back first, so
+    // a URL is seen whole.
+    let events = TextMergeStream::new(Parser::new_ext(text, options));
+    push_html(&mut raw, autolinked(events));
+
+    let mut builder = ammonia::Builder::default();
+    builder
+        .rm_tags(["img"])
+        .url_schemes(HashSet::from(["http", "https", "mailto"]))
+        .url_relative(ammonia::UrlRelative::Deny)
+        .link_rel(Some("noopener noreferrer nofollow"))
+        .set_tag_attribute_value("a", "target", "_blank")
+        .strip_comments(true);
+    builder.clean(&raw).to_string()
+}
+
+/// Makes each bare `http://` or `https://` URL in running text a link (as GitHub does), but
+/// not inside code or an existing link.
+fn autolinked<'a>(
+    events: impl Iterator<Item = pulldown_cmark::Event<'a>>,
+) -> impl Iterator<Item = pulldown_cmark::Event<'a>> {
+    use pulldown_cmark::{Event, Tag, TagEnd};
+    let mut depth_without_links = 0usize;
+    events.flat_map(move |event| {
+        match &event {
+            Event::Start(Tag::Link { .. } | Tag::CodeBlock(_) | Tag::Image { .. }) => {
+                depth_without_links += 1;
+            }
+            Event::End(TagEnd::Link | TagEnd::CodeBlock | TagEnd::Image) => {
+                depth_without_links = depth_without_links.saturating_sub(1);
+            }
+            _ => {}
+        }
+        match event {
+            Event::Text(text) if depth_without_links == 0 => link_urls(&text),
+            other => vec![other],
+        }
+    })
+}
+
+/// Text split into plain runs and links around each URL it holds.
+fn link_urls<'a>(text: &str) -> Vec<pulldown_cmark::Event<'a>> {
+    use pulldown_cmark::{CowStr, Event, LinkType, Tag, TagEnd};
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = find_url(rest) {
+        let (before, from) = rest.split_at(start);
+        let end = url_end(from);
+        let (url, after) = from.split_at(end);
+        if !before.is_empty() {
+            out.push(Event::Text(CowStr::from(before.to_owned())));
+        }
+        out.push(Event::Start(Tag::Link {
+            link_type: LinkType::Autolink,
+            dest_url: CowStr::from(url.to_owned()),
+            title: CowStr::Borrowed(""),
+            id: CowStr::Borrowed(""),
+        }));
+        out.push(Event::Text(CowStr::from(url.to_owned())));
+        out.push(Event::End(TagEnd::Link));
+        rest = after;
+    }
+    if !rest.is_empty() || out.is_empty() {
+        out.push(Event::Text(CowStr::from(rest.to_owned())));
+    }
+    out
+}
+
+/// Where the first URL in `text` starts: `http://` or `https://` at a word's start, followed by
+/// something.
+fn find_url(text: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(found) = text[from..].find("http") {
+        let at = from + found;
+        let tail = &text[at..];
+        let scheme = ["https://", "http://"]
+            .into_iter()
+            .find(|s| tail.starts_with(s))
+            .map(str::len);
+        let at_word_start = text[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric());
+        if let Some(len) = scheme
+            && at_word_start
+            && tail[len..]
+                .chars()
+                .next()
+                .is_some_and(|c| !c.is_whitespace())
+        {
+            return Some(at);
+        }
+        from = at + 4;
+    }
+    None
+}
+
+/// How long the URL at the start of `text` is: up to whitespace or `<`, less the punctuation
+/// that ends a sentence (and a closing parenthesis that does not close one the URL opened).
+fn url_end(text: &str) -> usize {
+    let mut end = text
+        .find(|c: char| c.is_whitespace() || c == '<' || c == '"')
+        .unwrap_or(text.len());
+    loop {
+        let url = &text[..end];
+        let Some(last) = url.chars().next_back() else {
+            break;
+        };
+        let unbalanced_paren = last == ')' && url.matches('(').count() < url.matches(')').count();
+        if matches!(last, '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '*' | '_') || unbalanced_paren
+        {
+            end -= last.len_utf8();
+        } else {
+            break;
+        }
+    }
+    end
 }
 
 /// JSON, pretty-printed when valid; otherwise shown as text with a note.
@@ -312,6 +427,78 @@ mod tests {
         assert!(doc.trim_end().ends_with("</html>"));
         assert!(!doc.contains("<script"));
         assert!(!doc.contains("http"));
+    }
+
+    #[test]
+    fn markdown_fragments_render_what_chat_answers_hold() {
+        let html = markdown_html(
+            "## Plan\n\n- **bold** and `code`\n- see https://example.com/a_(b). Done\n\n\
+             | a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nlet url = \"https://x.example\";\n```\n\n\
+             [named](https://named.example) and http://plain.example, mailto:no\n",
+        );
+        assert!(html.contains("<h2>Plan</h2>"), "{html}");
+        assert!(html.contains("<strong>bold</strong>"), "{html}");
+        assert!(html.contains("<code>code</code>"), "{html}");
+        assert!(html.contains("<table>"), "{html}");
+        // Bare URLs are links, without the sentence's closing punctuation, opening a new tab.
+        assert!(
+            html.contains("href=\"https://example.com/a_(b)\"")
+                && html.contains(">https://example.com/a_(b)</a>. Done"),
+            "{html}"
+        );
+        assert!(html.contains(">http://plain.example</a>,"), "{html}");
+        assert!(
+            html.contains("href=\"https://named.example\"") && html.contains(">named</a>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("target=\"_blank\"").count(), 3, "{html}");
+        assert_eq!(
+            html.matches("rel=\"noopener noreferrer nofollow\"").count(),
+            3,
+            "{html}"
+        );
+        // Nothing inside code becomes a link.
+        assert!(html.contains("let url = \"https://x.example\";"), "{html}");
+        assert_eq!(html.matches("<a ").count(), 3, "{html}");
+    }
+
+    #[test]
+    fn hostile_markdown_stays_inert() {
+        for hostile in [
+            "<script>alert(1)</script>",
+            "[x](javascript:alert(1))",
+            "[x](JaVaScRiPt:alert(1))",
+            "[x](data:text/html,<script>alert(1)</script>)",
+            "<a href=\"javascript:alert(1)\">x</a>",
+            "<img src=x onerror=alert(1)>",
+            "![i](https://e.com/i.png)",
+            "<svg onload=alert(1)>",
+            "<iframe src=\"https://e.com\"></iframe>",
+            "<div style=\"background:url(javascript:alert(1))\">x</div>",
+            "https://e.com/\"onmouseover=\"alert(1)",
+            "[x](/relative/path)",
+            "<form action=https://e.com><input name=a></form>",
+        ] {
+            let html = markdown_html(hostile);
+            for bad in [
+                "<script",
+                "javascript:",
+                "JaVaScRiPt",
+                "data:",
+                "onerror",
+                "onload",
+                " onmouseover",
+                "<img",
+                "<svg",
+                "<iframe",
+                "style=",
+                "<form",
+                "<input",
+                "/relative",
+            ] {
+                assert!(!html.contains(bad), "{hostile:?} gave {html:?}");
+            }
+        }
     }
 
     #[test]

@@ -111,7 +111,7 @@ mod xml;
 
 pub use error::ExtractError;
 pub use extractor::{Extractor, ExtractorConfig, WORKER_ARG};
-pub use html::STYLE as PREVIEW_STYLE;
+pub use html::{STYLE as PREVIEW_STYLE, markdown_html};
 pub use kind::{PreviewKind, is_document, is_pdf, is_raster_image, preview_kind};
 pub use limits::{Limits, PREVIEW_ROWS};
 pub use model_image::{MODEL_MAX_BYTES, MODEL_MAX_EDGE, ModelImage, model_image};

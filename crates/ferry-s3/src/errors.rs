@@ -21,7 +21,10 @@ pub(crate) fn to_s3(e: Error) -> S3Error {
         Error::AlreadyExists(_) => return precondition_failed(Condition::IfNoneMatch, &message),
         Error::PreconditionFailed(_) => return precondition_failed(Condition::IfMatch, &message),
         Error::TooLarge(_) => S3ErrorCode::EntityTooLarge,
-        Error::Busy(_) => S3ErrorCode::SlowDown,
+        Error::Busy(_) | Error::TooManyRequests(_) => S3ErrorCode::SlowDown,
+        // Resumable uploads are not an S3 operation; S3's nearest words for their refusals.
+        Error::OffsetMismatch(_) => S3ErrorCode::InvalidRequest,
+        Error::ChecksumMismatch(_) => S3ErrorCode::BadDigest,
         Error::DiskFull => S3ErrorCode::ServiceUnavailable,
         Error::Internal => S3ErrorCode::InternalError,
     };

@@ -26,6 +26,11 @@ impl HttpStatus for ErrorCode {
             ErrorCode::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
             ErrorCode::UnsupportedFileType => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::OffsetMismatch => StatusCode::CONFLICT,
+            // tus 1.0's status for a checksum that does not match (its checksum extension).
+            ErrorCode::ChecksumMismatch => {
+                StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST)
+            }
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
@@ -50,6 +55,8 @@ mod tests {
         assert_eq!(ErrorCode::UnsupportedMediaType.status().as_u16(), 415);
         assert_eq!(ErrorCode::UnsupportedFileType.status().as_u16(), 422);
         assert_eq!(ErrorCode::TooManyRequests.status().as_u16(), 429);
+        assert_eq!(ErrorCode::OffsetMismatch.status().as_u16(), 409);
+        assert_eq!(ErrorCode::ChecksumMismatch.status().as_u16(), 460);
         assert_eq!(ErrorCode::Internal.status().as_u16(), 500);
         assert_eq!(ErrorCode::InsufficientStorage.status().as_u16(), 507);
     }

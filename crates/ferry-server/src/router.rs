@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, fs, fs_transfer, model_content, pages, published, s3_keys, sandbox, say, send_file,
-    spaces, system, threads, uploads,
+    events, fs, fs_transfer, markdown, model_content, pages, published, resumable, s3_keys,
+    sandbox, say, send_file, spaces, system, threads, uploads,
 };
 use crate::state::AppState;
 
@@ -68,8 +68,13 @@ pub fn routes() -> OpenApiRouter<AppState> {
             spaces::delete_file
         ))
         .routes(routes!(threads::create_thread, threads::list_threads))
-        .routes(routes!(threads::get_thread))
+        .routes(routes!(
+            threads::get_thread,
+            threads::rename_thread,
+            threads::delete_thread
+        ))
         .routes(routes!(threads::agent_token))
+        .routes(routes!(markdown::render_markdown))
         .routes(routes!(sandbox::list))
         .routes(routes!(sandbox::read, sandbox::head, sandbox::write))
         .routes(uploads)
@@ -94,7 +99,24 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(s3_keys::create, s3_keys::list))
         .routes(routes!(s3_keys::revoke))
         .merge(agent_file_routes())
+        .merge(resumable_routes())
         .merge(OpenApiRouter::from(crate::web::routes()))
+}
+
+/// Resumable uploads (tus 1.0, `routes/resumable.rs`): every answer carries the protocol's
+/// headers, and a `PATCH` streams its bytes under the upload's own length.
+fn resumable_routes() -> OpenApiRouter<AppState> {
+    let tus = || middleware::from_fn(resumable::with_tus_headers);
+    let (schemas, paths, creation) = routes!(resumable::options, resumable::create);
+    let (upload_schemas, upload_paths, upload) = routes!(
+        resumable::head,
+        resumable::patch,
+        resumable::delete,
+        resumable::answer
+    );
+    OpenApiRouter::new()
+        .routes((schemas, paths, creation.layer(tus())))
+        .routes((upload_schemas, upload_paths, upload.layer(tus())))
 }
 
 /// The agent's file operations, each on its own route and on its thread's
@@ -103,6 +125,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
 fn agent_file_routes() -> OpenApiRouter<AppState> {
     let (schemas, paths, writes) = routes!(fs::write_file);
     let (thread_schemas, thread_paths, thread_writes) = routes!(fs::write_file_in_thread);
+    // A batch of writes carries whole files too, under the same limit.
+    let (batch_schemas, batch_paths, batches) = routes!(fs::upload_files);
+    let (thread_batch_schemas, thread_batch_paths, thread_batches) =
+        routes!(fs::upload_files_in_thread);
     // A file URL's PUT streams a whole file, under the sandbox's or space's own limit.
     let (transfer_schemas, transfer_paths, transfers) =
         routes!(fs_transfer::get, fs_transfer::head, fs_transfer::put);
@@ -117,6 +143,18 @@ fn agent_file_routes() -> OpenApiRouter<AppState> {
             thread_paths,
             thread_writes.layer(DefaultBodyLimit::disable()),
         ))
+        .routes((
+            batch_schemas,
+            batch_paths,
+            batches.layer(DefaultBodyLimit::disable()),
+        ))
+        .routes((
+            thread_batch_schemas,
+            thread_batch_paths,
+            thread_batches.layer(DefaultBodyLimit::disable()),
+        ))
+        .routes(routes!(fs::download_files))
+        .routes(routes!(fs::download_files_in_thread))
         .routes(routes!(fs::edit_file))
         .routes(routes!(fs::edit_file_in_thread))
         .routes(routes!(fs::glob))

@@ -277,6 +277,36 @@ where
 
 pub use ferry_core::content_type::attachment_disposition;
 
+/// How a listing route answers: `json` (the default) lists the folder; `zip` sends every file
+/// below it as one zip ([`zip_download`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListFormat {
+    #[default]
+    Json,
+    Zip,
+}
+
+/// Sends a folder as one zip, streamed as its files are read: an attachment under the
+/// folder's name, never cached (it is built anew each time) and never rendered.
+pub fn zip_download(folder: ferry_app::archive::FolderZip) -> ApiResult<Response> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        header_value(&attachment_disposition(&folder.file_name))?,
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    Ok((headers, Body::from_stream(folder.into_stream())).into_response())
+}
+
 pub fn header_value(text: &str) -> ApiResult<HeaderValue> {
     HeaderValue::from_str(text).map_err(ApiError::internal)
 }

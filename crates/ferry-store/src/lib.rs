@@ -14,6 +14,7 @@ mod group_commit;
 pub mod multipart;
 pub mod published;
 mod record_cache;
+pub mod resumable;
 pub mod sandbox;
 pub mod say;
 pub mod space_events;

@@ -149,6 +149,16 @@ impl RecordCache {
     }
 }
 
+impl RecordCache {
+    /// Forgets every record; called once a change of many files at once (a thread's stored
+    /// sandbox removed with its thread) has ended.
+    pub(crate) fn forget_all(&self) {
+        let mut state = self.state();
+        state.generation += 1;
+        state.records.clear();
+    }
+}
+
 /// Forgets one record when dropped: held by a changing write's task, so the record is
 /// forgotten however the write ends.
 pub(crate) struct ForgetOnDrop {

@@ -90,4 +90,95 @@ impl Db {
         };
         Ok(rows.iter().map(thread_from_row).collect::<Result<_, _>>()?)
     }
+
+    /// Sets a thread's title (`None` clears it); `false` when there is no such thread.
+    pub async fn rename_thread(&self, id: &str, title: Option<&str>) -> Result<bool, Error> {
+        let mut tx = self.begin_write().await?;
+        let changed = sqlx::query("UPDATE threads SET title = $2 WHERE id = $1")
+            .bind(id)
+            .bind(title)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(changed > 0)
+    }
+
+    /// Removes a thread and every record of it, in one transaction: its events, uploads,
+    /// published files and their revisions, say-mode attachments, connectors and their
+    /// deliveries, the S3 keys acting in it, unfinished S3 uploads into its sandbox, and its
+    /// sandbox's records when the sandbox lives in the blob store. The blobs they named are left
+    /// to the sweep, which removes blobs no row references. `false` when there was no thread.
+    ///
+    /// The transaction runs to its end on a task of its own, even if the caller stops waiting,
+    /// so a thread is never left half removed.
+    pub async fn delete_thread(&self, id: &str) -> Result<bool, Error> {
+        let db = self.clone();
+        let id = id.to_owned();
+        let task = tokio::spawn(async move {
+            let removed = db.delete_thread_records(&id).await;
+            // A stored sandbox's file records may be kept in memory (SQLite): forget them.
+            if let Some(sqlite) = db.sqlite() {
+                sqlite.records.forget_all();
+            }
+            removed
+        });
+        match task.await {
+            Ok(answer) => answer,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(Error::Io(std::io::Error::other(e))),
+        }
+    }
+
+    async fn delete_thread_records(&self, id: &str) -> Result<bool, Error> {
+        let sandbox = ferry_core::SpaceName::sandbox();
+        let bucket = format!("sandbox-{id}");
+        let mut tx = self.begin_write().await?;
+        let removed = sqlx::query("DELETE FROM threads WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if removed == 0 {
+            tx.commit().await?;
+            return Ok(false);
+        }
+        for statement in [
+            "DELETE FROM events WHERE thread_id = $1",
+            "DELETE FROM uploads WHERE thread_id = $1",
+            "DELETE FROM published_revisions WHERE thread_id = $1",
+            "DELETE FROM published_files WHERE thread_id = $1",
+            "DELETE FROM attachments WHERE thread_id = $1",
+            "DELETE FROM webhook_deliveries WHERE thread_id = $1",
+            "DELETE FROM connectors WHERE thread_id = $1",
+            "DELETE FROM s3_keys WHERE thread_id = $1",
+        ] {
+            sqlx::query(statement).bind(id).execute(&mut *tx).await?;
+        }
+        for statement in [
+            "DELETE FROM s3_parts WHERE upload_id IN \
+             (SELECT upload_id FROM s3_uploads WHERE bucket = $1)",
+            "DELETE FROM s3_uploads WHERE bucket = $1",
+        ] {
+            sqlx::query(statement)
+                .bind(&bucket)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // A stored sandbox is the thread's own space named "sandbox".
+        for statement in [
+            "DELETE FROM space_files WHERE owner = $1 AND space = $2",
+            "DELETE FROM space_dirs WHERE owner = $1 AND space = $2",
+            "DELETE FROM space_events WHERE owner = $1 AND space = $2",
+            "DELETE FROM spaces WHERE owner = $1 AND name = $2",
+        ] {
+            sqlx::query(statement)
+                .bind(id)
+                .bind(sandbox.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
 }

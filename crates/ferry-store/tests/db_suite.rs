@@ -503,6 +503,32 @@ on_every_engine! {
         assert!(db.blob_referenced(&references, "blob-a").await.unwrap());
         assert!(db.blob_referenced(&references, "up-1").await.unwrap());
         assert!(!db.blob_referenced(&references, "nobody").await.unwrap());
+
+        // Renaming keeps everything else.
+        assert!(db.rename_thread(&t.id, Some("Q3")).await.unwrap());
+        assert_eq!(db.thread(&t.id).await.unwrap().unwrap().title.as_deref(), Some("Q3"));
+        assert!(!db.rename_thread("missing", Some("x")).await.unwrap());
+
+        // Deleting removes the thread and every record of it, a stored sandbox's included, and
+        // leaves its blobs unreferenced for the sweep; the other thread is untouched.
+        let sandbox = SpaceName::sandbox();
+        db.space_put(&t.id, &sandbox, &path("outputs/a.md"), &blob(7), FileMeta::typed("text/plain"), &WriteCondition::None)
+            .await
+            .unwrap();
+        let bob = db.threads(Some("bob")).await.unwrap().remove(0);
+        db.append_event(&bob.id, "message", |n, _| format!("{{\"id\":{n}}}")).await.unwrap();
+        assert!(db.delete_thread(&t.id).await.unwrap());
+        assert!(db.thread(&t.id).await.unwrap().is_none());
+        assert!(db.uploads(&t.id).await.unwrap().is_empty());
+        assert!(db.published(&t.id, true).await.unwrap().is_empty());
+        assert!(db.events_after(&t.id, 0, 100).await.unwrap().is_empty());
+        assert!(db.space_file(&t.id, &sandbox, &path("outputs/a.md")).await.unwrap().is_none());
+        let references = db.blob_references().await.unwrap();
+        for key in ["blob-a", "blob-b", "up-1", "key-7"] {
+            assert!(!db.blob_referenced(&references, key).await.unwrap(), "{key} is still named");
+        }
+        assert!(!db.delete_thread(&t.id).await.unwrap());
+        assert_eq!(db.events_after(&bob.id, 0, 100).await.unwrap().len(), 1);
     };
 
     revisions_under_concurrent_publishes_are_distinct => |db: Db| async move {

@@ -161,6 +161,14 @@ pub struct ServeArgs {
     #[arg(long, env = "FERRY_PREVIEW_WAIT_SECS")]
     pub preview_wait_secs: Option<u64>,
 
+    /// Seconds an unfinished resumable (tus) upload is kept [default: 86400]
+    #[arg(long, env = "FERRY_RESUMABLE_EXPIRY_SECS")]
+    pub resumable_expiry_secs: Option<u64>,
+
+    /// Unfinished resumable (tus) uploads one principal may hold at once [default: 20]
+    #[arg(long, env = "FERRY_RESUMABLE_MAX_UNFINISHED")]
+    pub resumable_max_unfinished: Option<u64>,
+
     /// Allow webhooks to loopback, private, link-local and other non-public addresses
     /// [default: false]
     #[arg(long, env = "FERRY_WEBHOOK_ALLOW_PRIVATE", value_parser = clap::builder::BoolishValueParser::new())]
@@ -214,6 +222,10 @@ impl ServeArgs {
             extract_timeout_secs: self.extract_timeout_secs.or(other.extract_timeout_secs),
             extract_memory_bytes: self.extract_memory_bytes.or(other.extract_memory_bytes),
             preview_wait_secs: self.preview_wait_secs.or(other.preview_wait_secs),
+            resumable_expiry_secs: self.resumable_expiry_secs.or(other.resumable_expiry_secs),
+            resumable_max_unfinished: self
+                .resumable_max_unfinished
+                .or(other.resumable_max_unfinished),
             webhook_allow_private: self.webhook_allow_private.or(other.webhook_allow_private),
             webhook_timeout_secs: self.webhook_timeout_secs.or(other.webhook_timeout_secs),
             s3_region: self.s3_region.or(other.s3_region),
@@ -316,6 +328,12 @@ impl ServeArgs {
         }
         if let Some(t) = settings.preview_wait_secs {
             config.limits.preview_wait = secs(t);
+        }
+        if let Some(t) = settings.resumable_expiry_secs {
+            config.limits.resumable_expiry = secs(t.max(1));
+        }
+        if let Some(n) = settings.resumable_max_unfinished {
+            config.limits.resumable_max_unfinished = n.max(1);
         }
         if let Some(allow) = settings.webhook_allow_private {
             config.webhooks.allow_private = allow;

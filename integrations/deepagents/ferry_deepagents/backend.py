@@ -47,6 +47,12 @@ ROOTS = ("sandbox", "spaces")
 GREP_MAX_RESULTS = 2000
 """The most matches ferry's grep answers; deepagents' tools cut long results themselves."""
 UPLOAD_CONCURRENCY = 8
+"""Requests the async methods keep in flight at once."""
+BATCH_BYTES = 8 << 20
+"""File bytes one `upload_files` request carries at most (base64 adds a third on the wire); a
+larger file is sent on its own, as raw bytes."""
+BATCH_FILES = 1000
+"""Files one batch request names at most: ferry's own bound."""
 
 
 def _exists_message(path: str) -> str:
@@ -63,6 +69,41 @@ def _file_error(exc: FerryError) -> str:
     if exc.code == "INVALID_PATH":
         return "is_directory" if "folder" in exc.message else "invalid_path"
     return exc.describe()
+
+
+def _batch_error(result: dict[str, Any]) -> str | None:
+    """One file's refusal in a batch answer, as `_file_error` words it; `None` when it landed."""
+    error = result.get("error")
+    if error is None:
+        return None
+    return _file_error(FerryError(200, error.get("code", ""), error.get("message", "")))
+
+
+def _upload_groups(files: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
+    """The files in order, cut into batches of at most `BATCH_FILES` files and `BATCH_BYTES`
+    bytes; a file larger than `BATCH_BYTES` is a group of its own."""
+    groups: list[list[tuple[str, bytes]]] = []
+    current: list[tuple[str, bytes]] = []
+    size = 0
+    for path, content in files:
+        if len(content) > BATCH_BYTES:
+            if current:
+                groups.append(current)
+            groups.append([(path, content)])
+            current, size = [], 0
+            continue
+        if current and (len(current) == BATCH_FILES or size + len(content) > BATCH_BYTES):
+            groups.append(current)
+            current, size = [], 0
+        current.append((path, content))
+        size += len(content)
+    if current:
+        groups.append(current)
+    return groups
+
+
+async def _done(result: R) -> R:
+    return result
 
 
 def _unexpected(exc: Exception) -> FerryError:
@@ -396,31 +437,88 @@ class FerryBackend(BackendProtocol):
     def _failed_upload(path: str) -> Callable[[FerryError], FileUploadResponse]:
         return lambda e: FileUploadResponse(path=path, error=_file_error(e))
 
+    # Batches: ferry's upload_files and download_files write or read many files in one request
+    # and answer each on its own. A file too large for a batch goes alone, as raw bytes.
+
+    def _upload_batch(self, batch: list[tuple[str, bytes]]) -> Plan[list[FileUploadResponse]]:
+        files = [{"path": path, "content": base64.b64encode(content).decode(), "encoding": "base64"} for path, content in batch]
+        answer = yield Request("POST", self._conn.fs("upload_files"), json={"files": files})
+        return [
+            FileUploadResponse(path=path, error=_batch_error(result))
+            for (path, _), result in zip(batch, answer["files"], strict=True)
+        ]
+
+    @staticmethod
+    def _failed_batch(batch: list[tuple[str, bytes]]) -> Callable[[FerryError], list[FileUploadResponse]]:
+        return lambda e: [FileUploadResponse(path=path, error=_file_error(e)) for path, _ in batch]
+
+    def _download_batch(self, paths: list[str]) -> Plan[list[FileDownloadResponse | None]]:
+        """Each file's bytes; `None` for one too large for a batch answer, to be read alone."""
+        answer = yield Request("POST", self._conn.fs("download_files"), json={"paths": paths}, idempotent=True)
+        results: list[FileDownloadResponse | None] = []
+        for path, result in zip(paths, answer["files"], strict=True):
+            error = result.get("error")
+            if error is None:
+                results.append(FileDownloadResponse(path=path, content=base64.b64decode(result["content"])))
+            elif error.get("code") == "REQUEST_TOO_LARGE":
+                results.append(None)
+            else:
+                results.append(FileDownloadResponse(path=path, content=None, error=_batch_error(result)))
+        return results
+
+    @staticmethod
+    def _failed_downloads(paths: list[str]) -> Callable[[FerryError], list[FileDownloadResponse | None]]:
+        return lambda e: [FileDownloadResponse(path=path, content=None, error=_file_error(e)) for path in paths]
+
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         """Write each file's bytes as they are (created, or replaced). One result per file, in
         order; a failure is that file's `error` and does not stop the others."""
-        return [self._do(self._upload_one(path, content), self._failed_upload(path)) for path, content in files]
+        results: list[FileUploadResponse] = []
+        for group in _upload_groups(files):
+            if len(group) == 1 and len(group[0][1]) > BATCH_BYTES:
+                path, content = group[0]
+                results.append(self._do(self._upload_one(path, content), self._failed_upload(path)))
+            else:
+                results.extend(self._do(self._upload_batch(group), self._failed_batch(group)))
+        return results
 
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         gate = asyncio.Semaphore(UPLOAD_CONCURRENCY)
 
-        async def one(path: str, content: bytes) -> FileUploadResponse:
+        async def one(group: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
             async with gate:
-                return await self._ado(self._upload_one(path, content), self._failed_upload(path))
+                if len(group) == 1 and len(group[0][1]) > BATCH_BYTES:
+                    path, content = group[0]
+                    return [await self._ado(self._upload_one(path, content), self._failed_upload(path))]
+                return await self._ado(self._upload_batch(group), self._failed_batch(group))
 
-        return list(await asyncio.gather(*(one(path, content) for path, content in files)))
+        groups = await asyncio.gather(*(one(group) for group in _upload_groups(files)))
+        return [result for group in groups for result in group]
 
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         """Read each file's bytes. One result per path, in order; a missing file is
         `file_not_found`, a folder `is_directory`, a refused path `permission_denied` or
         `invalid_path`."""
-        return [self._do(self._download_one(path), self._failed_download(path)) for path in paths]
+        results: list[FileDownloadResponse] = []
+        for start in range(0, len(paths), BATCH_FILES):
+            chunk = paths[start : start + BATCH_FILES]
+            batch = self._do(self._download_batch(chunk), self._failed_downloads(chunk))
+            for path, result in zip(chunk, batch, strict=True):
+                results.append(result if result is not None else self._do(self._download_one(path), self._failed_download(path)))
+        return results
 
     async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         gate = asyncio.Semaphore(UPLOAD_CONCURRENCY)
 
-        async def one(path: str) -> FileDownloadResponse:
+        async def alone(path: str) -> FileDownloadResponse:
             async with gate:
                 return await self._ado(self._download_one(path), self._failed_download(path))
 
-        return list(await asyncio.gather(*(one(path) for path in paths)))
+        async def batch(chunk: list[str]) -> list[FileDownloadResponse]:
+            async with gate:
+                got = await self._ado(self._download_batch(chunk), self._failed_downloads(chunk))
+            return list(await asyncio.gather(*(alone(p) if r is None else _done(r) for p, r in zip(chunk, got, strict=True))))
+
+        chunks = [paths[start : start + BATCH_FILES] for start in range(0, len(paths), BATCH_FILES)]
+        answered = await asyncio.gather(*(batch(chunk) for chunk in chunks))
+        return [result for chunk in answered for result in chunk]

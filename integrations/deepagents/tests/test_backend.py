@@ -1,7 +1,8 @@
-"""FerryBackend's blocking methods against a real ferry server."""
+"""FerryBackend's methods against a real ferry server (the blocking ones, and the async batches)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import struct
@@ -11,6 +12,7 @@ import zlib
 from deepagents.backends.protocol import BackendProtocol
 
 from ferry_deepagents import FerryBackend
+from ferry_deepagents.backend import BATCH_BYTES, _upload_groups
 
 NOTE = "# Tea shop\n\nOpen at 7 — ünïcödé\nClosed Sunday and Monday\n"
 
@@ -365,3 +367,38 @@ def test_deprecated_names_still_answer(thread):
         assert [e["path"] for e in store.ls_info("/sandbox/outputs")] == ["/sandbox/outputs/tea.md"]
         assert [e["path"] for e in store.glob_info("**/*.md", "/sandbox")] == ["/sandbox/outputs/tea.md"]
         assert store.grep_raw("Monday")[0]["line"] == 4
+
+
+def test_batches_are_cut_by_count_and_size_and_large_files_go_alone(thread):
+    small = [(f"/sandbox/workspace/s{i}.txt", b"x") for i in range(1001)]
+    assert [len(g) for g in _upload_groups(small)] == [1000, 1]
+    big = ("/sandbox/outputs/big.bin", bytes(range(256)) * (BATCH_BYTES // 256 + 1))
+    half = b"h" * (BATCH_BYTES // 2 + 1)
+    groups = _upload_groups([("/a", b"1"), big, ("/b", half), ("/c", half), ("/d", b"2")])
+    assert [[p for p, _ in g] for g in groups] == [["/a"], ["/sandbox/outputs/big.bin"], ["/b"], ["/c", "/d"]]
+
+    # Against the server: the large file alone (raw bytes), the rest in one batch, in order.
+    store = thread.backend()
+    files = [("/sandbox/outputs/one.txt", b"1"), big, ("/spaces/notes/two.txt", b"2"), ("/sandbox/skills/no.md", b"x")]
+    assert [(u.path, u.error) for u in store.upload_files(files)] == [
+        ("/sandbox/outputs/one.txt", None),
+        ("/sandbox/outputs/big.bin", None),
+        ("/spaces/notes/two.txt", None),
+        ("/sandbox/skills/no.md", "permission_denied"),
+    ]
+    assert thread.sandbox_bytes("outputs/big.bin") == big[1]
+    got = store.download_files(["/sandbox/outputs/big.bin", "/spaces/notes/two.txt", "/sandbox/outputs/one.txt"])
+    assert [(d.path, d.content) for d in got] == [
+        ("/sandbox/outputs/big.bin", big[1]),
+        ("/spaces/notes/two.txt", b"2"),
+        ("/sandbox/outputs/one.txt", b"1"),
+    ]
+
+
+def test_async_batches_answer_in_order(thread):
+    store = thread.backend()
+    files = [(f"/sandbox/outputs/a{i}.txt", str(i).encode()) for i in range(5)] + [("/etc/x", b"x")]
+    uploaded = asyncio.run(store.aupload_files(files))
+    assert [(u.path, u.error) for u in uploaded] == [(p, None) for p, _ in files[:5]] + [("/etc/x", "invalid_path")]
+    got = asyncio.run(store.adownload_files([p for p, _ in files]))
+    assert [(d.path, d.content, d.error) for d in got] == [(p, c, None) for p, c in files[:5]] + [("/etc/x", None, "invalid_path")]

@@ -8,10 +8,15 @@
 //! access to a thread is decided by [`crate::access`]. Every door (HTTP, MCP) calls these
 //! functions and only shapes their answers.
 
+mod batch;
 mod edit;
 mod read;
 mod search;
 
+pub use batch::{
+    BATCH_READ_MAX_BYTES, DownloadResult, Downloaded, Failed, Fetched, FileError, UploadResult,
+    Uploaded, download_files, upload_files,
+};
 pub use edit::{Edited, edit};
 pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};

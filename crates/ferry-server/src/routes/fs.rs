@@ -9,11 +9,12 @@
 use axum::Json;
 use axum::extract::State;
 use ferry_app::files::{
-    self, Caller, Deleted, Edited, Globbed, Grepped, Listing, Moved, ReadOutput, Written,
+    self, Caller, Deleted, Downloaded, Edited, Globbed, Grepped, Listing, Moved, ReadOutput,
+    Uploaded, Written,
 };
 use ferry_core::agent_files::{
-    DeleteFileInput, EditFileInput, GlobInput, GrepInput, LsInput, MoveFileInput, ReadFileInput,
-    WriteFileInput,
+    DeleteFileInput, DownloadFilesInput, EditFileInput, GlobInput, GrepInput, LsInput,
+    MoveFileInput, ReadFileInput, UploadFilesInput, WriteFileInput,
 };
 
 use crate::auth::Principal;
@@ -135,6 +136,32 @@ operation!(
     "fs_write_file",
     "fs_write_file_in_thread",
     "Creates or replaces a file from text or base64, making the folders on the way."
+);
+operation!(
+    upload_files,
+    upload_files_in_thread,
+    ContentJson,
+    UploadFilesInput,
+    Uploaded,
+    files::upload_files,
+    "/api/fs/upload_files",
+    "/api/threads/{id}/fs/upload_files",
+    "fs_upload_files",
+    "fs_upload_files_in_thread",
+    "Writes several files in one request (each a write_file), answering each on its own: a refused file does not fail the others."
+);
+operation!(
+    download_files,
+    download_files_in_thread,
+    ApiJson,
+    DownloadFilesInput,
+    Downloaded,
+    files::download_files,
+    "/api/fs/download_files",
+    "/api/threads/{id}/fs/download_files",
+    "fs_download_files",
+    "fs_download_files_in_thread",
+    "Reads several files' bytes (base64) in one request, answering each on its own: a refused file does not fail the others."
 );
 operation!(
     edit_file,

@@ -1,9 +1,11 @@
 pub mod events;
 pub mod fs;
 pub mod fs_transfer;
+pub mod markdown;
 pub mod model_content;
 pub mod pages;
 pub mod published;
+pub mod resumable;
 pub mod s3_keys;
 pub mod sandbox;
 pub mod say;

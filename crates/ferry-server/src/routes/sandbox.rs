@@ -18,7 +18,7 @@ use crate::error::ApiResult;
 use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::openapi::FileBytes;
-use crate::serve::{Representation, etag, header_value, respond};
+use crate::serve::{ListFormat, Representation, etag, header_value, respond, zip_download};
 use crate::state::AppState;
 use crate::write_headers::{declared_length, usable_content_type, write_condition};
 
@@ -33,6 +33,9 @@ pub struct SandboxListParams {
     /// Every file below `dir` instead of its direct children.
     #[serde(default)]
     recursive: bool,
+    /// `zip`: every file below `dir` as one streamed zip, instead of the listing.
+    #[serde(default)]
+    format: ListFormat,
 }
 
 fn entry_view(entry: SandboxEntry) -> FileEntry {
@@ -48,12 +51,18 @@ fn entry_view(entry: SandboxEntry) -> FileEntry {
     }
 }
 
-/// Lists a sandbox folder; paths come back the sandbox way, ready for publish.
+/// Lists a sandbox folder; paths come back the sandbox way, ready for publish. With
+/// `format=zip`, sends every file below the folder as one zip instead.
 #[utoipa::path(
     get, path = "/api/threads/{id}/sandbox", tag = "sandbox",
     operation_id = "list_sandbox",
     params(("id" = String, Path), SandboxListParams),
-    responses((status = 200, body = FileList, description = "The folder's entries"), (status = 400, description = "INVALID_PATH"), (status = 404, description = "NOT_FOUND")),
+    responses(
+        (status = 200, description = "The folder's entries, or with format=zip the folder as one zip",
+            content((FileList = "application/json"), (FileBytes = "application/zip"))),
+        (status = 400, description = "INVALID_PATH, or INVALID_REQUEST (a zip of more than 10,000 files)"),
+        (status = 404, description = "NOT_FOUND"),
+    ),
     security(("bearer" = []))
 )]
 pub async fn list(
@@ -61,11 +70,21 @@ pub async fn list(
     principal: Principal,
     uri: Uri,
     ApiQuery(params): ApiQuery<SandboxListParams>,
-) -> ApiResult<Json<FileList>> {
+) -> ApiResult<Response> {
     let dir = match params.dir.as_deref() {
         None | Some("") => None,
         Some(dir) => SandboxPath::parse_dir(dir)?,
     };
+    if params.format == ListFormat::Zip {
+        let folder = ferry_app::archive::sandbox_folder(
+            &state.app,
+            &principal,
+            raw_segment(uri.path(), 2),
+            dir.as_ref(),
+        )
+        .await?;
+        return zip_download(folder);
+    }
     let entries = sandbox::list(
         &state.app,
         &principal,
@@ -77,7 +96,8 @@ pub async fn list(
     Ok(Json(FileList {
         files: entries.into_iter().map(entry_view).collect(),
         next_cursor: None,
-    }))
+    })
+    .into_response())
 }
 
 fn sandbox_path(uri: &Uri) -> ApiResult<SandboxPath> {

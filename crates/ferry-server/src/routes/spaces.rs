@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::openapi::FileBytes;
-use crate::serve::{Servable, etag, header_value, serve_blob};
+use crate::serve::{ListFormat, Servable, etag, header_value, serve_blob, zip_download};
 use crate::state::AppState;
 use crate::write_headers::{
     declared_length, delete_condition, usable_content_type, write_condition,
@@ -43,6 +43,10 @@ pub struct ListParams {
     limit: Option<u32>,
     /// `nextCursor` from the previous page.
     cursor: Option<String>,
+    /// `zip`: every file below `dir` as one streamed zip, instead of the listing (`limit` and
+    /// `cursor` do not apply).
+    #[serde(default)]
+    format: ListFormat,
 }
 
 pub fn encode_cursor(cursor: &ListCursor) -> String {
@@ -112,13 +116,14 @@ pub async fn list_spaces(
     }))
 }
 
-/// Lists a space's files.
+/// Lists a space's files. With `format=zip`, sends every file below `dir` as one zip instead.
 #[utoipa::path(
     get, path = "/api/spaces/{space}/files", tag = "spaces",
     params(("space" = String, Path, description = "Space name"), ListParams),
     responses(
-        (status = 200, body = FileList, description = "Entries sorted by path; a missing space or folder lists nothing"),
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
+        (status = 200, description = "Entries sorted by path (a missing space or folder lists nothing), or with format=zip the folder as one zip",
+            content((FileList = "application/json"), (FileBytes = "application/zip"))),
+        (status = 400, description = "INVALID_PATH or INVALID_REQUEST (also a zip of more than 10,000 files)"),
         (status = 401, description = "UNAUTHENTICATED"),
     ),
     security(("bearer" = []))
@@ -128,12 +133,17 @@ pub async fn list_files(
     principal: Principal,
     uri: Uri,
     ApiQuery(params): ApiQuery<ListParams>,
-) -> ApiResult<Json<FileList>> {
+) -> ApiResult<Response> {
     let space = space_name(&uri)?;
     let dir = match params.dir.as_deref() {
         None | Some("") => None,
         Some(dir) => Some(ValidPath::parse(dir)?),
     };
+    if params.format == ListFormat::Zip {
+        let folder =
+            ferry_app::archive::space_folder(&state.app, &principal, &space, dir.as_ref()).await?;
+        return zip_download(folder);
+    }
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     let page = spaces::list(
         &state.app,
@@ -150,7 +160,8 @@ pub async fn list_files(
     Ok(Json(FileList {
         files: page.entries.into_iter().map(FileEntry::from).collect(),
         next_cursor: page.next.as_ref().map(encode_cursor),
-    }))
+    })
+    .into_response())
 }
 
 /// The space named in `/api/spaces/{space}/…`. Space names hold no character that needs

@@ -86,6 +86,60 @@ pub async fn get_thread(
     Ok(Json(threads::get(&state.app, &principal, &id).await?))
 }
 
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadChange {
+    /// The new title (trimmed; at most 500 characters); `null` or blank makes the thread
+    /// untitled.
+    #[schema(max_length = 500)]
+    pub title: Option<String>,
+}
+
+/// Renames a thread (its owner, or service_role).
+#[utoipa::path(
+    patch, path = "/api/threads/{id}", tag = "threads",
+    params(("id" = String, Path)),
+    request_body = ThreadChange,
+    responses(
+        (status = 200, body = ThreadView, description = "The renamed thread"),
+        (status = 400, description = "INVALID_REQUEST: a title over 500 characters, or a malformed body"),
+        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
+        (status = 404, description = "NOT_FOUND"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn rename_thread(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(change): ApiJson<ThreadChange>,
+) -> ApiResult<Json<ThreadView>> {
+    Ok(Json(
+        threads::rename(&state.app, &principal, &id, change.title).await?,
+    ))
+}
+
+/// Deletes a thread with everything in it: events, uploads, published files, connectors, S3
+/// keys acting in it, and its sandbox (its owner, or service_role).
+#[utoipa::path(
+    delete, path = "/api/threads/{id}", tag = "threads",
+    params(("id" = String, Path)),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
+        (status = 404, description = "NOT_FOUND"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_thread(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    threads::delete(&state.app, &principal, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 #[derive(Debug, Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AgentTokenRequest {

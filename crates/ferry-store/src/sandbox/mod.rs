@@ -213,6 +213,26 @@ impl Sandboxes {
         }
     }
 
+    /// Removes a thread's local sandbox folder and everything in it (its read-only `skills/`
+    /// included; symlinks are removed, never followed). A stored sandbox is records, which go
+    /// with the thread's own (`Db::delete_thread`). A folder already gone is not an error.
+    pub async fn remove(&self, thread_id: &str) -> io::Result<()> {
+        let Sandboxes::Local { root, .. } = self else {
+            return Ok(());
+        };
+        let path = root.join(thread_id);
+        tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&path) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                make_writable(&path)?;
+                std::fs::remove_dir_all(&path)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+
     /// Opens a thread's sandbox.
     pub async fn open(&self, thread_id: &str) -> Result<Sandbox, Error> {
         match self {
@@ -403,6 +423,21 @@ fn make_read_only(dir: &Dir) -> io::Result<()> {
         } else {
             dir.set_permissions(&name, cap_std::fs::Permissions::from_mode(0o444))?;
         }
+    }
+    Ok(())
+}
+
+/// Gives the owner write access to every folder below `path` (not through symlinks), so that
+/// the read-only `skills/` can be removed without being root.
+fn make_writable(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let kind = std::fs::symlink_metadata(path)?.file_type();
+    if !kind.is_dir() {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))?;
+    for entry in std::fs::read_dir(path)? {
+        make_writable(&entry?.path())?;
     }
     Ok(())
 }

@@ -675,3 +675,132 @@ async fn another_users_thread_route_answers_nothing_even_for_spaces() {
     .await
     .expect(404, Some("NOT_FOUND"));
 }
+
+#[tokio::test]
+async fn a_batch_answers_each_file_on_its_own() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let bytes: Vec<u8> = (0..=255u8).collect();
+    let uploaded = ok(&fs(
+        &app,
+        &t.agent,
+        "upload_files",
+        json!({"files": [
+            {"path": "/sandbox/outputs/a.bin", "content": STANDARD.encode(&bytes), "encoding": "base64"},
+            {"path": "/sandbox/skills/nope.md", "content": "refused"},
+            {"path": "/etc/passwd", "content": "refused"},
+            {"path": "/spaces/notes/ideas/b.md", "content": "# B\n"},
+            {"path": "/sandbox/outputs/a.bin", "content": "taken", "ifNoneMatch": "*"},
+            {"path": "/sandbox/outputs/c.txt", "content": "not base64 !", "encoding": "base64"},
+        ]}),
+    )
+    .await);
+    let files = uploaded["files"].as_array().unwrap();
+    assert_eq!(files.len(), 6);
+    assert_eq!(files[0]["path"], "/sandbox/outputs/a.bin");
+    assert_eq!(files[0]["created"], true);
+    assert_eq!(files[0]["size"], 256);
+    let codes: Vec<&str> = files
+        .iter()
+        .map(|f| f["error"]["code"].as_str().unwrap_or("ok"))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "ok",
+            "FORBIDDEN",
+            "INVALID_PATH",
+            "ok",
+            "ALREADY_EXISTS",
+            "INVALID_REQUEST"
+        ]
+    );
+    assert!(files.iter().all(|f| f["path"].is_string()));
+    assert!(
+        files[1]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+    // What landed is there; what was refused is not.
+    let read = app.get(&t.url("/sandbox/outputs/a.bin"), &t.user).await;
+    assert_eq!(read.body, bytes);
+    app.get(&t.url("/sandbox/outputs/c.txt"), &t.user)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+
+    let downloaded = ok(&fs(
+        &app,
+        &t.agent,
+        "download_files",
+        json!({"paths": [
+            "/sandbox/outputs/a.bin",
+            "/sandbox/outputs/missing.bin",
+            "/sandbox/outputs",
+            "/spaces/notes/ideas/b.md",
+            "/sandbox/../etc",
+        ]}),
+    )
+    .await);
+    let files = downloaded["files"].as_array().unwrap();
+    assert_eq!(files.len(), 5);
+    assert_eq!(files[0]["encoding"], "base64");
+    assert_eq!(
+        STANDARD
+            .decode(files[0]["content"].as_str().unwrap())
+            .unwrap(),
+        bytes
+    );
+    assert_eq!(files[0]["etag"].as_str(), read.header("etag"));
+    assert_eq!(files[1]["error"]["code"], "NOT_FOUND");
+    assert_eq!(files[2]["error"]["code"], "INVALID_PATH");
+    assert_eq!(
+        STANDARD
+            .decode(files[3]["content"].as_str().unwrap())
+            .unwrap(),
+        b"# B\n"
+    );
+    assert!(
+        files[3]["contentType"]
+            .as_str()
+            .unwrap()
+            .starts_with("text/markdown")
+    );
+    assert_eq!(files[4]["error"]["code"], "INVALID_PATH");
+    let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths[4], "/sandbox/../etc");
+
+    // The thread's owner reads its sandbox through the thread's route, and may not write it.
+    let owner = app
+        .post_json(
+            &t.url("/fs/download_files"),
+            &t.user,
+            json!({"paths": ["/sandbox/outputs/a.bin"]}),
+        )
+        .await;
+    assert!(ok(&owner)["files"][0]["content"].is_string());
+    let refused = ok(&app
+        .post_json(
+            &t.url("/fs/upload_files"),
+            &t.user,
+            json!({"files": [{"path": "/sandbox/outputs/z.txt", "content": "z"}]}),
+        )
+        .await);
+    assert_eq!(refused["files"][0]["error"]["code"], "FORBIDDEN");
+    // Another user's thread is not there at all.
+    app.post_json(
+        &t.url("/fs/download_files"),
+        &app.user("mallory"),
+        json!({"paths": ["/sandbox/outputs/a.bin"]}),
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+
+    // An empty batch, or one too long, is refused whole.
+    fs(&app, &t.agent, "download_files", json!({"paths": []}))
+        .await
+        .expect_invalid("a batch names 1 to 1000 files");
+    let many: Vec<String> = (0..1001).map(|i| format!("/sandbox/f{i}")).collect();
+    fs(&app, &t.agent, "download_files", json!({"paths": many}))
+        .await
+        .expect_invalid("this one names 1001");
+}

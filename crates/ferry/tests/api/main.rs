@@ -8,10 +8,12 @@ mod thread_support;
 
 mod agent_files;
 mod events;
+mod folder_zip;
 mod hardening;
 mod identity_provider;
 mod model_content;
 mod published;
+mod resumable;
 mod sandbox;
 mod say;
 mod send_file;

@@ -508,3 +508,139 @@ impl ExpectWrite for support::Reply {
         );
     }
 }
+
+#[tokio::test]
+async fn the_owner_renames_a_thread_and_no_one_else_does() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let renamed = app
+        .send(
+            "PATCH",
+            &t.url(""),
+            Some(&t.user),
+            &[("content-type", "application/json")],
+            Body::from(r#"{"title": "  Q3 launch  "}"#),
+        )
+        .await;
+    renamed.expect(200, None);
+    assert_eq!(renamed.json()["title"], "Q3 launch");
+    assert_eq!(renamed.json()["id"], t.id.as_str());
+    assert_eq!(
+        app.get(&t.url(""), &t.user).await.json()["title"],
+        "Q3 launch"
+    );
+    let listed = app.get("/api/threads", &t.user).await.json();
+    assert_eq!(listed["threads"][0]["title"], "Q3 launch");
+
+    let patch = |token: String, body: String| {
+        let app = &app;
+        let url = t.url("");
+        async move {
+            app.send(
+                "PATCH",
+                &url,
+                Some(&token),
+                &[("content-type", "application/json")],
+                Body::from(body),
+            )
+            .await
+        }
+    };
+    // Blank is untitled; service_role may rename; a title too long, or a stray field, is refused.
+    let blank = patch(t.user.clone(), r#"{"title": "   "}"#.to_owned()).await;
+    blank.expect(200, None);
+    assert_eq!(blank.json()["title"], serde_json::Value::Null);
+    patch(
+        app.service(None),
+        r#"{"title": "By the service"}"#.to_owned(),
+    )
+    .await
+    .expect(200, None);
+    let long = format!(r#"{{"title": "{}"}}"#, "x".repeat(501));
+    patch(t.user.clone(), long)
+        .await
+        .expect_invalid("longer than 500 characters");
+    patch(t.user.clone(), r#"{"name": "x"}"#.to_owned())
+        .await
+        .expect(400, Some("INVALID_REQUEST"));
+    // The agent may not; another user does not see the thread.
+    patch(t.agent.clone(), r#"{"title": "mine now"}"#.to_owned())
+        .await
+        .expect(403, Some("FORBIDDEN"));
+    patch(app.user("mallory"), r#"{"title": "mine now"}"#.to_owned())
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    assert_eq!(
+        app.get(&t.url(""), &t.user).await.json()["title"],
+        "By the service"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_thread_removes_everything_in_it() {
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::write(skills.path().join("SKILL.md"), b"# skill\n").unwrap();
+    let skills_path = skills.path().to_path_buf();
+    let app = TestApp::with(|c| c.skills_dir = Some(skills_path)).await;
+    let t = thread(&app, "alice").await;
+    let other = thread(&app, "alice").await;
+    put_file(&app, &other, "outputs/keep.txt", b"kept").await;
+
+    thread_support::upload_one(&app, &t, "notes.txt", b"uploaded").await;
+    put_file(&app, &t, "outputs/report.md", b"# Report").await;
+    thread_support::publish(&app, &t, "/sandbox/outputs/report.md", "Report")
+        .await
+        .expect(201, None);
+    let dir = sandbox_dir(&app, &t).await;
+    assert!(dir.join("skills/SKILL.md").is_file());
+
+    // Only the owner (or service_role) deletes; another user does not see it.
+    let delete = |token: String| {
+        let app = &app;
+        let url = t.url("");
+        async move {
+            app.send("DELETE", &url, Some(&token), &[], Body::empty())
+                .await
+        }
+    };
+    delete(t.agent.clone()).await.expect(403, Some("FORBIDDEN"));
+    delete(app.user("mallory"))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    let deleted = delete(t.user.clone()).await;
+    deleted.expect(204, None);
+    assert!(deleted.body.is_empty());
+
+    // Gone for every route and every token, its sandbox folder with it (skills/ included).
+    for route in [
+        "",
+        "/events?format=json",
+        "/uploads",
+        "/published",
+        "/sandbox",
+    ] {
+        app.get(&t.url(route), &t.user)
+            .await
+            .expect(404, Some("NOT_FOUND"));
+    }
+    app.get(&t.url("/sandbox/outputs/report.md"), &t.agent)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    assert!(!dir.exists(), "{} should be gone", dir.display());
+    let listed = app.get("/api/threads", &t.user).await.json();
+    let ids: Vec<&str> = listed["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [other.id.as_str()]);
+    delete(t.user.clone()).await.expect(404, Some("NOT_FOUND"));
+    // The owner's other thread is untouched.
+    assert_eq!(
+        app.get(&other.url("/sandbox/outputs/keep.txt"), &other.user)
+            .await
+            .body,
+        b"kept"
+    );
+}

@@ -78,6 +78,13 @@ fn the_file_card_works_in_an_mcp_apps_host() {
     run_in_chromium("mcp-app.mjs", "the MCP App card tests");
 }
 
+/// Resumable uploads with tus-js-client, unchanged: across a dropped connection and a SIGKILL
+/// of the server (`e2e/tus.mjs`; it needs node and the suite's packages, not the browser).
+#[test]
+fn tus_js_client_resumes_across_a_drop_and_a_kill() {
+    run_in_chromium("tus.mjs", "the tus-js-client tests");
+}
+
 /// One suite at a time: they share `e2e/node_modules` (which the first may install), and a
 /// browser suite beside another on a small machine only makes both slower.
 static ONE_SUITE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -12,3 +12,4 @@ mod examples;
 mod generated_client;
 mod mcp_clients;
 mod s3_clients;
+mod tus_clients;

@@ -12,6 +12,7 @@ use std::time::Duration;
 pub const INSTALL: &str = "python3 -m pip install -r crates/ferry/tests/mcp/requirements.txt \
                            -r crates/ferry/tests/s3/requirements.txt \
                            -r crates/ferry/tests/openapi/requirements.txt \
+                           -r crates/ferry/tests/tus/requirements.txt \
                            -r examples/scripted-agent/requirements.txt \
                            -r examples/langgraph-agent/requirements.txt";
 

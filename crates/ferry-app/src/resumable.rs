@@ -1,0 +1,521 @@
+//! Resumable uploads (docs/reference/resumable-uploads.md): the tus 1.0 protocol's rules,
+//! whatever door speaks it. An upload names its target when it is created (a thread upload or
+//! a space file), and every rule of that target is checked then, before any byte is kept: who
+//! may write there, the name or path, the content type, the size limit. Each `PATCH` keeps
+//! what it brings as a part; when the last byte is in, the parts are read back in order and
+//! given to the target's own use case (`uploads::receive` or `spaces::write`), so a finished
+//! resumable upload is exactly a plain one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use ferry_core::{SpaceName, Timestamp, ValidPath};
+use ferry_store::resumable::{Appended, ResumableState, ResumableUpload};
+use ferry_store::spaces::{FileMeta, WriteCondition};
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::App;
+use crate::body::Incoming;
+use crate::error::{Error, Result};
+use crate::principal::Principal;
+
+/// How long an unfinished upload is kept, unless the settings say otherwise.
+pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(24 * 3600);
+/// Unfinished uploads one principal may hold at once, unless the settings say otherwise.
+pub const DEFAULT_MAX_UNFINISHED: u64 = 20;
+/// A finishing request that has not ended in this long is taken to have died, and another
+/// request may finish the upload.
+const FINISHING_STALE: Duration = Duration::from_secs(600);
+
+/// What an upload becomes once its last byte is in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Target {
+    /// An upload into a thread, as `POST /api/threads/{id}/uploads` makes.
+    #[serde(rename_all = "camelCase")]
+    ThreadUpload { thread_id: String, filename: String },
+    /// A space file, as `PUT /api/spaces/{space}/files/{path}` writes.
+    #[serde(rename_all = "camelCase")]
+    SpaceFile {
+        space: String,
+        path: String,
+        content_type: String,
+        create_only: bool,
+    },
+}
+
+/// One upload as a client sees it.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub id: String,
+    pub length: u64,
+    pub offset: u64,
+    /// The `Upload-Metadata` header it was created with.
+    pub metadata: String,
+    pub expires_at: Timestamp,
+    /// Whether it is a plain upload now.
+    pub finished: bool,
+    pub target: Target,
+}
+
+impl Status {
+    fn of(upload: &ResumableUpload) -> Result<Status> {
+        Ok(Status {
+            id: upload.id.clone(),
+            length: upload.length,
+            offset: upload.offset,
+            metadata: upload.metadata.clone(),
+            expires_at: upload.expires_at,
+            finished: upload.state == ResumableState::Finished,
+            target: serde_json::from_str(&upload.target).map_err(Error::internal)?,
+        })
+    }
+
+    /// Whether every byte is in but the upload is not yet a plain one.
+    pub fn needs_finishing(&self) -> bool {
+        !self.finished && self.offset == self.length
+    }
+}
+
+/// What finishing made.
+#[derive(Debug)]
+pub enum Finished {
+    ThreadUpload(Vec<crate::uploads::UploadView>),
+    SpaceFile {
+        path: ValidPath,
+        written: crate::spaces::Written,
+    },
+}
+
+/// A checksum a `PATCH` names for its bytes (`Upload-Checksum: <algorithm> <base64>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checksum {
+    algorithm: Algorithm,
+    digest: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Algorithm {
+    Sha1,
+    Sha256,
+}
+
+/// The checksum algorithms a `PATCH` may name, as `Tus-Checksum-Algorithm` lists them.
+pub const CHECKSUM_ALGORITHMS: &str = "sha1,sha256";
+
+impl Checksum {
+    pub fn parse(header: &str) -> Result<Checksum> {
+        let bad = || {
+            Error::invalid_request(format!(
+                "Upload-Checksum must be '<algorithm> <base64 digest>' with an algorithm of \
+                 {CHECKSUM_ALGORITHMS}"
+            ))
+        };
+        let (name, digest) = header.trim().split_once(' ').ok_or_else(bad)?;
+        let algorithm = match name.to_ascii_lowercase().as_str() {
+            "sha1" => Algorithm::Sha1,
+            "sha256" => Algorithm::Sha256,
+            _ => return Err(bad()),
+        };
+        let digest = STANDARD.decode(digest.trim()).map_err(|_| bad())?;
+        Ok(Checksum { algorithm, digest })
+    }
+}
+
+/// Reads `Upload-Metadata`: comma-separated pairs of a key and its base64 value (the value may
+/// be left out). A key given twice, or a value that is not base64 of UTF-8, is refused.
+pub fn parse_metadata(header: &str) -> Result<HashMap<String, String>> {
+    let mut pairs = HashMap::new();
+    for pair in header.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = match pair.split_once(' ') {
+            Some((key, value)) => (key, value.trim()),
+            None => (pair, ""),
+        };
+        let value = STANDARD
+            .decode(value)
+            .ok()
+            .and_then(|v| String::from_utf8(v).ok())
+            .ok_or_else(|| {
+                Error::invalid_request(format!(
+                    "Upload-Metadata: the value of '{key}' is not base64 of UTF-8 text"
+                ))
+            })?;
+        if pairs.insert(key.to_owned(), value).is_some() {
+            return Err(Error::invalid_request(format!(
+                "Upload-Metadata names '{key}' twice"
+            )));
+        }
+    }
+    Ok(pairs)
+}
+
+/// The target a creation's metadata names, checked as its own route would check it: who may
+/// write there, the file name or path, the content type. Answers it with its size limit.
+async fn target_of(
+    app: &App,
+    principal: &Principal,
+    metadata: &HashMap<String, String>,
+) -> Result<(Target, u64)> {
+    let get = |key: &str| {
+        metadata
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    match (get("threadId"), get("spaceName")) {
+        (Some(thread_id), None) => {
+            let filename = get("filename").ok_or_else(|| {
+                Error::invalid_request("Upload-Metadata: a thread upload needs 'filename'")
+            })?;
+            let name = ferry_core::path::upload_file_name(filename)
+                .map_err(|e| Error::InvalidPath(e.to_string()))?;
+            let receiver = crate::uploads::receive(app, principal, thread_id).await?;
+            Ok((
+                Target::ThreadUpload {
+                    thread_id: thread_id.to_owned(),
+                    filename: name.into_string(),
+                },
+                receiver.limit(),
+            ))
+        }
+        (None, Some(space)) => {
+            let space = SpaceName::parse(space).map_err(|e| Error::InvalidPath(e.to_string()))?;
+            let path = get("path").ok_or_else(|| {
+                Error::invalid_request("Upload-Metadata: a space file needs 'path'")
+            })?;
+            let path = ValidPath::parse(path).map_err(|e| Error::InvalidPath(e.to_string()))?;
+            let content_type = get("contentType").ok_or_else(|| {
+                Error::invalid_request("Upload-Metadata: a space file needs 'contentType'")
+            })?;
+            let content_type = ferry_core::content_type::check(content_type)?;
+            let create_only = match get("ifNoneMatch") {
+                None => false,
+                Some("*") => true,
+                Some(_) => {
+                    return Err(Error::invalid_request(
+                        "Upload-Metadata: 'ifNoneMatch' may only be '*'",
+                    ));
+                }
+            };
+            let owner = principal.space_owner()?;
+            if create_only && app.db.space_file(owner, &space, &path).await?.is_some() {
+                return Err(Error::AlreadyExists(format!(
+                    "'{path}' already exists (ifNoneMatch: *)"
+                )));
+            }
+            Ok((
+                Target::SpaceFile {
+                    space: space.as_str().to_owned(),
+                    path: path.into_string(),
+                    content_type: content_type.to_owned(),
+                    create_only,
+                },
+                app.limits.space_max_bytes,
+            ))
+        }
+        (Some(_), Some(_)) => Err(Error::invalid_request(
+            "Upload-Metadata names both a thread ('threadId') and a space ('spaceName'); name one",
+        )),
+        (None, None) => Err(Error::invalid_request(
+            "Upload-Metadata must name the target: 'threadId' and 'filename' for a thread \
+             upload, or 'spaceName', 'path' and 'contentType' for a space file",
+        )),
+    }
+}
+
+/// Creates an upload of `length` bytes for the target its metadata names.
+pub async fn create(
+    app: &App,
+    principal: &Principal,
+    length: u64,
+    metadata_header: &str,
+) -> Result<Status> {
+    let metadata = parse_metadata(metadata_header)?;
+    let (target, limit) = target_of(app, principal, &metadata).await?;
+    if length > limit {
+        return Err(Error::TooLarge(format!(
+            "Upload-Length is {length} bytes, over the limit of {} for this target",
+            crate::describe_bytes(limit)
+        )));
+    }
+    let now = Timestamp::now();
+    let upload = ResumableUpload {
+        id: uuid::Uuid::now_v7().to_string(),
+        made_by: principal.identity_key(),
+        target: serde_json::to_string(&target).map_err(Error::internal)?,
+        length,
+        offset: 0,
+        metadata: metadata_header.to_owned(),
+        created_at: now,
+        expires_at: Timestamp(now.millis() + app.limits.resumable_expiry.as_millis() as i64),
+        state: ResumableState::Receiving,
+        result: None,
+    };
+    let cap = app.limits.resumable_max_unfinished;
+    if !app.db.create_resumable(&upload, cap).await? {
+        return Err(Error::TooManyRequests(format!(
+            "you have {cap} unfinished resumable uploads, the most one may hold: finish or \
+             end (DELETE) one first, or wait for it to expire"
+        )));
+    }
+    Status::of(&upload)
+}
+
+/// The upload `id`, if `principal` made it and it has not expired; anyone else is told it
+/// does not exist.
+pub async fn status(app: &App, principal: &Principal, id: &str) -> Result<Status> {
+    let missing = || Error::not_found(format!("no resumable upload '{id}' (it may have expired)"));
+    let upload = app.db.resumable(id).await?.ok_or_else(missing)?;
+    if upload.made_by != principal.identity_key() || upload.expires_at <= Timestamp::now() {
+        return Err(missing());
+    }
+    Status::of(&upload)
+}
+
+/// Keeps the bytes of one `PATCH` that starts at `offset`: all of them, or, when the body is
+/// cut short (the connection dropped), those that arrived, unless a checksum was named (then
+/// nothing of a cut or mismatching body is kept). Answers the upload's new state.
+pub async fn append<S, E>(
+    app: &App,
+    principal: &Principal,
+    id: &str,
+    offset: u64,
+    checksum: Option<Checksum>,
+    body: S,
+) -> Result<Status>
+where
+    S: Stream<Item = std::result::Result<Bytes, E>> + Send,
+    E: std::fmt::Display,
+{
+    let mut current = status(app, principal, id).await?;
+    if current.finished || current.offset == current.length {
+        if offset == current.length {
+            return Ok(current);
+        }
+        return Err(Error::OffsetMismatch(format!(
+            "the upload is complete at {} bytes; Upload-Offset {offset} does not match",
+            current.length
+        )));
+    }
+    if offset != current.offset {
+        return Err(Error::OffsetMismatch(format!(
+            "the upload's offset is {}, not {offset}: ask with HEAD and continue from there",
+            current.offset
+        )));
+    }
+    let remaining = current.length - offset;
+    let cut = Arc::new(AtomicBool::new(false));
+    let hasher = Arc::new(std::sync::Mutex::new(Hasher::of(checksum.as_ref())));
+    let kept = {
+        let (cut, hasher) = (cut.clone(), hasher.clone());
+        // A body that breaks off ends here instead: what arrived is kept (see above).
+        body.take_while(move |item| {
+            let go = item.is_ok();
+            if !go {
+                cut.store(true, Ordering::SeqCst);
+            }
+            futures::future::ready(go)
+        })
+        .map(move |item| {
+            let chunk = item.unwrap_or_default();
+            hasher
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .update(&chunk);
+            Ok::<_, std::io::Error>(chunk)
+        })
+    };
+    let blob = app
+        .blobs
+        .write(kept, remaining)
+        .await
+        .map_err(|e| match e {
+            ferry_store::Error::TooLarge { .. } => Error::TooLarge(format!(
+                "the body is longer than the {remaining} bytes the upload has left (Upload-Length)"
+            )),
+            other => other.into(),
+        })?;
+    let digest = hasher
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .finish();
+    if let Some(checksum) = &checksum
+        && (cut.load(Ordering::SeqCst) || digest.as_deref() != Some(checksum.digest.as_slice()))
+    {
+        let _ = app.blobs.delete(&blob.key).await;
+        return Err(Error::ChecksumMismatch(
+            "the body does not match Upload-Checksum; nothing of it was kept".into(),
+        ));
+    }
+    if blob.size == 0 {
+        let _ = app.blobs.delete(&blob.key).await;
+        return Ok(current);
+    }
+    match app
+        .db
+        .append_resumable_part(id, offset, blob.size, &blob.key)
+        .await?
+    {
+        Appended::At(new) => current.offset = new,
+        Appended::Conflict => {
+            let _ = app.blobs.delete(&blob.key).await;
+            return Err(Error::OffsetMismatch(
+                "another request moved the upload on meanwhile: ask with HEAD and continue".into(),
+            ));
+        }
+        Appended::Missing => {
+            let _ = app.blobs.delete(&blob.key).await;
+            return Err(Error::not_found(format!("no resumable upload '{id}'")));
+        }
+    }
+    Ok(current)
+}
+
+/// Makes a complete upload what its target says, once: `None` when another request has it
+/// in hand (or made it already). The caller keeps the answer with [`keep_answer`].
+pub async fn finish(app: &App, principal: &Principal, id: &str) -> Result<Option<Finished>> {
+    let status = status(app, principal, id).await?;
+    let stale = Timestamp(Timestamp::now().millis() - FINISHING_STALE.as_millis() as i64);
+    if !status.needs_finishing() || !app.db.claim_resumable(id, stale).await? {
+        return Ok(None);
+    }
+    let parts = app.db.resumable_parts(id).await?;
+    let blobs = app.blobs.clone();
+    // The parts, read back one after another, as one body of the declared length.
+    let body = futures::stream::iter(parts)
+        .then(move |part| {
+            let blobs = blobs.clone();
+            async move { blobs.read(&part.blob_key, None).await }
+        })
+        .map(|read| match read {
+            Ok(read) => read.stream,
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        })
+        .flatten();
+    let body = Incoming::new(body, Some(status.length));
+    let finished = match status.target {
+        Target::ThreadUpload {
+            thread_id,
+            filename,
+        } => {
+            let name =
+                ValidPath::parse(&filename).map_err(|e| Error::InvalidPath(e.to_string()))?;
+            let mut receiver = crate::uploads::receive(app, principal, &thread_id).await?;
+            receiver.spool(name, body).await?;
+            Finished::ThreadUpload(receiver.keep().await?)
+        }
+        Target::SpaceFile {
+            space,
+            path,
+            content_type,
+            create_only,
+        } => {
+            let space = SpaceName::parse(&space).map_err(|e| Error::InvalidPath(e.to_string()))?;
+            let path = ValidPath::parse(&path).map_err(|e| Error::InvalidPath(e.to_string()))?;
+            let condition = if create_only {
+                WriteCondition::CreateOnly
+            } else {
+                WriteCondition::None
+            };
+            let written = crate::spaces::write(
+                app,
+                principal,
+                &space,
+                &path,
+                FileMeta::typed(&content_type),
+                &condition,
+                body,
+            )
+            .await?;
+            Finished::SpaceFile { path, written }
+        }
+    };
+    Ok(Some(finished))
+}
+
+/// Keeps a finished upload's answer (what the plain route would have answered, or its error)
+/// and removes its parts.
+pub async fn keep_answer(app: &App, id: &str, answer: &str) -> Result<()> {
+    for key in app.db.finish_resumable(id, answer).await? {
+        let _ = app.blobs.delete(&key).await;
+    }
+    Ok(())
+}
+
+/// The answer a finished upload keeps.
+pub async fn answer(app: &App, principal: &Principal, id: &str) -> Result<Option<String>> {
+    status(app, principal, id).await?;
+    Ok(app.db.resumable(id).await?.and_then(|u| u.result))
+}
+
+/// Ends an upload and removes what it kept (termination).
+pub async fn terminate(app: &App, principal: &Principal, id: &str) -> Result<()> {
+    status(app, principal, id).await?;
+    let keys = app
+        .db
+        .delete_resumable(id)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no resumable upload '{id}'")))?;
+    for key in keys {
+        let _ = app.blobs.delete(&key).await;
+    }
+    Ok(())
+}
+
+/// Removes uploads whose time ran out, with their parts; answers how many went.
+pub async fn sweep_expired(app: &App) -> Result<u64> {
+    let mut removed = 0;
+    loop {
+        let expired = app.db.expired_resumables(Timestamp::now(), 100).await?;
+        if expired.is_empty() {
+            return Ok(removed);
+        }
+        for id in expired {
+            if let Some(keys) = app.db.delete_resumable(&id).await? {
+                removed += 1;
+                for key in keys {
+                    let _ = app.blobs.delete(&key).await;
+                }
+            }
+        }
+    }
+}
+
+/// The running digest of a `PATCH` body that names a checksum.
+enum Hasher {
+    None,
+    Sha1(sha1::Sha1),
+    Sha256(sha2::Sha256),
+}
+
+impl Hasher {
+    fn of(checksum: Option<&Checksum>) -> Hasher {
+        match checksum.map(|c| c.algorithm) {
+            None => Hasher::None,
+            Some(Algorithm::Sha1) => Hasher::Sha1(<sha1::Sha1 as sha1::Digest>::new()),
+            Some(Algorithm::Sha256) => Hasher::Sha256(<sha2::Sha256 as sha2::Digest>::new()),
+        }
+    }
+
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Hasher::None => {}
+            Hasher::Sha1(h) => sha1::Digest::update(h, bytes),
+            Hasher::Sha256(h) => sha2::Digest::update(h, bytes),
+        }
+    }
+
+    fn finish(&mut self) -> Option<Vec<u8>> {
+        match std::mem::replace(self, Hasher::None) {
+            Hasher::None => None,
+            Hasher::Sha1(h) => Some(sha1::Digest::finalize(h).to_vec()),
+            Hasher::Sha256(h) => Some(sha2::Digest::finalize(h).to_vec()),
+        }
+    }
+}

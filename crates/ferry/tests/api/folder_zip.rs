@@ -1,0 +1,187 @@
+//! Folders as one zip (docs/reference/folder-zip.md): `?format=zip` on the sandbox and spaces
+//! listings, read back with a zip reader.
+
+use std::io::{Cursor, Read};
+
+use crate::support::{Reply, TestApp};
+use crate::thread_support::{put_file, thread};
+
+/// The zip's members, in order, with their bytes.
+fn members(reply: &Reply) -> Vec<(String, Vec<u8>)> {
+    reply.expect(200, None);
+    assert_eq!(reply.header("content-type"), Some("application/zip"));
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+    let mut zip = zip::ZipArchive::new(Cursor::new(reply.body.clone()))
+        .unwrap_or_else(|e| panic!("not a zip ({e}): {} bytes", reply.body.len()));
+    (0..zip.len())
+        .map(|i| {
+            let mut member = zip.by_index(i).unwrap();
+            let mut bytes = Vec::new();
+            member.read_to_end(&mut bytes).unwrap();
+            (member.name().unwrap().into_owned(), bytes)
+        })
+        .collect()
+}
+
+fn named(members: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
+    members
+        .iter()
+        .map(|(name, bytes)| (name.as_str(), bytes.as_slice()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sandbox_folder_downloads_as_one_zip_below_its_own_name() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let big: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
+    put_file(&app, &t, "outputs/report.md", b"# Report\n").await;
+    put_file(&app, &t, "outputs/charts/q3.bin", &big).await;
+    put_file(&app, &t, "outputs/empty.txt", b"").await;
+    put_file(&app, &t, "workspace/scratch.txt", b"not in the zip").await;
+
+    // The thread's agent and its owner alike.
+    for token in [&t.agent, &t.user] {
+        let reply = app
+            .get(&t.url("/sandbox?dir=/sandbox/outputs&format=zip"), token)
+            .await;
+        let got = members(&reply);
+        assert_eq!(
+            named(&got),
+            vec![
+                ("outputs/charts/q3.bin", big.as_slice()),
+                ("outputs/empty.txt", &b""[..]),
+                ("outputs/report.md", &b"# Report\n"[..]),
+            ]
+        );
+        let disposition = reply.header("content-disposition").unwrap();
+        assert!(
+            disposition.starts_with("attachment") && disposition.contains("outputs.zip"),
+            "{disposition}"
+        );
+        assert_eq!(reply.header("cache-control"), Some("no-store"));
+    }
+
+    // The whole sandbox: below a folder named "sandbox", standard folders' files included.
+    let whole = members(&app.get(&t.url("/sandbox?format=zip"), &t.user).await);
+    let names: Vec<&str> = whole.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.contains(&"sandbox/workspace/scratch.txt"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"sandbox/outputs/report.md"), "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("sandbox/")), "{names:?}");
+}
+
+#[tokio::test]
+async fn a_sandbox_zip_is_refused_as_the_listing_is() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    put_file(&app, &t, "outputs/a.txt", b"a").await;
+    // Another user sees no such thread.
+    app.get(
+        &t.url("/sandbox?dir=/sandbox/outputs&format=zip"),
+        &app.user("mallory"),
+    )
+    .await
+    .expect(404, Some("NOT_FOUND"));
+    // A path outside the sandbox, a file for a folder, an unknown format.
+    app.get(&t.url("/sandbox?dir=/etc&format=zip"), &t.user)
+        .await
+        .expect(400, Some("INVALID_PATH"));
+    // A file named as the folder is answered as the listing answers it.
+    let listing = app
+        .get(&t.url("/sandbox?dir=/sandbox/outputs/a.txt"), &t.user)
+        .await;
+    let zip = app
+        .get(
+            &t.url("/sandbox?dir=/sandbox/outputs/a.txt&format=zip"),
+            &t.user,
+        )
+        .await;
+    assert_eq!((zip.status, zip.json()), (listing.status, listing.json()));
+    assert_eq!(zip.status.as_u16(), 404, "{}", zip.text());
+    app.get(&t.url("/sandbox?dir=/sandbox/outputs&format=tar"), &t.user)
+        .await
+        .expect(400, Some("INVALID_REQUEST"));
+    // No token at all.
+    let anonymous = app
+        .send(
+            "GET",
+            &t.url("/sandbox?format=zip"),
+            None,
+            &[],
+            axum::body::Body::empty(),
+        )
+        .await;
+    anonymous.expect(401, Some("UNAUTHENTICATED"));
+}
+
+#[tokio::test]
+async fn a_space_folder_downloads_as_one_zip_for_its_owner_only() {
+    let app = TestApp::new().await;
+    let alice = app.user("alice");
+    for (path, body) in [
+        ("ideas/tea.md", "# Tea"),
+        ("ideas/deep/er.md", "deeper"),
+        ("notes/other.md", "elsewhere"),
+    ] {
+        app.put(
+            &format!("/api/spaces/personal/files/{path}"),
+            &alice,
+            "text/markdown",
+            body.as_bytes(),
+        )
+        .await
+        .expect(201, None);
+    }
+
+    let ideas = app
+        .get("/api/spaces/personal/files?dir=ideas&format=zip", &alice)
+        .await;
+    assert_eq!(
+        named(&members(&ideas)),
+        vec![
+            ("ideas/deep/er.md", &b"deeper"[..]),
+            ("ideas/tea.md", &b"# Tea"[..]),
+        ]
+    );
+    assert!(
+        ideas
+            .header("content-disposition")
+            .unwrap()
+            .contains("ideas.zip")
+    );
+
+    // The space's root: below a folder named as the space.
+    let whole = app
+        .get("/api/spaces/personal/files?format=zip", &alice)
+        .await;
+    let names: Vec<String> = members(&whole).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "personal/ideas/deep/er.md",
+            "personal/ideas/tea.md",
+            "personal/notes/other.md"
+        ]
+    );
+
+    // Spaces are per user: another user's "personal" is their own, and empty.
+    let bob = app
+        .get("/api/spaces/personal/files?format=zip", &app.user("bob"))
+        .await;
+    assert!(members(&bob).is_empty());
+    // A folder that does not exist is an empty zip, as its listing is empty.
+    let none = app
+        .get("/api/spaces/personal/files?dir=missing&format=zip", &alice)
+        .await;
+    assert!(members(&none).is_empty());
+    // Bad folder names are refused before any byte.
+    app.get("/api/spaces/personal/files?dir=../etc&format=zip", &alice)
+        .await
+        .expect(400, Some("INVALID_PATH"));
+    app.get("/api/spaces/personal/files?dir=ideas&format=ZIP", &alice)
+        .await
+        .expect(400, Some("INVALID_REQUEST"));
+}
