@@ -531,6 +531,58 @@ on_every_engine! {
         assert_eq!(db.events_after(&bob.id, 0, 100).await.unwrap().len(), 1);
     };
 
+    resumable_uploads_move_on_by_durable_parts => |db: Db| async move {
+        use ferry_store::resumable::{Appended, ResumableState, ResumableUpload};
+        let now = ferry_core::Timestamp::now();
+        let upload = |id: &str, maker: &str, expires: i64| ResumableUpload {
+            id: id.into(),
+            made_by: maker.into(),
+            target: "{}".into(),
+            length: 10,
+            offset: 0,
+            metadata: "filename YQ==".into(),
+            created_at: now,
+            expires_at: ferry_core::Timestamp(now.millis() + expires),
+            state: ResumableState::Receiving,
+            result: None,
+        };
+        assert!(db.create_resumable(&upload("u1", "user:a", 60_000), 2).await.unwrap());
+        assert!(db.create_resumable(&upload("u2", "user:a", 60_000), 2).await.unwrap());
+        // The cap counts the maker's unfinished uploads only.
+        assert!(!db.create_resumable(&upload("u3", "user:a", 60_000), 2).await.unwrap());
+        assert!(db.create_resumable(&upload("u4", "user:b", -1), 2).await.unwrap());
+
+        assert_eq!(db.append_resumable_part("u1", 0, 4, "part-a").await.unwrap(), Appended::At(4));
+        // A part from a stale offset, or past the length, is not recorded.
+        assert_eq!(db.append_resumable_part("u1", 0, 4, "part-x").await.unwrap(), Appended::Conflict);
+        assert_eq!(db.append_resumable_part("u1", 4, 7, "part-y").await.unwrap(), Appended::Conflict);
+        assert_eq!(db.append_resumable_part("nope", 0, 1, "part-z").await.unwrap(), Appended::Missing);
+        assert_eq!(db.append_resumable_part("u1", 4, 6, "part-b").await.unwrap(), Appended::At(10));
+        let parts = db.resumable_parts("u1").await.unwrap();
+        assert_eq!(parts.iter().map(|p| (p.offset, p.size)).collect::<Vec<_>>(), [(0, 4), (4, 6)]);
+        let references = db.blob_references().await.unwrap();
+        assert!(db.blob_referenced(&references, "part-a").await.unwrap());
+
+        // One claim wins; a stale claim may be taken over.
+        assert!(db.claim_resumable("u1", ferry_core::Timestamp(0)).await.unwrap());
+        assert!(!db.claim_resumable("u1", ferry_core::Timestamp(0)).await.unwrap());
+        assert!(!db.claim_resumable("u2", ferry_core::Timestamp(0)).await.unwrap(), "u2 is not complete");
+        let far = ferry_core::Timestamp(now.millis() + 3_600_000);
+        assert!(db.claim_resumable("u1", far).await.unwrap());
+        let keys = db.finish_resumable("u1", "{\"status\":201}").await.unwrap();
+        assert_eq!(keys, ["part-a", "part-b"]);
+        let finished = db.resumable("u1").await.unwrap().unwrap();
+        assert_eq!(finished.state, ResumableState::Finished);
+        assert_eq!(finished.result.as_deref(), Some("{\"status\":201}"));
+        assert!(db.resumable_parts("u1").await.unwrap().is_empty());
+        // A finished upload no longer counts against the cap.
+        assert!(db.create_resumable(&upload("u3", "user:a", 60_000), 2).await.unwrap());
+
+        assert_eq!(db.expired_resumables(now, 10).await.unwrap(), ["u4"]);
+        assert_eq!(db.delete_resumable("u4").await.unwrap(), Some(Vec::new()));
+        assert_eq!(db.delete_resumable("u4").await.unwrap(), None);
+    };
+
     revisions_under_concurrent_publishes_are_distinct => |db: Db| async move {
         let t = db.create_thread("alice", None).await.unwrap();
         let db = Arc::new(db);
