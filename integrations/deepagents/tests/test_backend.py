@@ -333,7 +333,7 @@ def test_the_owner_reads_but_does_not_change_the_sandbox(thread):
     assert spaces_only.ls("/").entries == [{"path": "/spaces/", "is_dir": True}]
     no_thread = spaces_only.read("/sandbox/outputs/tea.md")
     assert no_thread.error.startswith("a /sandbox path needs a thread")
-    assert spaces_only.download_files(["/sandbox/outputs/tea.md"])[0].error.startswith("no thread")
+    assert spaces_only.download_files(["/sandbox/outputs/tea.md"])[0].error.startswith("a /sandbox path needs a thread")
 
 
 def test_an_expired_token_is_reported_as_such(thread):

@@ -20,9 +20,11 @@ def agent_token(thread: str = "t-1") -> str:
 class Script:
     """A transport that fails the first `failures` requests of each kind, then answers."""
 
-    def __init__(self, failures: int, fail_with: str = "connect") -> None:
+    def __init__(self, failures: int, fail_with: str = "connect", batch_too_large: bool = False) -> None:
         self.failures = failures
         self.fail_with = fail_with
+        # Whether download_files answers every file as too large for a batch (read alone).
+        self.batch_too_large = batch_too_large
         self.seen: list[tuple[str, str]] = []
 
     def answer(self, request: httpx.Request) -> httpx.Response:
@@ -35,6 +37,16 @@ class Script:
             return httpx.Response(200, json={"kind": "text", "path": "/sandbox/a.md", "content": "     1\thi\n", "totalLines": 1, "etag": '"x"'})
         if request.url.path.endswith("/write_file"):
             return httpx.Response(200, json={"path": "/sandbox/a.md", "size": 2, "etag": '"x"', "created": True})
+        if request.url.path.endswith("/download_files"):
+            paths = json.loads(request.content)["paths"]
+            if self.batch_too_large:
+                files = [{"path": p, "error": {"code": "REQUEST_TOO_LARGE", "message": "read it alone"}} for p in paths]
+            else:
+                files = [{"path": p, "content": base64.b64encode(b"bytes").decode(), "encoding": "base64"} for p in paths]
+            return httpx.Response(200, json={"files": files})
+        if request.url.path.endswith("/upload_files"):
+            files = [{"path": f["path"], "size": 1, "etag": '"x"', "created": True} for f in json.loads(request.content)["files"]]
+            return httpx.Response(200, json={"files": files})
         if request.method == "GET":
             return httpx.Response(200, content=b"bytes")
         return httpx.Response(200, json={})
@@ -84,7 +96,11 @@ def test_changes_are_never_sent_twice():
 def test_downloads_are_retried():
     script = Script(failures=1)
     assert script.backend().download_files(["/sandbox/a.bin"])[0].content == b"bytes"
-    assert script.seen == [("GET", "/api/threads/t-1/sandbox/a.bin")] * 2
+    assert script.seen == [("POST", "/api/fs/download_files")] * 2
+    # A file too large for a batch answer is read alone.
+    script = Script(failures=0, batch_too_large=True)
+    assert script.backend().download_files(["/sandbox/a.bin"])[0].content == b"bytes"
+    assert script.seen == [("POST", "/api/fs/download_files"), ("GET", "/api/threads/t-1/sandbox/a.bin")]
 
 
 def test_async_reads_are_retried():
@@ -100,10 +116,12 @@ def test_async_reads_are_retried():
 
 
 def test_routes():
-    script = Script(failures=0)
+    # Files read alone (too large for a batch answer) go to their raw routes.
+    script = Script(failures=0, batch_too_large=True)
     store = script.backend()
     store.download_files(["/sandbox/out/ünï côde #1?.txt", "/spaces/my notes/a/b.md", "/sandbox/a/../b", "rel.txt"])
     assert script.seen == [
+        ("POST", "/api/fs/download_files"),
         ("GET", "/api/threads/t-1/sandbox/out/%C3%BCn%C3%AF%20c%C3%B4de%20%231%3F.txt"),
         ("GET", "/api/spaces/my%20notes/files/a/b.md"),
         ("GET", "/api/threads/t-1/sandbox/a/%2E%2E/b"),
