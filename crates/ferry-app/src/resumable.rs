@@ -87,10 +87,7 @@ impl Status {
 #[derive(Debug)]
 pub enum Finished {
     ThreadUpload(Vec<crate::uploads::UploadView>),
-    SpaceFile {
-        path: ValidPath,
-        written: crate::spaces::Written,
-    },
+    SpaceFile(crate::spaces::Written),
 }
 
 /// A checksum a `PATCH` names for its bytes (`Upload-Checksum: <algorithm> <base64>`).
@@ -433,7 +430,7 @@ pub async fn finish(app: &App, principal: &Principal, id: &str) -> Result<Option
                 body,
             )
             .await?;
-            Finished::SpaceFile { path, written }
+            Finished::SpaceFile(written)
         }
     };
     Ok(Some(finished))

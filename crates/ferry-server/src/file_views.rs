@@ -83,3 +83,16 @@ pub struct WriteResult {
     pub content_type: String,
     pub etag: String,
 }
+
+impl WriteResult {
+    /// The answer to a space write, whichever request made it (a PUT, a finished resumable
+    /// upload).
+    pub fn of_space_write(written: ferry_app::spaces::Written) -> WriteResult {
+        WriteResult {
+            etag: etag(&written.file.sha256),
+            path: written.file.path,
+            size: written.file.size,
+            content_type: written.file.content_type,
+        }
+    }
+}

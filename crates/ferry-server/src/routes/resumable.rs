@@ -17,7 +17,7 @@ use crate::error_code::HttpStatus as _;
 use crate::extract::ApiPath;
 use crate::file_views::WriteResult;
 use crate::routes::uploads::UploadList;
-use crate::serve::{etag, header_value};
+use crate::serve::header_value;
 use crate::state::AppState;
 
 /// The one protocol version spoken.
@@ -367,16 +367,11 @@ async fn finish(state: &AppState, principal: &Principal, id: &str) -> ApiResult<
                 "status": 201,
                 "body": UploadList { uploads },
             }),
-            Ok(Some(Finished::SpaceFile { path, written })) => json!({
-                "status": if written.created { 201 } else { 200 },
-                "etag": etag(&written.file.sha256),
-                "body": WriteResult {
-                    path: path.into_string(),
-                    size: written.file.size,
-                    content_type: written.file.content_type,
-                    etag: etag(&written.file.sha256),
-                },
-            }),
+            Ok(Some(Finished::SpaceFile(written))) => {
+                let status = if written.created { 201 } else { 200 };
+                let answer = WriteResult::of_space_write(written);
+                json!({ "status": status, "etag": answer.etag, "body": answer })
+            }
             Err(e) => {
                 let error = ApiError::from(e);
                 json!({

@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::openapi::FileBytes;
-use crate::serve::{ListFormat, Servable, etag, header_value, serve_blob, zip_download};
+use crate::serve::{ListFormat, Servable, header_value, serve_blob, zip_download};
 use crate::state::AppState;
 use crate::write_headers::{
     declared_length, delete_condition, usable_content_type, write_condition,
@@ -331,22 +331,14 @@ pub async fn put_file(
         Incoming::new(body.into_data_stream(), declared_length(&headers)),
     )
     .await?;
-    let tag = etag(&outcome.file.sha256);
     let status = if outcome.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    let mut response = (
-        status,
-        Json(WriteResult {
-            path: outcome.file.path,
-            size: outcome.file.size,
-            content_type: outcome.file.content_type,
-            etag: tag.clone(),
-        }),
-    )
-        .into_response();
+    let answer = WriteResult::of_space_write(outcome);
+    let tag = answer.etag.clone();
+    let mut response = (status, Json(answer)).into_response();
     response
         .headers_mut()
         .insert(header::ETAG, header_value(&tag)?);
