@@ -62,8 +62,12 @@ pub async fn sandbox_folder(
     thread_id: &str,
     dir: Option<&SandboxPath>,
 ) -> Result<FolderZip> {
+    // One access check and one open: the listing comes from the handle the zip reads with.
     let sandbox = crate::sandbox::readable(app, principal, thread_id).await?;
-    let entries = crate::sandbox::list(app, principal, thread_id, dir, true).await?;
+    let entries = sandbox
+        .list(dir.map(SandboxPath::relative), true)
+        .await
+        .map_err(in_sandbox)?;
     let top = match dir {
         Some(dir) => dir.relative().file_name().to_owned(),
         None => "sandbox".to_owned(),
@@ -160,15 +164,6 @@ fn too_many(members: usize) -> Result<()> {
 }
 
 impl FolderZip {
-    /// How many files the zip will carry (fewer if some are removed while it streams).
-    pub fn len(&self) -> usize {
-        self.members.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
-
     /// The zip's bytes. A file removed after the listing is left out; a read that fails ends
     /// the stream with the error, so a client sees a cut transfer, never a zip that lies.
     pub fn into_stream(self) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
