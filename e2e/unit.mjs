@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SseParser } from '../web/assets/sse.js';
-import { formatSize, typeLabel, tooLargeText, extensionOf } from '../web/assets/format.js';
+import { formatSize, typeLabel, tooLargeText, extensionOf, describeLimit } from '../web/assets/format.js';
 import { claimsOf, tokenState } from '../web/assets/auth.js';
 import { buildTree } from '../web/assets/spaces.js';
 import { fileSendBytes } from '../web/assets/cards.js';
@@ -82,4 +82,12 @@ test('unit: file_send contents decode from base64 to the exact bytes', () => {
   assert.deepEqual([...fileSendBytes({ encoding: 'base64', content: Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x00, 0xff]).toString('base64') })], [0x63, 0x61, 0x66, 0xe9, 0x00, 0xff]);
   assert.deepEqual([...fileSendBytes({ encoding: 'utf-8', content: 'é' })], [0xc3, 0xa9]);
   assert.deepEqual([...fileSendBytes({ encoding: 'base64', content: '' })], []);
+});
+
+test('unit: a limit is said in words, as the server says it', () => {
+  assert.equal(describeLimit(32 * 1024 * 1024), '32 MiB');
+  assert.equal(describeLimit(100 * 1024 * 1024), '100 MiB');
+  assert.equal(describeLimit(512 * 1024), '512 KiB');
+  assert.equal(describeLimit(200000), '200,000 bytes');
+  assert.equal(tooLargeText('the body is larger than the limit of 32 MiB (33554432 bytes)'), 'Too large — the limit is 32 MiB');
 });

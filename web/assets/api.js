@@ -97,6 +97,19 @@ export async function getBlob(path, options) {
   return response.blob();
 }
 
+let limitsAnswer = null;
+
+/** The server's size limits (`GET /api/limits`), asked once per page (again after a failure). */
+export function serverLimits() {
+  if (!limitsAnswer) {
+    limitsAnswer = getJson(route('limits')).catch((error) => {
+      limitsAnswer = null;
+      throw error;
+    });
+  }
+  return limitsAnswer;
+}
+
 /**
  * Uploads one file as multipart/form-data (a `file` part) with XMLHttpRequest, whose upload
  * progress events drive the progress bar. Answers `{ promise, abort }`; the promise

@@ -8,6 +8,7 @@ import { route, getJson, sendJson, onUnauthenticated } from './api.js';
 import { ThreadView, threadNotFound, loadingView } from './thread-view.js';
 import { PreviewPanel } from './preview.js';
 import { SpacesView } from './spaces.js';
+import { S3KeysPanel } from './s3-keys.js';
 
 const root = document.getElementById('app');
 
@@ -146,7 +147,8 @@ function buildShell() {
       h('a', { class: 'brand', href: '/', 'data-nav': '', 'aria-label': 'ferry, home' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'ferry'),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
         h('a', { href: '/', 'data-nav': '', class: 'nav-threads', text: 'Threads' }),
-        h('a', { href: '/spaces', 'data-nav': '', class: 'nav-spaces', text: 'Spaces' })),
+        h('a', { href: '/spaces', 'data-nav': '', class: 'nav-spaces', text: 'Spaces' }),
+        h('a', { href: '/settings', 'data-nav': '', class: 'nav-settings', text: 'Settings' })),
       h('span', { class: 'who', title: `Signed in as ${sub}` }, h('span', { class: 'who-label', text: 'Signed in as ' }), h('strong', { text: sub })),
       h('button', {
         type: 'button', class: 'btn btn-icon signout', 'aria-label': 'Sign out', title: 'Sign out',
@@ -208,6 +210,15 @@ async function loadThreads() {
   renderThreadList();
 }
 
+/** The person's settings: who they are signed in as, and their S3 access keys. */
+function settingsView(sub) {
+  return h('section', { class: 'settings', 'aria-labelledby': 'settings-title' },
+    h('header', { class: 'page-header' },
+      h('h1', { id: 'settings-title', tabindex: '-1', text: 'Settings' }),
+      h('p', { class: 'page-sub' }, 'Signed in as ', h('strong', { text: sub }), '.')),
+    new S3KeysPanel().el);
+}
+
 // ---- routing -------------------------------------------------------------------------------
 
 function parseRoute(pathname) {
@@ -216,6 +227,7 @@ function parseRoute(pathname) {
   if (pathname === '/spaces' || pathname === '/spaces/') return { name: 'spaces' };
   m = /^\/spaces\/([^/]+)\/?$/.exec(pathname);
   if (m) return { name: 'spaces', space: decodeURIComponent(m[1]) };
+  if (pathname === '/settings' || pathname === '/settings/') return { name: 'settings' };
   if (pathname === '/' || pathname === '') return { name: 'home' };
   return { name: 'missing' };
 }
@@ -237,7 +249,7 @@ async function render() {
   app.currentThreadId = r.name === 'thread' ? r.id : null;
   renderThreadList();
   for (const a of root.querySelectorAll('.topnav a')) a.removeAttribute('aria-current');
-  const navCurrent = root.querySelector(r.name === 'spaces' ? '.nav-spaces' : '.nav-threads');
+  const navCurrent = root.querySelector({ spaces: '.nav-spaces', settings: '.nav-settings' }[r.name] || '.nav-threads');
   navCurrent?.setAttribute('aria-current', 'page');
   const { main } = app.els;
   const seq = (app.renderSeq = (app.renderSeq || 0) + 1);
@@ -287,6 +299,12 @@ async function render() {
     replace(main, view.el);
     if (!r.space) main.querySelector('#space-name')?.focus();
     else main.querySelector('#spaces-title')?.focus();
+    return;
+  }
+  if (r.name === 'settings') {
+    document.title = 'Settings · ferry';
+    replace(main, settingsView(app.claims.sub));
+    main.querySelector('#settings-title')?.focus();
     return;
   }
   if (r.name === 'missing') {

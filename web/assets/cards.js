@@ -104,8 +104,17 @@ export function attachmentView(threadId, attachment, { findPublished, onOpen } =
   const isPhoto = attachment.sendAs === 'photo' || (attachment.sendAs === 'auto' && mime.startsWith('image/'));
   if (isPhoto && path) {
     const img = h('img', { class: 'photo', alt: attachment.filename || 'photo', loading: 'lazy' });
+    // The photo opens in the preview panel, large, with Download.
+    const open = onOpen ? h('button', {
+      type: 'button', class: 'photo-open', 'aria-haspopup': 'dialog',
+      'aria-label': `Open ${attachment.filename || 'photo'}`,
+      onclick: () => onOpen({
+        id: attachment.id, src: path, display_name: attachment.filename, filename: attachment.filename,
+        file_type: extensionOf(attachment.filename), file_size: attachment.size, revision: 1, preview_kind: 'image',
+      }, open),
+    }, img) : img;
     const figure = h('figure', { class: 'attachment attachment-photo', dataset: { attachmentId: attachment.id || '' } },
-      img,
+      open,
       h('figcaption', {},
         h('span', { class: 'photo-name', text: `${attachment.filename} · ${formatSize(attachment.size)}` }),
         downloadButton()));
@@ -207,36 +216,42 @@ export function fileSendView(contents) {
     pre);
 }
 
-/** The chips under a user's message: the files sent with it. */
+/**
+ * The chips of a person's uploads: under the message that sent them, or on their own for an
+ * upload made without one. A file with a preview (`previewKind`) opens in the panel, which also
+ * downloads it; an image shows itself small. Any other file downloads.
+ */
 export function uploadChips(threadId, uploads, { onOpen } = {}) {
   return h('ul', { class: 'chips', 'aria-label': 'Attached files' },
     uploads.map((upload) => {
       const content = route('threads', threadId, 'uploads', upload.id, 'content');
-      if (upload.kind === 'image' && onOpen) {
-        // An image shows what it is and opens in the panel, which also downloads it.
-        const chip = h('button', {
+      const previewable = onOpen && (upload.previewKind ? upload.previewKind !== 'none' : upload.kind === 'image');
+      const label = [
+        h('span', { class: 'label chip-name', text: upload.fileName }),
+        h('span', { class: 'chip-size', text: formatSize(upload.size) }),
+      ];
+      const chip = previewable
+        ? h('button', {
           type: 'button',
-          class: 'chip chip-image',
+          class: upload.kind === 'image' ? 'chip chip-image' : 'chip',
           title: `Preview ${upload.fileName}`,
           'aria-label': `Preview ${upload.fileName} (${formatSize(upload.size)})`,
           'aria-haspopup': 'dialog',
           onclick: () => onOpen(upload, chip),
         },
-        thumbnail(content, '', fileIcon(upload.fileName, upload.fileType)),
-        h('span', { class: 'label chip-name', text: upload.fileName }),
-        h('span', { class: 'chip-size', text: formatSize(upload.size) }));
-        return h('li', { dataset: { uploadId: upload.id } }, chip);
-      }
-      const chip = h('button', {
-        type: 'button',
-        class: 'chip',
-        title: `Download ${upload.fileName}`,
-        'aria-label': `Download ${upload.fileName} (${formatSize(upload.size)})`,
-        onclick: () => downloadTo(chip, content, upload.fileName).catch(() => {}),
-      },
-      fileIcon(upload.fileName || extensionOf(upload.fileName), upload.fileType),
-      h('span', { class: 'label chip-name', text: upload.fileName }),
-      h('span', { class: 'chip-size', text: formatSize(upload.size) }));
+        upload.kind === 'image'
+          ? thumbnail(content, '', fileIcon(upload.fileName, upload.fileType))
+          : fileIcon(upload.fileName, upload.fileType),
+        ...label)
+        : h('button', {
+          type: 'button',
+          class: 'chip',
+          title: `Download ${upload.fileName}`,
+          'aria-label': `Download ${upload.fileName} (${formatSize(upload.size)})`,
+          onclick: () => downloadTo(chip, content, upload.fileName).catch(() => {}),
+        },
+        fileIcon(upload.fileName || extensionOf(upload.fileName), upload.fileType),
+        ...label);
       return h('li', { dataset: { uploadId: upload.id } }, chip);
     }));
 }

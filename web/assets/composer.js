@@ -1,10 +1,15 @@
 // The composer: text, an attach button, drag-and-drop and paste, several files at once,
-// each uploading on its own with a progress bar, a Cancel, and its own error (a 413 says the
-// limit in words). Sending posts the text with the ids of the finished uploads.
+// each uploading on its own with a progress bar, a Cancel, its own error (a 413 says the limit
+// in words) and a Retry. Files over RESUMABLE_THRESHOLD go up in parts (resumable.js) with
+// Pause and Resume. Sending posts the text with the ids of the finished uploads.
 import { h, announce } from './dom.js';
 import { icon, fileIcon } from './icons.js';
-import { formatSize, tooLargeText } from './format.js';
-import { route, sendJson, uploadFile } from './api.js';
+import { describeLimit, formatSize, tooLargeText } from './format.js';
+import { route, sendJson, serverLimits, uploadFile } from './api.js';
+import { RESUMABLE_THRESHOLD, uploadResumably } from './resumable.js';
+
+/** Images up to this size get a thumbnail in their tile. */
+const THUMB_MAX_BYTES = 20 * 1024 * 1024;
 
 /** Screens on which the composer's hint leaves the keyboard out (the layout's own breakpoint). */
 const SMALL_SCREEN = '(max-width: 760px)';
@@ -12,9 +17,12 @@ const SMALL_SCREEN = '(max-width: 760px)';
 let composerCounter = 0;
 
 export class Composer {
-  constructor(threadId, { onSent } = {}) {
+  constructor(threadId, { onSent, onUploaded, onDiscarded } = {}) {
     this.threadId = threadId;
     this.onSent = onSent;
+    // Told when an upload is ready in the composer, and when one is removed unsent.
+    this.onUploaded = onUploaded;
+    this.onDiscarded = onDiscarded;
     this.items = [];
     this.sending = false;
     const n = ++composerCounter;
@@ -75,14 +83,24 @@ export class Composer {
       this.sendButton),
     this.status);
     this.refresh();
+    serverLimits().then((limits) => {
+      const words = `Attach files (at most ${describeLimit(limits.uploadMaxBytes)} each)`;
+      this.attach.title = words;
+      this.attach.setAttribute('aria-label', words);
+    }, () => {});
   }
 
   focus() {
     this.text.focus();
   }
 
+  /** Whether the upload with this id waits in the composer to be sent. */
+  holds(uploadId) {
+    return this.items.some((i) => i.state === 'done' && i.upload?.id === uploadId);
+  }
+
   destroy() {
-    for (const item of this.items) if (item.state === 'uploading') item.handle?.abort();
+    for (const item of this.items) if (item.state === 'uploading' || item.state === 'paused') item.handle?.abort();
     this.items = [];
   }
 
@@ -102,29 +120,127 @@ export class Composer {
       'aria-label': `Cancel upload of ${file.name}`, title: 'Cancel',
       onclick: () => this.removeItem(item),
     }, icon('close'));
+    // Pause/Resume, for the large files that go up in parts; Retry, for a failed upload.
+    const pause = h('button', {
+      type: 'button', class: 'btn btn-small pending-pause', hidden: true,
+      onclick: () => (item.state === 'paused' ? item.handle.resume() : item.handle.pause()),
+    });
+    const retry = h('button', {
+      type: 'button', class: 'btn btn-small pending-retry', hidden: true, text: 'Retry',
+      'aria-label': `Retry upload of ${file.name}`,
+      onclick: () => this.startUpload(item),
+    });
+    // An image shows itself (read from the person's disk: nothing is fetched).
+    item.thumb = file.type.startsWith('image/') && file.size > 0 && file.size <= THUMB_MAX_BYTES
+      ? URL.createObjectURL(file) : null;
     item.el = h('li', { class: 'pending-file state-uploading', dataset: { name: file.name } },
-      fileIcon(file.name, file.type),
+      item.thumb ? h('img', { class: 'pending-thumb', src: item.thumb, alt: '' }) : fileIcon(file.name, file.type),
       h('div', { class: 'pending-main' },
         h('div', { class: 'pending-line' },
           h('span', { class: 'pending-name', text: file.name, title: file.name }),
           h('span', { class: 'pending-size', text: formatSize(file.size) })),
         progress,
         status),
+      pause,
+      retry,
       remove);
-    item.progress = progress;
-    item.status = status;
-    item.remove = remove;
+    Object.assign(item, { progress, status, remove, pause, retry });
     this.items.push(item);
     this.list.append(item.el);
     this.list.scrollTop = 0;
-    item.handle = uploadFile(this.threadId, file, (loaded, total) => {
-      const pct = total ? Math.floor((loaded / total) * 100) : 0;
-      progress.value = Math.min(pct, 99);
-      status.textContent = `${Math.min(pct, 99)}% · ${formatSize(loaded)} of ${formatSize(total)}`;
+    this.check(item.file).then((problem) => {
+      if (item.state !== 'uploading') return; // removed meanwhile
+      if (problem) this.refuse(item, problem, { retry: false });
+      else this.startUpload(item);
     });
+  }
+
+  /**
+   * What would make the server refuse a file, told before a byte is sent: an empty file, or one
+   * over the upload limit. `null` when it may go (or the limits cannot be read: the server
+   * checks anyway).
+   */
+  async check(file) {
+    if (file.size === 0) return 'Empty file (0 bytes) — nothing to send';
+    const limits = await serverLimits().catch(() => null);
+    if (limits?.uploadMaxBytes && file.size > limits.uploadMaxBytes) {
+      return `Too large — the limit is ${describeLimit(limits.uploadMaxBytes)}`;
+    }
+    return null;
+  }
+
+  /** Marks a file as refused, with why; `retry` offers to send it again. */
+  refuse(item, message, { retry }) {
+    this.setState(item, 'error');
+    item.pause.hidden = true;
+    item.retry.hidden = !retry;
+    item.status.textContent = message;
+    item.status.setAttribute('role', 'alert');
+    item.remove.setAttribute('aria-label', `Dismiss ${item.file.name}`);
+    item.remove.title = 'Dismiss';
+    this.refresh();
+  }
+
+  /** Starts (or, after a failure, starts again) the upload of one listed file. */
+  startUpload(item) {
+    const { file, progress, status, remove, pause, retry } = item;
+    const sent = (loaded, total) => `${formatSize(loaded)} of ${formatSize(total)}`;
+    const percent = (loaded, total) => Math.min(total ? Math.floor((loaded / total) * 100) : 0, 99);
+    const onProgress = (loaded, total) => {
+      item.sent = loaded;
+      progress.value = percent(loaded, total);
+      status.textContent = `${percent(loaded, total)}% · ${sent(loaded, total)}`;
+    };
+    this.setState(item, 'uploading');
+    status.removeAttribute('role');
+    status.textContent = '0%';
+    progress.value = 0;
+    retry.hidden = true;
+    remove.setAttribute('aria-label', `Cancel upload of ${file.name}`);
+    remove.title = 'Cancel';
+    const showPause = (paused) => {
+      pause.textContent = paused ? 'Resume' : 'Pause';
+      pause.setAttribute('aria-label', `${paused ? 'Resume' : 'Pause'} upload of ${file.name}`);
+    };
+    if (file.size > RESUMABLE_THRESHOLD) {
+      item.handle = uploadResumably(this.threadId, file, {
+        onProgress: (loaded, total) => {
+          if (item.state === 'uploading') onProgress(loaded, total);
+        },
+        onResumeFrom: (offset) => {
+          status.textContent = `Continuing from ${sent(offset, file.size)}`;
+          progress.value = percent(offset, file.size);
+          announce(`${file.name}: continuing an earlier upload from ${formatSize(offset)}`);
+        },
+        onPause: (reason) => {
+          this.setState(item, 'paused');
+          showPause(true);
+          status.textContent = reason === 'network'
+            ? `Connection lost at ${percent(item.sent || 0, file.size)}% · Resume to continue`
+            : `Paused at ${percent(item.sent || 0, file.size)}% · ${sent(item.sent || 0, file.size)}`;
+          announce(`Upload of ${file.name} paused`);
+          this.refresh();
+        },
+      });
+      pause.hidden = false;
+      showPause(false);
+      const resume = item.handle.resume;
+      item.handle.resume = () => {
+        this.setState(item, 'uploading');
+        showPause(false);
+        status.textContent = 'Resuming…';
+        resume();
+        this.refresh();
+      };
+    } else {
+      pause.hidden = true;
+      item.handle = uploadFile(this.threadId, file, onProgress);
+    }
     item.handle.promise.then((upload) => {
       item.upload = upload;
       this.setState(item, 'done');
+      this.onUploaded?.(upload);
+      pause.hidden = true;
       progress.value = 100;
       status.textContent = 'Ready to send';
       remove.setAttribute('aria-label', `Remove ${file.name}`);
@@ -132,12 +248,9 @@ export class Composer {
       announce(`${file.name} uploaded`);
     }, (error) => {
       if (error.code === 'ABORTED') return;
-      this.setState(item, 'error');
-      const message = error.status === 413 ? tooLargeText(error.message) : error.message;
-      status.textContent = message;
-      status.setAttribute('role', 'alert');
-      remove.setAttribute('aria-label', `Dismiss ${file.name}`);
-      remove.title = 'Dismiss';
+      // A refusal (too large, not allowed) would only be refused again; anything else may pass.
+      this.refuse(item, error.status === 413 ? tooLargeText(error.message) : error.message,
+        { retry: ![403, 413, 415].includes(error.status) });
     }).finally(() => this.refresh());
   }
 
@@ -147,24 +260,29 @@ export class Composer {
   }
 
   removeItem(item) {
-    if (item.state === 'uploading') {
+    if (item.state === 'uploading' || item.state === 'paused') {
       item.handle?.abort();
       announce(`Upload of ${item.file.name} cancelled`);
     }
+    if (item.state === 'done') this.onDiscarded?.(item.upload);
     item.state = 'removed';
     item.el.remove();
+    if (item.thumb) URL.revokeObjectURL(item.thumb);
     this.items = this.items.filter((i) => i !== item);
     this.refresh();
     this.text.focus();
   }
 
   refresh() {
-    const uploading = this.items.filter((i) => i.state === 'uploading').length;
+    const uploading = this.items.filter((i) => i.state === 'uploading' || i.state === 'paused').length;
     const ready = this.items.filter((i) => i.state === 'done').length;
     this.list.hidden = this.items.length === 0;
     const hasText = this.text.value.trim().length > 0;
     this.sendButton.disabled = this.sending || uploading > 0 || (!hasText && ready === 0);
-    if (uploading > 0) {
+    const paused = this.items.filter((i) => i.state === 'paused').length;
+    if (paused > 0 && paused === uploading) {
+      this.status.textContent = `${paused} upload${paused === 1 ? '' : 's'} paused: resume ${paused === 1 ? 'it' : 'them'}, or remove ${paused === 1 ? 'it' : 'them'}, to send.`;
+    } else if (uploading > 0) {
       this.status.textContent = `Uploading ${uploading} file${uploading === 1 ? '' : 's'}… Send is available when ${uploading === 1 ? 'it is' : 'they are'} done.`;
     } else if (this.sending) {
       this.status.textContent = 'Sending…';
@@ -192,6 +310,7 @@ export class Composer {
       for (const item of ready) {
         item.el.remove();
         item.state = 'sent';
+        if (item.thumb) URL.revokeObjectURL(item.thumb);
       }
       this.items = this.items.filter((i) => i.state !== 'sent');
       this.onSent?.(event);

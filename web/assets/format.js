@@ -44,6 +44,14 @@ export function formatDateTime(iso) {
   return Number.isNaN(date.getTime()) ? '' : dateTimeFormat.format(date);
 }
 
+/** A limit in bytes in words, as the server says them: `32 MiB`, `512 KiB`, else `N bytes`. */
+export function describeLimit(bytes) {
+  const n = Number(bytes) || 0;
+  if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n.toLocaleString('en-US')} bytes`;
+}
+
 /**
  * The limit a 413 envelope names, in words: the server says
  * "the body is larger than the limit of 100 MiB (104857600 bytes)".

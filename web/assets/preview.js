@@ -1,5 +1,5 @@
 // The preview panel (docs/reference/web-ui.md): opened by clicking a published file's
-// card, or the chip of an image the person uploaded. It shows the server's preview by `preview_kind` — an image, a PDF's
+// card, or the chip of a file the person uploaded. It shows the server's preview by `preview_kind` — an image, a PDF's
 // pages as the server draws them (images: nothing of the document runs in the browser),
 // server-rendered HTML in a sandboxed frame, or "Preview not available — download
 // to view" — with a revision picker and Download. Escape or Close closes it, and focus goes
@@ -13,6 +13,14 @@ import { publishedContentPath } from './cards.js';
 
 /** Pages of a PDF the panel shows at most; the rest are a download away. */
 const PAGES_SHOWN = 20;
+
+/**
+ * Files with one version: a person's upload, or a file shown from its own address (`src`: a
+ * say-mode photo). Published files have revisions.
+ */
+function oneVersion(file) {
+  return Boolean(file.upload || file.src);
+}
 
 export class PreviewPanel {
   constructor(host) {
@@ -37,8 +45,8 @@ export class PreviewPanel {
   }
 
   /**
-   * Opens the panel on an image the person uploaded: one version (no revisions), the original
-   * bytes shown and downloaded.
+   * Opens the panel on a file the person uploaded: one version (no revisions), shown by its
+   * `previewKind` (the image, the PDF's pages, the rendered document) and downloaded as sent.
    */
   openUpload(threadId, upload, returnFocusTo) {
     this.open(threadId, {
@@ -49,12 +57,13 @@ export class PreviewPanel {
       file_type: extensionOf(upload.fileName),
       file_size: upload.size,
       revision: 1,
-      preview_kind: upload.kind === 'image' ? 'image' : 'none',
+      preview_kind: upload.previewKind || (upload.kind === 'image' ? 'image' : 'none'),
     }, returnFocusTo);
   }
 
   /** Where the panel's Download gets the file shown. */
   contentPath(file) {
+    if (file.src) return file.src;
     return file.upload
       ? route('threads', this.threadId, 'uploads', file.id, 'content')
       : publishedContentPath(this.threadId, file.id);
@@ -104,7 +113,7 @@ export class PreviewPanel {
       type: 'button',
       class: 'btn btn-primary panel-download',
       onclick: () => downloadTo(this.download, this.contentPath(this.file), this.file.filename,
-        this.file.upload ? {} : { revision: this.file.revision }).catch(() => {}),
+        oneVersion(this.file) ? {} : { revision: this.file.revision }).catch(() => {}),
     }, icon('download'), h('span', { class: 'label', text: 'Download' }));
     this.body = h('div', { class: 'panel-body', 'aria-live': 'polite' });
     this.el = h('aside', {
@@ -113,16 +122,17 @@ export class PreviewPanel {
       'aria-modal': 'false',
       'aria-labelledby': 'panel-title',
     },
+    // Close sits in the panel's corner, apart from the file's actions.
     h('header', { class: 'panel-header' },
       h('div', { class: 'panel-titles' }, this.title, this.meta),
+      h('button', {
+        type: 'button', class: 'btn btn-icon panel-close', 'aria-label': 'Close preview', title: 'Close (Esc)',
+        onclick: () => this.close(),
+      }, icon('close')),
       h('div', { class: 'panel-actions' },
         h('div', { class: 'revision-picker' },
           h('label', { for: 'panel-revision', text: 'Revision' }), this.select),
-        this.download,
-        h('button', {
-          type: 'button', class: 'btn btn-icon panel-close', 'aria-label': 'Close preview', title: 'Close (Esc)',
-          onclick: () => this.close(),
-        }, icon('close')))),
+        this.download)),
     this.body);
     this.host.append(this.el);
     document.addEventListener('keydown', this.onKey);
@@ -133,10 +143,10 @@ export class PreviewPanel {
     const parts = [file.filename, `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`];
     if (file.description) parts.push(file.description);
     this.meta.textContent = parts.join(' · ');
-    if (file.upload) {
-      // An upload has one version: the picker says so and stays disabled.
+    if (oneVersion(file)) {
+      // An upload or a say-mode photo has one version: the picker says so and stays disabled.
       this.download.setAttribute('aria-label', `Download ${file.filename}`);
-      replace(this.select, h('option', { value: '1', text: 'Uploaded original' }));
+      replace(this.select, h('option', { value: '1', text: file.upload ? 'Uploaded original' : 'As sent' }));
       this.select.disabled = true;
       return;
     }
@@ -149,7 +159,7 @@ export class PreviewPanel {
 
   async loadRevisions(file) {
     this.revisions = null;
-    if (file.upload) return;
+    if (oneVersion(file)) return;
     try {
       const { files } = await getJson(route('threads', this.threadId, 'published'), { query: { revisions: 'all' } });
       if (this.file?.id !== file.id || !this.el) return;
@@ -195,8 +205,8 @@ export class PreviewPanel {
     }
     let blob;
     try {
-      blob = file.upload
-        ? await getBlob(this.contentPath(file))
+      blob = file.src ? await getBlob(file.src) : file.upload
+        ? await getBlob(route('threads', this.threadId, 'uploads', file.id, 'preview'))
         : await getBlob(route('threads', this.threadId, 'published', file.id, 'preview'), { query: { revision: file.revision } });
     } catch (e) {
       if (seq !== this.loadSeq) return;

@@ -1,10 +1,11 @@
 // S3 access: the endpoint to paste into an S3 tool, and the person's access keys
 // (GET/POST/DELETE /api/s3/keys). A new key's secret is shown once, in a field to copy; the list
-// never has secrets. Revoking asks first: tools using the key stop working at once.
+// never has secrets. Revoking asks first, in the page: tools using the key stop working at once.
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
 import { formatDateTime } from './format.js';
 import { route, getJson, sendJson, request } from './api.js';
+import { confirmDialog } from './confirm.js';
 
 /** A read-only field with a Copy button. */
 function copyField(id, label, value) {
@@ -59,7 +60,7 @@ export class S3KeysPanel {
       h('span', { class: 'tree-meta', text: `created ${formatDateTime(key.createdAt)}` }),
       h('button', {
         type: 'button', class: 'btn btn-small', 'aria-label': `Revoke ${key.accessKeyId}`,
-        onclick: () => this.revoke(key.accessKeyId),
+        onclick: (e) => this.revoke(key.accessKeyId, e.currentTarget),
       }, h('span', { class: 'label', text: 'Revoke' })))));
   }
 
@@ -91,17 +92,21 @@ export class S3KeysPanel {
     }
   }
 
-  async revoke(accessKeyId) {
-    if (!window.confirm(`Revoke ${accessKeyId}? Tools using it stop working at once.`)) return;
+  revoke(accessKeyId, opener) {
     this.error.hidden = true;
-    try {
-      await request(route('s3', 'keys', accessKeyId), { method: 'DELETE' });
-      announce(`${accessKeyId} revoked`);
-      if (this.created.textContent.includes(accessKeyId)) replace(this.created);
-      await this.refresh();
-    } catch (e) {
-      this.error.textContent = `${accessKeyId} was not revoked: ${e.message}`;
-      this.error.hidden = false;
-    }
+    confirmDialog({
+      title: `Revoke ${accessKeyId}?`,
+      text: 'Tools using this key stop working at once. This cannot be undone; you can create a new key.',
+      action: 'Revoke key',
+      failure: `${accessKeyId} was not revoked`,
+      run: () => request(route('s3', 'keys', accessKeyId), { method: 'DELETE' }),
+      done: () => {
+        announce(`${accessKeyId} revoked`);
+        if (this.created.textContent.includes(accessKeyId)) replace(this.created);
+        this.refresh();
+        this.createButton.focus();
+      },
+      opener,
+    });
   }
 }

@@ -1,14 +1,17 @@
 // Spaces: the person's per-user storage. The page lists the person's spaces (GET /api/spaces)
 // and opens one by name (a space exists once something is saved in it, so a new one is opened
 // by typing its name). A space's files are shown as a tree of folders; opening a text file
-// shows it, anything else downloads. The space and each folder download as one zip
-// (`?format=zip`, built by the server while it is sent).
+// shows it (Markdown rendered), anything else downloads. Files are uploaded into the space or
+// any folder (create-only: a name already taken is refused, never overwritten) and deleted after
+// an in-page confirmation. The space and each folder download as one zip (`?format=zip`, built
+// by the server while it is sent).
 import { h, replace, announce } from './dom.js';
 import { icon, fileIcon } from './icons.js';
 import { formatSize, formatDateTime } from './format.js';
-import { route, getJson, getBlob, ApiError } from './api.js';
+import { route, getJson, getBlob, request, ApiError } from './api.js';
+import { confirmDialog } from './confirm.js';
+import { renderMarkdown } from './markdown.js';
 import { saveBlob, downloadTo } from './download.js';
-import { S3KeysPanel } from './s3-keys.js';
 
 const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 // Over S3, `sandbox-{thread id}` names a thread's sandbox: no space takes such a name.
@@ -17,6 +20,10 @@ const RESERVED = /^sandbox-/;
 /** A path of a space file as a URL path: each segment encoded, the slashes kept. */
 function filePath(space, path) {
   return `${route('spaces', space, 'files')}/${path.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+function isMarkdown(name, contentType) {
+  return /\.(md|markdown)$/i.test(name) || /markdown/i.test(String(contentType || ''));
 }
 
 function isText(contentType) {
@@ -73,7 +80,8 @@ export class SpacesView {
       this.formError),
       this.recent,
       h('div', { class: 'space-layout' }, this.content, this.viewer),
-      new S3KeysPanel().el);
+      h('p', { class: 'field-help' }, 'S3 tools reach your spaces as buckets: create a key in ',
+        h('a', { href: '/settings', 'data-nav': '', text: 'Settings' }), '.'));
     this.renderRecent();
     if (space) this.load(space);
   }
@@ -98,8 +106,12 @@ export class SpacesView {
       spaces = [];
     }
     if (!spaces.length) {
-      replace(this.recent);
-      this.recent.hidden = true;
+      this.recent.hidden = false;
+      replace(this.recent,
+        h('h2', { class: 'section-title', text: 'Your spaces' }),
+        h('p', { class: 'empty' }, 'You have no spaces yet. A space is storage of your own that your agents read and write: notes, drafts, files they keep for you across threads. An agent makes one when it first saves a file there (',
+          h('code', { text: 'write_space_file' }), ' over MCP, or ', h('code', { text: 'PUT /api/spaces/{space}/files/…' }),
+          '); you can also open one by name below and upload files into it.'));
       return;
     }
     this.recent.hidden = false;
@@ -123,15 +135,18 @@ export class SpacesView {
       return;
     }
     const list = files || [];
+    this.status = h('p', { class: 'space-status', role: 'status' });
     const heading = h('h2', { class: 'section-title space-title' }, icon('folder'), h('span', { text: space }),
       h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }),
-      list.length ? this.zipButton(space, '', space, 'Download all') : null);
+      h('span', { class: 'space-actions' },
+        this.uploadButton(space, '', 'Upload files'),
+        list.length ? this.zipButton(space, '', space, 'Download all') : null));
     if (!list.length) {
-      replace(this.content, heading, h('p', { class: 'empty', text: 'Nothing is saved in this space yet. Your agents create it when they first save a file here.' }));
+      replace(this.content, heading, this.status, h('p', { class: 'empty', text: 'Nothing is saved in this space yet. Your agents create it when they first save a file here; Upload files puts yours in.' }));
       return;
     }
     const tree = buildTree(list);
-    replace(this.content, heading, h('ul', { class: 'tree', 'aria-label': `Files in ${space}` }, this.renderNode(space, tree, '')));
+    replace(this.content, heading, this.status, h('ul', { class: 'tree', 'aria-label': `Files in ${space}` }, this.renderNode(space, tree, '')));
     announce(`${space}: ${list.length} files`);
   }
 
@@ -142,7 +157,7 @@ export class SpacesView {
       const path = prefix ? `${prefix}/${dir}` : dir;
       const details = h('details', { class: 'tree-dir', open: true },
         h('summary', {}, icon('folder'), h('span', { class: 'tree-name', text: dir }),
-          this.zipButton(space, path, dir)),
+          h('span', { class: 'row-actions' }, this.uploadButton(space, path), this.zipButton(space, path, dir))),
         h('ul', {}, this.renderNode(space, node.dirs.get(dir), path)));
       items.push(h('li', { dataset: { path } }, details));
     }
@@ -155,9 +170,88 @@ export class SpacesView {
       fileIcon(file.name, file.contentType),
       h('span', { class: 'tree-name', text: file.name }),
       h('span', { class: 'tree-meta', text: formatSize(file.size), title: file.updatedAt ? `Updated ${formatDateTime(file.updatedAt)}` : null }));
-      items.push(h('li', { dataset: { path: file.path } }, open));
+      const remove = h('button', {
+        type: 'button', class: 'btn btn-icon btn-small row-delete',
+        'aria-label': `Delete ${file.path}`, title: 'Delete',
+        onclick: () => this.deleteFile(space, file, remove),
+      }, icon('trash'));
+      items.push(h('li', { class: 'tree-file-row', dataset: { path: file.path } }, open, remove));
     }
     return items;
+  }
+
+  /**
+   * A button that uploads files into the folder `dir` of `space` (its root when empty). With
+   * `label` it shows the label; without, only an icon (a folder's row in the tree).
+   */
+  uploadButton(space, dir, label) {
+    const input = h('input', {
+      type: 'file', multiple: true, hidden: true, tabindex: '-1', 'aria-hidden': 'true',
+      onchange: () => {
+        const files = Array.from(input.files || []);
+        input.value = '';
+        if (files.length) this.upload(space, dir, files);
+      },
+    });
+    const where = dir || space;
+    return h('span', { class: 'upload-into' }, input, h('button', {
+      type: 'button', class: label ? 'btn btn-small space-upload' : 'btn btn-icon btn-small space-upload',
+      'aria-label': `Upload files into ${where}`, title: `Upload files into ${where}`,
+      onclick: (e) => {
+        // Inside a folder's summary: choose files, do not fold the folder.
+        e.preventDefault();
+        e.stopPropagation();
+        input.click();
+      },
+    }, icon('upload'), label ? h('span', { class: 'label', text: label }) : null));
+  }
+
+  /**
+   * Writes each file into the folder, create-only (`If-None-Match: *`): a name already taken is
+   * reported, never overwritten. Then lists the space again and says what happened.
+   */
+  async upload(space, dir, files) {
+    this.status.textContent = `Uploading ${files.length} file${files.length === 1 ? '' : 's'}…`;
+    const failed = [];
+    for (const file of files) {
+      const path = dir ? `${dir}/${file.name}` : file.name;
+      try {
+        await request(filePath(space, path), {
+          method: 'PUT', body: file,
+          headers: { 'Content-Type': file.type || 'application/octet-stream', 'If-None-Match': '*' },
+        });
+      } catch (e) {
+        failed.push(e.status === 409 ? `${path} is already there (nothing replaced)` : `${path}: ${e.message}`);
+      }
+    }
+    const done = files.length - failed.length;
+    await this.load(space);
+    this.renderRecent();
+    const summary = `${done} of ${files.length} file${files.length === 1 ? '' : 's'} uploaded into ${dir || space}`;
+    this.status.textContent = failed.length ? `${summary}. Not uploaded: ${failed.join('; ')}.` : `${summary}.`;
+    this.status.classList.toggle('form-error', failed.length > 0);
+    announce(this.status.textContent);
+  }
+
+  deleteFile(space, file, opener) {
+    confirmDialog({
+      title: `Delete ${file.path}?`,
+      text: `It is removed from the space “${space}” for good, for you and your agents.`,
+      action: 'Delete file',
+      failure: `${file.path} was not deleted`,
+      run: () => request(filePath(space, file.path), { method: 'DELETE' }),
+      done: async () => {
+        if (this.viewer.dataset.path === file.path) {
+          this.viewer.hidden = true;
+          replace(this.viewer);
+        }
+        await this.load(space);
+        this.renderRecent();
+        announce(`${file.path} deleted`);
+        this.status.textContent = `${file.path} deleted.`;
+      },
+      opener,
+    });
   }
 
   /**
@@ -210,13 +304,24 @@ export class SpacesView {
       type: 'button', class: 'btn btn-small', 'aria-label': `Download ${file.name}`,
       onclick: () => saveBlob(blob, file.name),
     }, icon('download'), h('span', { class: 'label', text: 'Download' }));
+    const body = h('pre', { class: 'viewer-text', tabindex: '0', 'aria-labelledby': 'viewer-title' }, text);
     this.viewer.hidden = false;
     replace(this.viewer,
       h('header', { class: 'viewer-header' },
         h('h2', { class: 'viewer-title', id: 'viewer-title', tabindex: '-1', text: file.path }),
         h('div', { class: 'viewer-actions' }, download, close)),
       h('p', { class: 'viewer-meta', text: `${file.contentType || blob.type} · ${formatSize(file.size)}` }),
-      h('pre', { class: 'viewer-text', tabindex: '0', 'aria-labelledby': 'viewer-title' }, text));
+      body);
+    this.viewer.dataset.path = file.path;
     this.viewer.querySelector('#viewer-title').focus();
+    if (isMarkdown(file.name, file.contentType)) {
+      // Rendered by the server, sanitized (markdown.js); the plain text stays if that fails.
+      renderMarkdown(text).then((html) => {
+        if (this.viewer.dataset.path !== file.path || !body.isConnected) return;
+        const rendered = h('div', { class: 'viewer-markdown markdown', tabindex: '0', 'aria-labelledby': 'viewer-title' });
+        rendered.innerHTML = html;
+        body.replaceWith(rendered);
+      }, () => {});
+    }
   }
 }

@@ -8,7 +8,11 @@ import { downloadTo } from './download.js';
 import { renderMarkdown } from './markdown.js';
 import { ThreadEvents } from './sse.js';
 import { Composer } from './composer.js';
+import { confirmDialog } from './confirm.js';
 import { publishedCard, attachmentView, fileSendView, uploadChips } from './cards.js';
+
+/** Events of one sender this close together share one header. */
+const GROUP_MS = 5 * 60 * 1000;
 
 const STATUS_TEXT = {
   connecting: 'Connecting…',
@@ -46,8 +50,20 @@ export class ThreadView {
       type: 'button', class: 'btn btn-small new-hint', hidden: true,
       onclick: () => this.toBottom(),
     }, icon('arrow-down'), h('span', { class: 'label', text: 'New messages' }));
-    this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.empty, this.log, this.newHint);
-    this.composer = new Composer(thread.id, { onSent: (event) => this.add(event) });
+    // Until the replay reaches the thread's newest event (`lastEventId` when it was read), the
+    // log shows grey placeholder messages: a thread still loading never says "No messages yet".
+    this.empty.hidden = true;
+    this.caughtUp = false;
+    this.skeleton = h('div', { class: 'log-skeleton', role: 'status', 'aria-label': 'Loading messages' },
+      ...['from-agent', 'from-user', 'from-agent'].map((side) => h('div', { class: `bone ${side}` })));
+    this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.skeleton, this.empty, this.log, this.newHint);
+    this.uploadNodes = new Map(); // upload id → its own entry, until a message sends it
+    this.sentUploads = new Set(); // ids of uploads a message has sent
+    this.composer = new Composer(thread.id, {
+      onSent: (event) => this.add(event),
+      onUploaded: (upload) => this.showUpload(upload.id, false),
+      onDiscarded: (upload) => this.showUpload(upload.id, true),
+    });
     this.dropZone = h('div', { class: 'drop-overlay', 'aria-hidden': 'true' },
       h('div', { class: 'drop-box' }, icon('clip', 'icon icon-xl'), h('p', { text: 'Drop files to attach them' })));
     this.el = h('section', { class: 'thread', 'aria-labelledby': 'thread-title', dataset: { threadId: thread.id } },
@@ -149,6 +165,7 @@ export class ThreadView {
         this.statusEl.textContent = STATUS_TEXT[status] || status;
         this.statusEl.className = `conn conn-${status}`;
         this.el.dataset.connection = status;
+        if (status === 'live' && !(this.thread.lastEventId > 0)) this.markCaughtUp();
       },
       onFatal: (error) => {
         if (error.status === 404) this.onNotFound?.(error);
@@ -190,6 +207,14 @@ export class ThreadView {
     });
   }
 
+  /** The replay has shown everything the thread held when it was opened. */
+  markCaughtUp() {
+    if (this.caughtUp) return;
+    this.caughtUp = true;
+    this.skeleton.remove();
+    this.empty.hidden = this.log.childElementCount > 0;
+  }
+
   nearBottom() {
     const s = this.scroller;
     return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
@@ -202,6 +227,7 @@ export class ThreadView {
     if (!Number.isFinite(id) || this.seen.has(id)) return;
     const node = this.render(event);
     this.seen.set(id, node);
+    if (id >= (this.thread.lastEventId || 0)) this.markCaughtUp();
     if (!node) return;
     // The end of a publish turns its loading card into the file or the error, in place.
     const pending = event.publishId ? this.publishing.get(event.publishId) : null;
@@ -209,6 +235,7 @@ export class ThreadView {
       this.publishing.delete(event.publishId);
       node.dataset.eventId = pending.dataset.eventId;
       pending.replaceWith(node);
+      this.group(node);
       return;
     }
     if (event.type === 'file_publishing' && event.publishId) this.publishing.set(event.publishId, node);
@@ -220,12 +247,27 @@ export class ThreadView {
       else break;
     }
     this.log.insertBefore(node, before);
+    this.group(node);
+    const next = this.nextShown(node);
+    if (next) this.group(next);
     this.empty.hidden = true;
     if (stick || event.role === 'user') {
       this.toBottom();
     } else {
       this.newHint.hidden = false;
     }
+  }
+
+  /**
+   * An event from the same sender as the one before it, within GROUP_MS, continues it: its
+   * name, avatar and time are left out (`.continued`), as chat apps show a run of messages.
+   */
+  group(node) {
+    let prev = node.previousElementSibling;
+    while (prev && prev.hidden) prev = prev.previousElementSibling;
+    const continues = Boolean(prev) && prev.dataset.sender === node.dataset.sender
+      && Number(node.dataset.at) - Number(prev.dataset.at) < GROUP_MS;
+    node.classList.toggle('continued', continues);
   }
 
   toBottom() {
@@ -241,7 +283,7 @@ export class ThreadView {
       case 'file_published': return this.renderPublished(event);
       case 'file_publishing': return this.renderPublishing(event);
       case 'file_publish_failed': return this.renderPublishFailed(event);
-      case 'upload': return null; // shown as chips on the message that sends it
+      case 'upload': return this.renderUpload(event);
       default: return null;
     }
   }
@@ -252,16 +294,64 @@ export class ThreadView {
 
   frame(event, className, ...children) {
     const role = event.role === 'user' ? 'user' : 'agent';
-    return h('li', { class: `event ${className} from-${role}` },
+    return h('li', {
+      class: `event ${className} from-${role}`,
+      dataset: { sender: role === 'user' ? 'user' : `agent:${event.agentId || ''}`, at: String(Date.parse(event.timestamp) || 0) },
+    },
       h('div', { class: 'event-meta' },
+        h('span', { class: 'avatar', 'aria-hidden': 'true' }, icon(role === 'user' ? 'person' : 'agent')),
         h('span', { class: 'event-who', text: this.who(event) }),
         h('time', { class: 'event-time', datetime: event.timestamp || '', text: formatWhen(event.timestamp) })),
       ...children);
   }
 
+  /**
+   * An upload is shown on its own until a message sends it (then as that message's chip): so an
+   * upload made through the API or S3, with no message, is seen too. One still waiting in this
+   * page's composer is hidden, since its tile is there.
+   */
+  renderUpload(event) {
+    const upload = event.upload;
+    if (!upload?.id || this.sentUploads.has(upload.id)) return null;
+    const node = this.frame(event, 'event-upload',
+      uploadChips(this.thread.id, [upload], {
+        onOpen: (u, opener) => this.preview.openUpload(this.thread.id, u, opener),
+      }));
+    node.hidden = this.composer.holds(upload.id);
+    this.uploadNodes.set(upload.id, node);
+    return node;
+  }
+
+  /** Shows or hides an upload's own entry (the composer took it, or let it go). */
+  showUpload(uploadId, shown) {
+    const node = this.uploadNodes.get(uploadId);
+    if (!node || node.hidden === !shown) return;
+    node.hidden = !shown;
+    const next = this.nextShown(node);
+    if (next) this.group(next);
+    if (shown) this.group(node);
+  }
+
+  nextShown(node) {
+    let next = node.nextElementSibling;
+    while (next && next.hidden) next = next.nextElementSibling;
+    return next;
+  }
+
   renderMessage(event) {
     const text = typeof event.content === 'string' ? event.content.replace(HIDDEN_NOTE, '').trim() : '';
     const uploads = Array.isArray(event.uploads) ? event.uploads : [];
+    // The uploads it sends are shown on it from now on, not on their own.
+    for (const upload of uploads) {
+      this.sentUploads.add(upload.id);
+      const own = this.uploadNodes.get(upload.id);
+      if (own) {
+        const next = this.nextShown(own);
+        own.remove();
+        this.uploadNodes.delete(upload.id);
+        if (next) this.group(next);
+      }
+    }
     const files = Array.isArray(event.files) ? event.files : [];
     if (!text && !uploads.length && !files.length) return null;
     const bubble = text ? h('div', { class: 'bubble' }, text) : null;
@@ -430,44 +520,17 @@ function connectAgentDialog(thread, opener) {
   create.focus();
 }
 
-/**
- * Asks, in the page (never a browser prompt), whether to delete the thread with everything in
- * it; Delete sends DELETE /api/threads/{id} and calls `deleted`.
- */
+/** Asks before deleting the thread with everything in it; then calls `deleted`. */
 function deleteThreadDialog(thread, opener, deleted) {
-  const error = h('p', { class: 'form-error', role: 'alert', hidden: true });
-  const name = thread.title || 'Untitled thread';
-  const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, icon('trash'), h('span', { class: 'label', text: 'Delete thread' }));
-  const dialog = h('dialog', { class: 'dialog dialog-small', 'aria-labelledby': 'delete-dialog-title', 'aria-describedby': 'delete-dialog-text' },
-    h('header', { class: 'dialog-header' },
-      h('h2', { id: 'delete-dialog-title', text: `Delete “${name}”?` }),
-      h('button', { type: 'button', class: 'btn btn-icon', 'aria-label': 'Close', onclick: () => dialog.close() }, icon('close'))),
-    h('p', { id: 'delete-dialog-text', text: 'Its messages, your uploads, the files the agent published and its sandbox are deleted for good. Agent tokens of this thread stop working.' }),
-    error,
-    h('div', { class: 'dialog-actions' },
-      h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => dialog.close() }),
-      confirm));
-  confirm.addEventListener('click', async () => {
-    confirm.disabled = true;
-    error.hidden = true;
-    try {
-      await sendJson('DELETE', route('threads', thread.id));
-      dialog.close();
-      deleted();
-    } catch (e) {
-      error.textContent = `The thread was not deleted: ${e.message}`;
-      error.hidden = false;
-      confirm.disabled = false;
-    }
+  confirmDialog({
+    title: `Delete “${thread.title || 'Untitled thread'}”?`,
+    text: 'Its messages, your uploads, the files the agent published and its sandbox are deleted for good. Agent tokens of this thread stop working.',
+    action: 'Delete thread',
+    failure: 'The thread was not deleted',
+    run: () => sendJson('DELETE', route('threads', thread.id)),
+    done: deleted,
+    opener,
   });
-  dialog.addEventListener('close', () => {
-    dialog.remove();
-    if (opener?.isConnected) opener.focus();
-  });
-  document.body.append(dialog);
-  dialog.showModal();
-  // The safe choice has the focus.
-  dialog.querySelector('.dialog-actions .btn').focus();
 }
 
 export function threadNotFound(threadId) {

@@ -24,6 +24,7 @@ pub mod model_content;
 pub mod multipart;
 pub mod objects;
 pub mod pdf_pages;
+pub mod preview;
 pub mod principal;
 pub mod publish;
 pub mod resumable;
@@ -91,6 +92,35 @@ impl Default for Limits {
             preview_wait: DEFAULT_PREVIEW_WAIT,
             resumable_expiry: resumable::DEFAULT_EXPIRY,
             resumable_max_unfinished: resumable::DEFAULT_MAX_UNFINISHED,
+        }
+    }
+}
+
+/// The size limits a client can check a file against before sending it (`GET /api/limits`),
+/// each in bytes.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsView {
+    /// Largest file a person uploads into a thread (plain or resumable).
+    pub upload_max_bytes: u64,
+    /// Largest file written to a space.
+    pub space_max_bytes: u64,
+    /// Largest file written to a sandbox.
+    pub sandbox_max_bytes: u64,
+    /// Largest file an agent may publish (or attach in say mode).
+    pub publish_max_bytes: u64,
+    /// Largest file `send_file` sends inline.
+    pub send_file_max_bytes: u64,
+}
+
+impl From<&Limits> for LimitsView {
+    fn from(limits: &Limits) -> Self {
+        LimitsView {
+            upload_max_bytes: limits.upload_max_bytes,
+            space_max_bytes: limits.space_max_bytes,
+            sandbox_max_bytes: limits.sandbox_max_bytes,
+            publish_max_bytes: limits.publish_max_bytes,
+            send_file_max_bytes: ferry_core::send_file::MAX_SEND_FILE_BYTES,
         }
     }
 }

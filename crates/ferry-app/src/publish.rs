@@ -238,7 +238,7 @@ async fn store_revision(
         storage_path: ferry_core::storage_path::published(&attempt.thread_id, &filename),
         sandbox_path: path.display(),
         blob_key,
-        preview_kind: ferry_extract::preview_kind(&filename).as_str().to_owned(),
+        preview_kind: crate::preview::kind_of(&filename),
         filename,
     };
     let (revision, event) = app
@@ -310,65 +310,4 @@ pub async fn by_storage_path(
         .await?
         .filter(|r| r.thread_id == thread.id)
         .ok_or_else(|| Error::not_found(format!("File not found: {storage_path}")))
-}
-
-/// The generation of the HTML renderings: raised when what a rendering holds changes (a
-/// slide's charts named, its pictures shown), so renderings cached before are made again.
-const RENDERING: u32 = 2;
-
-/// The ETag of a revision's HTML rendering: its content and the rendering's generation.
-pub fn rendering_etag(revision: &Revision) -> String {
-    format!("\"html-{RENDERING}-{}\"", revision.sha256)
-}
-
-/// The sanitized HTML rendering of a revision. Renderings are cached by content and type, so
-/// a document is read by the extraction worker once, not on every view; a document that
-/// cannot be rendered is remembered too, so a hostile file costs a worker once, not on every
-/// view. A cache entry is shared by everyone who has the same bytes, so nothing in it may be
-/// theirs: the document is rendered under a neutral name (only its extension matters), never
-/// the name its owner gave it.
-pub async fn rendered_html(app: &App, revision: &Revision) -> Result<String> {
-    let entry = format!(
-        "html/{RENDERING}/{}{}.html",
-        revision.sha256,
-        revision.file_type.replace('.', "-")
-    );
-    if let Some(html) = app
-        .cache
-        .read(&entry)
-        .await
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-    {
-        return Ok(html);
-    }
-    let source = app.blobs.local_copy(&revision.blob_key).await?;
-    let neutral_name = format!("document{}", revision.file_type);
-    let owner = app
-        .db
-        .thread(&revision.thread_id)
-        .await?
-        .map(|t| t.owner)
-        .unwrap_or_default();
-    let html = match app
-        .extractor
-        .render_html(&owner, source.path(), &neutral_name)
-        .await
-    {
-        Ok(html) => html,
-        // A document that cannot be rendered gets a page saying so.
-        Err(e) => failure_page(&e.to_string()),
-    };
-    app.cache.write(&entry, html.clone().into_bytes()).await;
-    Ok(html)
-}
-
-fn failure_page(reason: &str) -> String {
-    format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Preview</title>\
-         <style>{}</style></head>\
-         <body><p>This preview could not be made: {}.</p><p>Download the file to view it.</p>\
-         </body></html>",
-        ferry_extract::PREVIEW_STYLE,
-        ferry_core::attachment::escape(reason)
-    )
 }

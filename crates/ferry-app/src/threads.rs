@@ -21,6 +21,9 @@ pub struct ThreadView {
     pub title: Option<String>,
     pub owner: String,
     pub created_at: String,
+    /// The id of the thread's newest event when this was read (0: none yet). A client that
+    /// replays the event stream has caught up once it has seen this id.
+    pub last_event_id: i64,
     /// The sandbox's folder on the server's host; told to agent and service_role tokens only,
     /// and only where sandboxes are folders (not when they live in the blob store).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -41,6 +44,7 @@ impl ThreadView {
             title: thread.title,
             owner: thread.owner,
             created_at: thread.created_at.rfc3339(),
+            last_event_id: thread.last_event,
             sandbox_dir,
         }
     }

@@ -35,6 +35,9 @@ pub struct UploadView {
     pub sha256: String,
     /// `image` or `document`.
     pub kind: String,
+    /// How the preview panel shows it (`GET …/uploads/{id}/preview`): `image`, `pdf`, `html`
+    /// (a rendered document) or `none`.
+    pub preview_kind: String,
     pub storage_path: String,
     pub sandbox_path: String,
     pub preview: Option<String>,
@@ -57,6 +60,7 @@ impl From<&Upload> for UploadView {
             size: u.size,
             sha256: u.sha256.clone(),
             kind: u.kind.clone(),
+            preview_kind: crate::preview::kind_of(&u.file_name),
             storage_path: u.storage_path.clone(),
             sandbox_path: u.sandbox_path.clone(),
             preview: u.preview.clone(),

@@ -1,8 +1,8 @@
 //! The web UI (docs/reference/web-ui.md): plain HTML, CSS and ES modules from `web/`, embedded in the
 //! binary (a debug build reads them from the source tree instead).
 //!
-//! - `/`, `/t/{thread}`, `/spaces` and `/spaces/{…}` answer the app's page, so each of those
-//!   addresses survives a reload or a shared link; the page's script reads the address.
+//! - `/`, `/t/{thread}`, `/spaces`, `/spaces/{…}` and `/settings` answer the app's page, so
+//!   each of those addresses survives a reload or a shared link; the page's script reads it.
 //! - Assets live under `/assets/{version}/…`, where the version is a digest of every embedded
 //!   file. The page names its script and stylesheet with the current version and the modules
 //!   import each other by relative paths, so a release's assets can be cached for good: a new
@@ -82,6 +82,7 @@ pub fn routes() -> Router<AppState> {
         .route("/t/{thread}", get(page))
         .route("/spaces", get(page))
         .route("/spaces/{*rest}", get(page))
+        .route("/settings", get(page))
         .route("/assets/{version}/{*path}", get(asset))
         .route("/favicon.ico", get(favicon))
 }

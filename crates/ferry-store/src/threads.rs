@@ -14,6 +14,9 @@ pub struct Thread {
     pub owner: String,
     pub title: Option<String>,
     pub created_at: Timestamp,
+    /// The id of its newest event (0 before the first): a client that has shown this one has
+    /// caught up with the thread as it was read.
+    pub last_event: i64,
 }
 
 fn thread_from_row(row: &AnyRow) -> Result<Thread, sqlx::Error> {
@@ -22,10 +25,11 @@ fn thread_from_row(row: &AnyRow) -> Result<Thread, sqlx::Error> {
         owner: row.try_get("owner")?,
         title: row.try_get("title")?,
         created_at: Timestamp(row.try_get("created_at")?),
+        last_event: row.try_get("last_event")?,
     })
 }
 
-const THREAD: &str = "SELECT id, owner, title, created_at FROM threads WHERE id = $1";
+const THREAD: &str = "SELECT id, owner, title, created_at, last_event FROM threads WHERE id = $1";
 
 impl Db {
     pub async fn create_thread(&self, owner: &str, title: Option<&str>) -> Result<Thread, Error> {
@@ -34,6 +38,7 @@ impl Db {
             owner: owner.to_owned(),
             title: title.map(str::to_owned),
             created_at: Timestamp(now_millis()),
+            last_event: 0,
         };
         sqlx::query("INSERT INTO threads (id, owner, title, created_at) VALUES ($1, $2, $3, $4)")
             .bind(&thread.id)
@@ -56,6 +61,7 @@ impl Db {
                         owner: row.get(1)?,
                         title: row.get(2)?,
                         created_at: Timestamp(row.get(3)?),
+                        last_event: row.get(4)?,
                     })
                 })
             });
@@ -69,25 +75,24 @@ impl Db {
 
     /// The threads of one owner (or of everyone), newest first.
     pub async fn threads(&self, owner: Option<&str>) -> Result<Vec<Thread>, Error> {
-        let rows = match owner {
-            Some(owner) => {
-                sqlx::query(
-                    "SELECT id, owner, title, created_at FROM threads WHERE owner = $1 \
+        let rows =
+            match owner {
+                Some(owner) => sqlx::query(
+                    "SELECT id, owner, title, created_at, last_event FROM threads WHERE owner = $1 \
                      ORDER BY created_at DESC, id DESC",
                 )
                 .bind(owner)
                 .fetch_all(self.pool())
-                .await?
-            }
-            None => {
-                sqlx::query(
-                    "SELECT id, owner, title, created_at FROM threads \
+                .await?,
+                None => {
+                    sqlx::query(
+                        "SELECT id, owner, title, created_at, last_event FROM threads \
                      ORDER BY created_at DESC, id DESC",
-                )
-                .fetch_all(self.pool())
-                .await?
-            }
-        };
+                    )
+                    .fetch_all(self.pool())
+                    .await?
+                }
+            };
         Ok(rows.iter().map(thread_from_row).collect::<Result<_, _>>()?)
     }
 

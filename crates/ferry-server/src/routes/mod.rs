@@ -4,6 +4,7 @@ pub mod fs_transfer;
 pub mod markdown;
 pub mod model_content;
 pub mod pages;
+pub mod preview;
 pub mod published;
 pub mod resumable;
 pub mod s3_keys;

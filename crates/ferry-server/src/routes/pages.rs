@@ -10,7 +10,8 @@ use ferry_app::pdf_pages::{self, PageImage};
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery};
-use crate::routes::published::{PREVIEW_CSP, RevisionParams};
+use crate::routes::preview::PREVIEW_CSP;
+use crate::routes::published::RevisionParams;
 use crate::serve::header_value;
 use crate::state::AppState;
 

@@ -2,22 +2,20 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use ferry_app::preview::Preview;
 use ferry_app::publish::Revision;
 use ferry_app::publish::{self, Publication, PublishedView};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::serve::{Servable, attachment_disposition, header_value, serve_blob, serve_download};
+use crate::routes::preview::serve_preview;
+use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
-
-/// The Content-Security-Policy of `html` and `image` previews (docs/reference/publish.md): the
-/// one of all stored bytes, under which nothing may load or run.
-pub use ferry_core::content_type::SANDBOXED_CSP as PREVIEW_CSP;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -181,95 +179,7 @@ pub async fn preview(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let revision = publish::revision(&state.app, &principal, &id, &pid, params.revision).await?;
-    let servable = |content_type: &'static str, disposition: String| Servable {
-        blob_key: &revision.blob_key,
-        size: revision.file_size,
-        content_type,
-        sha256: &revision.sha256,
-        modified: revision.published_at,
-        disposition: Some(disposition),
-    };
-    let inline = format!(
-        "inline{}",
-        attachment_disposition(&revision.filename).trim_start_matches("attachment")
-    );
-    let mut response = match revision.preview_kind.as_str() {
-        "image" => {
-            // The type comes from ferry's own table, never from the file: an SVG is always
-            // image/svg+xml, and with the CSP below it cannot run script even if opened alone.
-            let content_type = match revision.file_type.as_str() {
-                ".png" => "image/png",
-                ".jpg" | ".jpeg" => "image/jpeg",
-                ".gif" => "image/gif",
-                ".webp" => "image/webp",
-                ".svg" => "image/svg+xml",
-                _ => return Err(no_preview()),
-            };
-            let mut response = serve_blob(
-                &state.app,
-                &method,
-                &headers,
-                servable(content_type, inline),
-            )
-            .await?;
-            response.headers_mut().insert(
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(PREVIEW_CSP),
-            );
-            response
-        }
-        "pdf" => {
-            // No CSP sandbox here: it would stop the browser's own PDF viewer.
-            serve_blob(
-                &state.app,
-                &method,
-                &headers,
-                servable("application/pdf", inline),
-            )
-            .await?
-        }
-        "html" => {
-            let html = publish::rendered_html(&state.app, &revision).await?;
-            let mut response = (
-                [
-                    (
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("text/html; charset=utf-8"),
-                    ),
-                    (
-                        header::CACHE_CONTROL,
-                        HeaderValue::from_static("private, max-age=3600"),
-                    ),
-                    (
-                        header::ETAG,
-                        header_value(&publish::rendering_etag(&revision))?,
-                    ),
-                ],
-                html,
-            )
-                .into_response();
-            response.headers_mut().insert(
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(PREVIEW_CSP),
-            );
-            response
-        }
-        _ => return Err(no_preview()),
-    };
-    let h = response.headers_mut();
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    Ok(response)
-}
-
-fn no_preview() -> ApiError {
-    ApiError::new(
-        ErrorCode::NotFound,
-        "Preview not available — download to view",
-    )
+    serve_preview(&state, &method, &headers, &Preview::of_revision(&revision)).await
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

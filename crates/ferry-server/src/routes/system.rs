@@ -9,8 +9,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::auth::Principal;
 use crate::error::ApiError;
 use crate::state::AppState;
+use ferry_app::LimitsView;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
@@ -32,6 +34,17 @@ pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiE
         )
     })?;
     Ok(Json(Health { status: "ok" }))
+}
+
+/// The size limits this server enforces, so a client can tell a person before sending a file
+/// that it is too large. Any valid token may ask.
+#[utoipa::path(
+    get, path = "/api/limits", tag = "system",
+    responses((status = 200, body = LimitsView, description = "The size limits, in bytes"), (status = 401, description = "UNAUTHENTICATED")),
+    security(("bearer" = []))
+)]
+pub async fn limits(State(state): State<AppState>, _principal: Principal) -> Json<LimitsView> {
+    Json(LimitsView::from(&state.app.limits))
 }
 
 /// Prometheus metrics in the text exposition format.

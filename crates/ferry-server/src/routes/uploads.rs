@@ -7,6 +7,7 @@ use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::Response;
 use ferry_app::body::Incoming;
+use ferry_app::preview::Preview;
 use ferry_app::uploads::{self, UploadView};
 use ferry_core::path::upload_file_name;
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery, raw_segment};
 use crate::openapi::{FileBytes, UploadForm};
+use crate::routes::preview::serve_preview;
 use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
 use crate::write_headers::{declared_length, usable_content_type};
@@ -147,6 +149,29 @@ pub async fn content(
         disposition: None,
     };
     serve_download(&state.app, &method, &headers, file, &upload.file_name).await
+}
+
+/// Previews one of the thread's uploads as the preview panel shows a published file: by its
+/// `previewKind` (an image or a PDF inline, a document as sanitized HTML).
+#[utoipa::path(
+    get, path = "/api/threads/{id}/uploads/{upload_id}/preview", tag = "uploads",
+    operation_id = "upload_preview",
+    params(("id" = String, Path), ("upload_id" = String, Path)),
+    responses(
+        (status = 200, description = "image: the image; pdf: application/pdf inline; html: sanitized HTML"),
+        (status = 404, description = "NOT_FOUND, or previewKind none"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn preview(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath((id, upload_id)): ApiPath<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let upload = uploads::get(&state.app, &principal, &id, &upload_id).await?;
+    serve_preview(&state, &method, &headers, &Preview::of_upload(&upload)).await
 }
 
 fn malformed(cause: impl std::fmt::Display) -> ApiError {

@@ -644,3 +644,21 @@ async fn deleting_a_thread_removes_everything_in_it() {
         b"kept"
     );
 }
+
+/// A thread tells the id of its newest event, so a client replaying the stream knows when it has
+/// caught up (and that a thread without events is empty, not loading).
+#[tokio::test]
+async fn a_thread_tells_its_newest_event() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let newest = |reply: support::Reply| reply.json()["lastEventId"].clone();
+    assert_eq!(newest(app.get(&t.url(""), &t.user).await), 0);
+    for text in ["one", "two"] {
+        app.post_json(&t.url("/messages"), &t.agent, json!({ "text": text }))
+            .await
+            .expect(201, None);
+    }
+    assert_eq!(newest(app.get(&t.url(""), &t.user).await), 2);
+    let listed = app.get("/api/threads", &t.user).await.json();
+    assert_eq!(listed["threads"][0]["lastEventId"], 2);
+}

@@ -1033,3 +1033,94 @@ async fn an_upload_cut_off_by_the_client_leaves_nothing() {
     assert!(files_below(&dir.join("user_uploads"), &[]).is_empty());
     assert!(blob_files(&app).is_empty(), "{:?}", blob_files(&app));
 }
+
+/// A person opens their own upload in the preview panel as they open a published file: by its
+/// `previewKind`, through the one preview function, with the same headers.
+#[tokio::test]
+async fn an_upload_previews_by_its_kind_with_the_preview_headers() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let preview = |id: &str| t.url(&format!("/uploads/{id}/preview"));
+    let csp = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox";
+
+    // A document: sanitized HTML, under the sandboxing CSP.
+    let md = b"# Plan\n\n<script>alert(1)</script>\n\n- **open** the shop\n";
+    let doc = upload_one(&app, &t, "plan.md", md).await;
+    assert_eq!(doc["previewKind"], "html");
+    let reply = app
+        .get(&preview(doc["id"].as_str().unwrap()), &t.user)
+        .await;
+    reply.expect(200, None);
+    assert_eq!(
+        reply.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(reply.header("content-security-policy"), Some(csp));
+    let body = reply.text();
+    assert!(body.contains("<strong>open</strong>"), "{body}");
+    assert!(!body.to_ascii_lowercase().contains("<script"), "{body}");
+
+    // An image: itself, its type from ferry's table.
+    let image = png(6, 4);
+    let img = upload_one(&app, &t, "shop.png", &image).await;
+    assert_eq!(img["previewKind"], "image");
+    let reply = app
+        .get(&preview(img["id"].as_str().unwrap()), &t.user)
+        .await;
+    reply.expect(200, None);
+    assert_eq!(reply.header("content-type"), Some("image/png"));
+    assert_eq!(reply.header("content-security-policy"), Some(csp));
+    assert_eq!(reply.body, image);
+
+    // A PDF: inline, without the sandbox (the browser's viewer must run).
+    let pdf = fixture("two-pages.pdf");
+    let paper = upload_one(&app, &t, "paper.pdf", &pdf).await;
+    assert_eq!(paper["previewKind"], "pdf");
+    let reply = app
+        .get(&preview(paper["id"].as_str().unwrap()), &t.user)
+        .await;
+    reply.expect(200, None);
+    assert_eq!(reply.header("content-type"), Some("application/pdf"));
+    assert!(
+        reply
+            .header("content-disposition")
+            .unwrap()
+            .starts_with("inline")
+    );
+    assert_eq!(reply.body, pdf);
+
+    // No preview for a file of no known kind; nothing for another user.
+    let raw = upload_one(&app, &t, "tool.exe", b"MZ\x90\x00").await;
+    assert_eq!(raw["previewKind"], "none");
+    app.get(&preview(raw["id"].as_str().unwrap()), &t.user)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    app.get(&preview(doc["id"].as_str().unwrap()), &app.user("mallory"))
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    app.get(&preview("no-such-upload"), &t.user)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+}
+
+/// `GET /api/limits` tells any caller the sizes the server enforces, so a client can refuse a
+/// file before sending it.
+#[tokio::test]
+async fn the_limits_are_told_to_any_valid_token() {
+    let app = TestApp::with(|c| c.limits.upload_max_bytes = 12_345).await;
+    let t = thread(&app, "alice").await;
+    for token in [&t.user, &t.agent] {
+        let reply = app.get("/api/limits", token).await;
+        reply.expect(200, None);
+        let limits = reply.json();
+        assert_eq!(limits["uploadMaxBytes"], 12_345);
+        assert_eq!(limits["sendFileMaxBytes"], 20_480);
+        for field in ["spaceMaxBytes", "sandboxMaxBytes", "publishMaxBytes"] {
+            assert!(limits[field].as_u64().unwrap() > 0, "{field}: {limits}");
+        }
+    }
+    app.send("GET", "/api/limits", None, &[], Body::empty())
+        .await
+        .expect(401, Some("UNAUTHENTICATED"));
+}

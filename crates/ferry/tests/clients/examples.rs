@@ -303,8 +303,8 @@ async fn the_langgraph_agent_uses_ferrys_tools_over_both_transports() {
     );
 }
 
-/// Every file the README's walk-through sends (`-F "file=@PATH"`, `--data-binary @PATH`) is in
-/// the repository, so a newcomer's first upload does not fail on a missing file.
+/// Every file the README's walk-through sends (`-F "file=@$REPO/PATH"`, `--data-binary @PATH`)
+/// is in the repository, so a newcomer's first upload does not fail on a missing file.
 #[test]
 fn the_readme_walkthrough_sends_files_that_exist() {
     let root = example("..");
@@ -313,6 +313,7 @@ fn the_readme_walkthrough_sends_files_that_exist() {
         .split('@')
         .skip(1)
         .filter_map(|rest| rest.split(['"', ' ', '\n', '\'']).next())
+        .map(|path| path.strip_prefix("$REPO/").unwrap_or(path))
         .filter(|path| path.contains('/') || path.contains('.'))
         .filter(|path| !path.is_empty())
         .collect();
