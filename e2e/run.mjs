@@ -677,6 +677,11 @@ step('a dropped connection resumes with no gap and no duplicate', async () => {
   // Make sure the stream notices (offline emulation fails requests; a drop is a drop).
   await page.evaluate(() => window.ferryDebug.stream.reconnectNow());
   await page.locator('.conn-reconnecting').waitFor();
+  // A message sent while offline fails and says so; the text stays in the box.
+  await page.getByLabel('Message', { exact: true }).fill('Sent while offline');
+  await page.keyboard.press('Enter');
+  const sendError = page.locator('.composer-error', { hasText: 'The message was not sent' });
+  await sendError.waitFor();
   for (let i = 1; i <= 3; i++) {
     await agent.post(`/api/threads/${S.threadId}/messages`, { text: `While you were away ${i}` });
   }
@@ -684,6 +689,10 @@ step('a dropped connection resumes with no gap and no duplicate', async () => {
   await cdp.detach();
   await page.locator('.event-message', { hasText: 'While you were away 3' }).waitFor({ timeout: 30000 });
   await page.locator('.conn-live').waitFor();
+  // Back online, the stale error goes; what was typed is still there.
+  await sendError.waitFor({ state: 'hidden' });
+  assert.equal(await page.getByLabel('Message', { exact: true }).inputValue(), 'Sent while offline');
+  await page.getByLabel('Message', { exact: true }).fill('');
   await agent.post(`/api/threads/${S.threadId}/messages`, { text: 'Welcome back' });
   await page.locator('.event-message', { hasText: 'Welcome back' }).waitFor();
   const ids = await page.locator('.log > li').evaluateAll((els) => els.map((e) => Number(e.dataset.eventId)));
@@ -1150,6 +1159,22 @@ step('readable at 375 px and at 1440 px', async () => {
   await page.goto(`${S.ferry.base}/spaces/notes`);
   await page.getByRole('list', { name: 'Files in notes' }).waitFor();
   await shot(page, '23-spaces-375');
+  // The thread, a space and the settings, light and dark, fit a phone's width.
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const [path, ready] of [
+      [`/t/${encodeURIComponent(S.threadId)}`, page.locator('.conn-live')],
+      ['/spaces/notes', page.getByRole('list', { name: 'Files in notes' })],
+      ['/settings', page.getByRole('heading', { name: 'Settings', level: 1 })],
+    ]) {
+      await page.goto(`${S.ferry.base}${path}`);
+      await ready.waitFor();
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(over <= 0, `${path} at 375 px, ${scheme}: ${over}px too wide`);
+    }
+    await shot(page, `25-settings-375-${scheme}`);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
   // Signed out on a short phone screen, the sign-in card starts on screen and scrolls whole.
   const signedOut = await S.context.newPage();
   await signedOut.setViewportSize({ width: 375, height: 420 });

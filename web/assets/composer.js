@@ -94,6 +94,16 @@ export class Composer {
     this.text.focus();
   }
 
+  /**
+   * The thread's connection is back: an error that only said the server could not be reached is
+   * stale now (what was typed is still in the box, to send again).
+   */
+  connectionBack() {
+    if (!this.offlineError) return;
+    this.offlineError = false;
+    this.error.hidden = true;
+  }
+
   /** Whether the upload with this id waits in the composer to be sent. */
   holds(uploadId) {
     return this.items.some((i) => i.state === 'done' && i.upload?.id === uploadId);
@@ -318,6 +328,7 @@ export class Composer {
     } catch (e) {
       this.error.textContent = `The message was not sent: ${e.message}`;
       this.error.hidden = false;
+      this.offlineError = e.status === 0;
     } finally {
       this.sending = false;
       this.refresh();

@@ -166,6 +166,7 @@ export class ThreadView {
         this.statusEl.className = `conn conn-${status}`;
         this.el.dataset.connection = status;
         if (status === 'live' && !(this.thread.lastEventId > 0)) this.markCaughtUp();
+        if (status === 'live') this.composer.connectionBack();
       },
       onFatal: (error) => {
         if (error.status === 404) this.onNotFound?.(error);

@@ -620,6 +620,90 @@ mod tests {
         );
     }
 
+    /// Every number `serve --help` gives as a default (`[default: N]`) is the value a server
+    /// started without that setting runs with, so the help cannot drift from the code.
+    #[test]
+    fn the_helps_defaults_are_the_defaults() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let c = ServeArgs {
+            data: Some(dir.path().join("data")),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap()
+        .config;
+        let running: &[(&str, u64)] = &[
+            ("sweep-grace-secs", c.sweep_grace.as_secs()),
+            ("space-max-bytes", c.limits.space_max_bytes),
+            ("sandbox-max-bytes", c.limits.sandbox_max_bytes),
+            ("upload-max-bytes", c.limits.upload_max_bytes),
+            ("publish-max-bytes", c.limits.publish_max_bytes),
+            ("preview-max-chars", c.limits.preview_max_chars as u64),
+            (
+                "header-timeout-secs",
+                c.connections.header_timeout.as_secs(),
+            ),
+            ("body-idle-timeout-secs", c.body_idle_timeout.as_secs()),
+            ("max-connections", c.connections.max_connections as u64),
+            ("drain-timeout-secs", c.connections.drain_timeout.as_secs()),
+            (
+                "max-streams-per-principal",
+                c.max_streams_per_principal as u64,
+            ),
+            (
+                "sandbox-ops-per-thread",
+                c.sandbox_limits.concurrent_ops as u64,
+            ),
+            (
+                "sandbox-op-timeout-secs",
+                c.sandbox_limits.op_timeout.as_secs(),
+            ),
+            ("extract-timeout-secs", c.extract.timeout.as_secs()),
+            ("extract-memory-bytes", c.extract.memory_bytes),
+            ("preview-wait-secs", c.limits.preview_wait.as_secs()),
+            ("resumable-expiry-secs", c.limits.resumable_expiry.as_secs()),
+            (
+                "resumable-max-unfinished",
+                c.limits.resumable_max_unfinished,
+            ),
+            ("webhook-timeout-secs", c.webhooks.timeout.as_secs()),
+        ];
+        let mut checked = 0;
+        for arg in Serve::command().get_arguments() {
+            let (Some(long), Some(help)) = (arg.get_long(), arg.get_help()) else {
+                continue;
+            };
+            let help = help.to_string();
+            let Some(default) = help.split("[default: ").nth(1) else {
+                continue;
+            };
+            let Ok(number) = default.trim_end_matches(']').trim().parse::<u64>() else {
+                continue; // words (`none`, `the number of CPUs`, an address), not a number
+            };
+            let value = running
+                .iter()
+                .find(|(flag, _)| *flag == long)
+                .unwrap_or_else(|| panic!("--{long} says [default: {number}]: list it here"))
+                .1;
+            assert_eq!(
+                value, number,
+                "--{long}: the help says {number}, a server runs with {value}"
+            );
+            checked += 1;
+        }
+        assert_eq!(
+            checked,
+            running.len(),
+            "every listed setting has a numeric default in its help"
+        );
+    }
+
     #[test]
     fn a_jwks_needs_an_issuer_and_an_issuer_needs_a_jwks() {
         let refused = |args: ServeArgs| {
