@@ -73,12 +73,9 @@ pub fn kind_of(file_name: &str) -> String {
     ferry_extract::preview_kind(file_name).as_str().to_owned()
 }
 
+/// The extension a preview is made by, as a published revision records it (`.docx`, or empty).
 fn extension_of(file_name: &str) -> String {
-    std::path::Path::new(file_name)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| format!(".{}", e.to_ascii_lowercase()))
-        .unwrap_or_default()
+    ferry_core::send_file::extension_of(file_name).unwrap_or_default()
 }
 
 /// The generation of the HTML renderings: raised when what a rendering holds changes (a
