@@ -23,6 +23,7 @@ pub mod messages;
 pub mod model_content;
 pub mod multipart;
 pub mod objects;
+mod open;
 pub mod pdf_pages;
 pub mod preview;
 pub mod principal;
@@ -41,6 +42,7 @@ mod testing;
 
 pub use access::Action;
 pub use error::{Error, Result, describe_bytes};
+pub use open::{OpenError, SandboxLimits, Settings};
 pub use principal::{Principal, Recorded};
 
 use ferry_extract::Extractor;
@@ -129,16 +131,16 @@ impl From<&Limits> for LimitsView {
 #[derive(Debug, Clone)]
 pub struct App(Arc<Inner>);
 
-/// What an [`App`] is made of, as the server opens it.
+/// What an [`App`] is made of: the stores [`App::open`] chose (or a test made).
 #[derive(Debug)]
-pub struct Parts {
-    pub db: Db,
-    pub blobs: Blobs,
-    pub sandboxes: Sandboxes,
-    pub extractor: Extractor,
-    pub limits: Limits,
-    pub skills_dir: Option<PathBuf>,
-    pub cache: cache::DerivedCache,
+pub(crate) struct Parts {
+    pub(crate) db: Db,
+    pub(crate) blobs: Blobs,
+    pub(crate) sandboxes: Sandboxes,
+    pub(crate) extractor: Extractor,
+    pub(crate) limits: Limits,
+    pub(crate) skills_dir: Option<PathBuf>,
+    pub(crate) cache: cache::DerivedCache,
 }
 
 /// The stores are this crate's alone: a door reaches them only through a use case (the
@@ -170,7 +172,7 @@ impl std::ops::Deref for App {
 }
 
 impl App {
-    pub fn new(parts: Parts) -> App {
+    pub(crate) fn new(parts: Parts) -> App {
         App(Arc::new(Inner {
             db: parts.db,
             blobs: parts.blobs,

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use ferry_core::SandboxPath;
+use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
 pub use ferry_store::sandbox::{OpenedFile, SandboxEntry};
 use ferry_store::spaces::WriteCondition;
@@ -128,7 +129,7 @@ pub(crate) async fn announce(
                     extra.insert("destination".into(), destination.into());
                 }
                 if let Some(etag) = change.etag {
-                    extra.insert("etag".into(), format!("\"{etag}\"").into());
+                    extra.insert("etag".into(), quoted_etag(&etag).into());
                 }
                 if let Some(size) = change.size {
                     extra.insert("size".into(), size.into());

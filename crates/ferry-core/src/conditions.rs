@@ -2,6 +2,12 @@
 //! `If-None-Match`, and how the four conditions of a read are evaluated. Every door reads
 //! its own headers (HTTP's, S3's) into these values; the evaluation is this one.
 
+/// A file's entity tag as an `ETag` header, a listing and an event show it: quoted, strong.
+/// Stored tags are kept bare (a content hash); this is the one place the quotes are added.
+pub fn quoted_etag(tag: &str) -> String {
+    format!("\"{tag}\"")
+}
+
 /// The entity tags of an `If-Match` / `If-None-Match` header: `*`, or a list of tags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TagList {
@@ -116,6 +122,17 @@ impl ReadConditions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quoted_etag_is_what_if_match_reads_back() {
+        let tag = quoted_etag("3a7bd3e2");
+        assert_eq!(tag, "\"3a7bd3e2\"");
+        assert_eq!(
+            TagList::parse(&tag),
+            Some(TagList::Tags(vec![("3a7bd3e2".into(), false)]))
+        );
+        assert_eq!(crate::agent_files::bare_etag(&tag), "3a7bd3e2");
+    }
 
     #[test]
     fn tag_lists() {

@@ -9,6 +9,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
+use ferry_core::agent_files::bare_etag;
+use ferry_core::conditions::quoted_etag;
 use ferry_core::error_code::ErrorCode;
 use ferry_core::timestamp::Timestamp;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
@@ -372,10 +374,10 @@ impl FerryMcp {
         let mut headers = HeaderMap::new();
         if let Some(tag) = &args.if_match {
             // The etag as listings show it, quoted or not.
-            let quoted = if tag.starts_with('"') || tag == "*" {
+            let quoted = if tag == "*" {
                 tag.clone()
             } else {
-                format!("\"{tag}\"")
+                quoted_etag(bare_etag(tag))
             };
             let value = HeaderValue::try_from(quoted).map_err(|_| {
                 envelope(

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use ferry_app::objects::Destination;
 use ferry_app::{Action, App, Principal, access};
 use ferry_core::Timestamp;
-use ferry_core::conditions::{TagList, Unmet};
+use ferry_core::conditions::{TagList, Unmet, quoted_etag};
 use futures::Stream;
 use futures::stream::BoxStream;
 use s3s::dto::*;
@@ -215,7 +215,7 @@ impl ReadConditions<'_> {
                 // A 304 still says which version the client's copy is, as S3's does.
                 let mut error = s3_error!(NotModified);
                 let mut headers = http::HeaderMap::new();
-                if let Ok(etag) = http::HeaderValue::try_from(format!("\"{}\"", found.etag)) {
+                if let Ok(etag) = http::HeaderValue::try_from(quoted_etag(&found.etag)) {
                     headers.insert(http::header::ETAG, etag);
                 }
                 if let Ok(modified) = http::HeaderValue::try_from(found.modified.http_date()) {

@@ -1,8 +1,8 @@
 //! The settings a server runs with, already resolved from flags, environment and `ferry.toml`
 //! by the binary.
 
+use ferry_app::SandboxLimits;
 use ferry_extract::ExtractorConfig;
-use ferry_store::sandbox::SandboxLimits;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,7 +4,7 @@ use ferry_app::spaces::SpaceEntry;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::serve::etag;
+use crate::serve::quoted_etag;
 
 /// One entry of a listing: a file, or (non-recursive listings only) a folder.
 #[derive(Debug, Serialize, ToSchema)]
@@ -48,7 +48,7 @@ impl FileEntry {
             kind: "file",
             size: Some(size),
             content_type: Some(content_type),
-            etag: Some(etag(sha256)),
+            etag: Some(quoted_etag(sha256)),
             updated_at: Some(updated_at.rfc3339()),
         }
     }
@@ -89,7 +89,7 @@ impl WriteResult {
     /// upload).
     pub fn of_space_write(written: ferry_app::spaces::Written) -> WriteResult {
         WriteResult {
-            etag: etag(&written.file.sha256),
+            etag: quoted_etag(&written.file.sha256),
             path: written.file.path,
             size: written.file.size,
             content_type: written.file.content_type,

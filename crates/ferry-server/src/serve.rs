@@ -24,12 +24,7 @@ pub struct Servable<'a> {
     pub disposition: Option<String>,
 }
 
-/// The strong ETag of a blob: its SHA-256 in quotes.
-pub fn etag(sha256: &str) -> String {
-    format!("\"{sha256}\"")
-}
-
-pub use ferry_core::conditions::TagList;
+pub use ferry_core::conditions::{TagList, quoted_etag};
 
 /// What [`TagList::parse`] accepts, as a regular expression for the OpenAPI document: `*`, or
 /// quoted tags (weak ones with `W/`) separated by commas.
@@ -169,7 +164,7 @@ where
     F: FnOnce(Option<Range<u64>>) -> Fut,
     Fut: std::future::Future<Output = std::io::Result<BlobRead>>,
 {
-    let tag = etag(file.validator);
+    let tag = quoted_etag(file.validator);
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, header_value(&tag)?);
     headers.insert(

@@ -1,9 +1,6 @@
 //! What every handler shares.
 
 use ferry_app::App;
-use ferry_extract::Extractor;
-use ferry_store::sandbox::Sandboxes;
-use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 use std::sync::{Arc, OnceLock};
 
 use crate::auth::Auth;
@@ -40,24 +37,19 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Opens the stores the configuration names.
+    /// Opens the application over the stores the configuration names.
     pub async fn open(config: Config) -> anyhow::Result<AppState> {
-        std::fs::create_dir_all(&config.data_dir)?;
-        let db = Db::open(&config.database_url).await?;
-        let blobs = match &config.blob_url {
-            None => Blobs::Local(LocalBlobs::open(config.data_dir.join("blobs"))?),
-            Some(url) => Blobs::Object(ObjectBlobs::s3_from_env(
-                url,
-                config.data_dir.join("spool"),
-            )?),
-        };
-        let sandboxes = match (&config.sandbox_dir, &blobs) {
-            (Some(dir), _) => Sandboxes::local(dir, config.sandbox_limits)?,
-            (None, Blobs::Local(_)) => {
-                Sandboxes::local(config.data_dir.join("sandboxes"), config.sandbox_limits)?
-            }
-            (None, Blobs::Object(_)) => Sandboxes::stored(db.clone(), blobs.clone()),
-        };
+        let app = App::open(ferry_app::Settings {
+            database_url: config.database_url.clone(),
+            blob_url: config.blob_url.clone(),
+            data_dir: config.data_dir.clone(),
+            sandbox_dir: config.sandbox_dir.clone(),
+            sandbox_limits: config.sandbox_limits,
+            limits: config.limits.clone(),
+            skills_dir: config.skills_dir.clone(),
+            extract: config.extract.clone(),
+        })
+        .await?;
         let mut auth = Auth::new(&config.jwt_secret);
         if let Some(provider) = &config.identity_provider {
             auth = auth.with_provider(provider);
@@ -76,7 +68,6 @@ impl AppState {
                 None => {}
             }
         }
-        let extractor = Extractor::new(config.extract.clone());
         let signer = LinkSigner::new(&config.jwt_secret);
         let key_secrets = crate::signing::KeySecrets::new(&config.jwt_secret);
         let grants = crate::signing::GrantSealer::new(&config.jwt_secret);
@@ -85,15 +76,6 @@ impl AppState {
             let _ = public_url.set(url.trim_end_matches('/').to_owned());
         }
         let streams = StreamSlots::new(config.max_streams_per_principal);
-        let app = App::new(ferry_app::Parts {
-            db,
-            blobs,
-            sandboxes,
-            extractor,
-            limits: config.limits.clone(),
-            skills_dir: config.skills_dir.clone(),
-            cache: ferry_app::cache::DerivedCache::new(config.data_dir.join("cache")),
-        });
         Ok(AppState(Arc::new(Inner {
             app,
             streams,

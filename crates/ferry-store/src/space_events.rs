@@ -134,7 +134,7 @@ impl Db {
                     json["destination"] = destination.into();
                 }
                 if let Some(etag) = row.try_get::<Option<String>, _>("etag")? {
-                    json["etag"] = format!("\"{etag}\"").into();
+                    json["etag"] = ferry_core::conditions::quoted_etag(&etag).into();
                 }
                 if let Some(size) = row.try_get::<Option<i64>, _>("size")? {
                     json["size"] = size.into();

@@ -8,8 +8,9 @@ use ferry_core::agent_files::{DownloadFilesInput, MAX_BATCH_FILES, UploadFilesIn
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{Caller, READ_MAX_BYTES, Written, open, parse, quoted, write};
+use super::{Caller, READ_MAX_BYTES, Written, open, parse, write};
 use crate::error::{Error, Result};
+use ferry_core::conditions::quoted_etag;
 
 /// Bytes one `download_files` answer carries at most, all files together; a file past it is
 /// refused on its own (`REQUEST_TOO_LARGE`), and the ones before it are answered.
@@ -144,7 +145,7 @@ async fn fetch(caller: Caller<'_>, asked: &str, budget: u64) -> Result<Fetched> 
             crate::describe_bytes(BATCH_READ_MAX_BYTES)
         )));
     }
-    let etag = quoted(&current.etag);
+    let etag = quoted_etag(&current.etag);
     let content_type = current.content_type.clone();
     let bytes = current.bytes(caller.app, budget).await?;
     Ok(Fetched {

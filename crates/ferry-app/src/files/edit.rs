@@ -11,8 +11,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::read::as_text;
-use super::{Caller, READ_MAX_BYTES, open, parse, put, quoted};
+use super::{Caller, READ_MAX_BYTES, open, parse, put};
 use crate::error::{Error, Result};
+use ferry_core::conditions::quoted_etag;
 
 /// `edit_file`'s answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -86,7 +87,7 @@ pub async fn edit(caller: Caller<'_>, input: &EditFileInput) -> Result<Edited> {
     Ok(Edited {
         path: path.to_string(),
         replacements: found,
-        etag: quoted(&etag),
+        etag: quoted_etag(&etag),
     })
 }
 

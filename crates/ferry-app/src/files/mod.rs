@@ -26,6 +26,7 @@ use ferry_core::agent_files::{
     DeleteFileInput, FileUrlInput, LsInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod,
     WriteFileInput, bare_etag,
 };
+use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
@@ -276,14 +277,9 @@ impl Entry {
             kind: "file",
             size: Some(size),
             modified_at: Some(modified.rfc3339()),
-            etag: Some(quoted(etag)),
+            etag: Some(quoted_etag(etag)),
         }
     }
-}
-
-/// An ETag value as headers and listings show it.
-pub fn quoted(etag: &str) -> String {
-    format!("\"{etag}\"")
 }
 
 /// `ls`'s answer.
@@ -488,7 +484,7 @@ pub async fn write(caller: Caller<'_>, input: &WriteFileInput) -> Result<Written
     Ok(Written {
         path: path.to_string(),
         size,
-        etag: quoted(&etag),
+        etag: quoted_etag(&etag),
         created,
     })
 }
@@ -582,7 +578,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
     Ok(Moved {
         source: source.to_string(),
         destination: destination.to_string(),
-        etag: etag.map(|tag| quoted(&tag)),
+        etag: etag.map(|tag| quoted_etag(&tag)),
         moved,
     })
 }

@@ -11,10 +11,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::{Caller, Current, READ_MAX_BYTES, open, parse, quoted};
+use super::{Caller, Current, READ_MAX_BYTES, open, parse};
 use crate::error::{Error, Result};
 use crate::model_content::{ContentBlock, page_blocks};
 use crate::pdf_pages::Pages;
+use ferry_core::conditions::quoted_etag;
 
 /// Characters of a document's extracted text `read_file` pages through at most.
 pub const DOCUMENT_MAX_CHARS: usize = 2_000_000;
@@ -96,7 +97,7 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
         return Err(Error::invalid_request("limit must be at least 1"));
     }
     let current = open(caller, &path).await?;
-    let etag = quoted(&current.etag);
+    let etag = quoted_etag(&current.etag);
     let name = path.file_name().to_owned();
     if let Some(selection) = &input.pages {
         if !ferry_extract::is_pdf(&name) {
@@ -198,7 +199,7 @@ fn window(
 /// An image made ready for a model, or (an image that cannot be decoded) a text answer
 /// saying why.
 async fn image(caller: Caller<'_>, path: &AgentPath, current: Current) -> Result<ReadOutput> {
-    let etag = quoted(&current.etag);
+    let etag = quoted_etag(&current.etag);
     let (content_type, size) = (current.content_type.clone(), current.size);
     let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
     let scratch = caller.app.cache.scratch(bytes).await?;
@@ -233,7 +234,7 @@ async fn pdf_pages(
     current: Current,
     selection: &PageSelection,
 ) -> Result<ReadOutput> {
-    let etag = quoted(&current.etag);
+    let etag = quoted_etag(&current.etag);
     let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let scratch = caller.app.cache.scratch(bytes).await?;

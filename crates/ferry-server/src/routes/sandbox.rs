@@ -18,7 +18,7 @@ use crate::error::ApiResult;
 use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, WriteResult};
 use crate::openapi::FileBytes;
-use crate::serve::{ListFormat, Representation, etag, header_value, respond, zip_download};
+use crate::serve::{ListFormat, Representation, header_value, quoted_etag, respond, zip_download};
 use crate::state::AppState;
 use crate::write_headers::{declared_length, usable_content_type, write_condition};
 
@@ -45,7 +45,7 @@ fn entry_view(entry: SandboxEntry) -> FileEntry {
     } else {
         let mime = ferry_core::mime::mime_for_name(&entry.path);
         FileEntry {
-            etag: Some(etag(&entry.etag)),
+            etag: Some(quoted_etag(&entry.etag)),
             ..FileEntry::file(path, entry.size, mime, "", entry.modified)
         }
     }
@@ -218,7 +218,7 @@ pub async fn write(
         door,
     )
     .await?;
-    let tag = etag(&entry.etag);
+    let tag = quoted_etag(&entry.etag);
     let status = if created {
         StatusCode::CREATED
     } else {
