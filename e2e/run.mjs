@@ -813,7 +813,8 @@ step('spaces: the person\'s spaces are listed; open one by name, browse its tree
   writeFile(plan, Buffer.from('# Another plan\n'));
   await tree.locator('.upload-into', { has: page.getByRole('button', { name: 'Upload files into ideas', exact: true }) })
     .locator('input[type=file]').setInputFiles([plan]);
-  await page.getByText('ideas/plan.md is already there (nothing replaced)').waitFor();
+  // The status line, not the screen reader's announcer that repeats it (both carry the text).
+  await page.getByRole('status').filter({ hasText: 'ideas/plan.md is already there (nothing replaced)' }).waitFor();
   assert.equal(await alice.get('/api/spaces/notes/files/ideas/plan.md'), '# Plan\n\n- open the shop\n');
   // Delete, after an in-page confirmation (Cancel keeps the file).
   await page.getByRole('button', { name: 'Delete ideas/plan.md' }).click();
