@@ -52,8 +52,22 @@ export function route(...segments) {
 }
 
 /**
+ * @typedef {object} RequestOptions
+ * @property {string} [method] `GET` unless given.
+ * @property {unknown} [json] A body sent as JSON.
+ * @property {BodyInit} [body] A body sent as it is.
+ * @property {Record<string, string>} [headers]
+ * @property {Record<string, string | number | boolean | null | undefined>} [query] Query
+ *   parameters; those that are null or undefined are left out.
+ * @property {AbortSignal} [signal]
+ */
+
+/**
  * fetch() with the token. `json` sends a JSON body; `query` adds query parameters (never
  * the token). Answers the Response when ok, throws ApiError otherwise.
+ * @param {string} path
+ * @param {RequestOptions} [options]
+ * @returns {Promise<Response>}
  */
 export async function request(path, { method = 'GET', json, body, headers = {}, query, signal } = {}) {
   let url = path;
@@ -63,6 +77,7 @@ export async function request(path, { method = 'GET', json, body, headers = {}, 
     const qs = params.toString();
     if (qs) url += `?${qs}`;
   }
+  /** @type {RequestInit & { headers: Record<string, string> }} */
   const init = { method, headers: authHeaders(headers), signal, cache: 'no-store' };
   if (json !== undefined) {
     init.body = JSON.stringify(json);

@@ -365,7 +365,8 @@ function boot() {
 
 // Links inside the app change the route without reloading the page.
 document.addEventListener('click', (e) => {
-  const a = e.target.closest?.('a[data-nav]');
+  /** @type {HTMLAnchorElement | null} */
+  const a = e.target instanceof Element ? e.target.closest('a[data-nav]') : null;
   if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   const url = new URL(a.href, window.location.href);
   if (url.origin !== window.location.origin) return;

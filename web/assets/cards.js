@@ -40,6 +40,10 @@ export function publishedContentPath(threadId, fileId) {
 /**
  * A published file's card. `state` is 'publishing', 'error' or 'ready' (docs/reference/web-ui.md);
  * `onOpen(file, openButton)` opens the preview panel when the card (not its button) is clicked.
+ * A card still publishing, or that failed, knows only the file's display name.
+ * @param {string} threadId
+ * @param {Partial<PublishedFile>} file
+ * @param {{ state?: 'publishing' | 'error' | 'ready', error?: string, onOpen?: OpenPreview }} [options]
  */
 export function publishedCard(threadId, file, { state = 'ready', error = '', onOpen } = {}) {
   if (state === 'publishing') {
@@ -54,7 +58,7 @@ export function publishedCard(threadId, file, { state = 'ready', error = '', onO
       h('div', { class: 'card-icon' }, icon('alert')),
       h('div', { class: 'card-body' },
         h('h3', { class: 'card-title', text: 'Error publishing file' }),
-        h('p', { class: 'card-meta error-text', text: file?.display_name ? `“${file.display_name}”: ${error || 'An error occurred'}` : (error || file?.error || 'An error occurred') })));
+        h('p', { class: 'card-meta error-text', text: file?.display_name ? `“${file.display_name}”: ${error || 'An error occurred'}` : (error || 'An error occurred') })));
   }
   const label = `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`;
   const titleId = `card-${file.id}-r${file.revision}-${Math.random().toString(36).slice(2, 8)}`;
@@ -97,6 +101,11 @@ export function publishedCard(threadId, file, { state = 'ready', error = '', onO
 /**
  * A say-mode attachment (`files` on a message): photos inline, everything else as a card
  * with a Download button. Published files among them open the preview like any card.
+ */
+/**
+ * @param {string} threadId
+ * @param {Attachment} attachment
+ * @param {{ findPublished?: (attachment: Attachment) => PublishedFile | undefined, onOpen?: OpenPreview }} [options]
  */
 export function attachmentView(threadId, attachment, { findPublished, onOpen } = {}) {
   const path = attachmentPath(threadId, attachment);
@@ -220,6 +229,11 @@ export function fileSendView(contents) {
  * The chips of a person's uploads: under the message that sent them, or on their own for an
  * upload made without one. A file with a preview (`previewKind`) opens in the panel, which also
  * downloads it; an image shows itself small. Any other file downloads.
+ */
+/**
+ * @param {string} threadId
+ * @param {Upload[]} uploads
+ * @param {{ onOpen?: OpenPreview }} [options]
  */
 export function uploadChips(threadId, uploads, { onOpen } = {}) {
   return h('ul', { class: 'chips', 'aria-label': 'Attached files' },

@@ -16,7 +16,18 @@ const SMALL_SCREEN = '(max-width: 760px)';
 
 let composerCounter = 0;
 
+/**
+ * @typedef {object} ComposerHooks
+ * @property {(event: ThreadEventOf<'message'>) => void} [onSent] The message was stored: its event.
+ * @property {(upload: Upload) => void} [onUploaded] An attached file finished uploading.
+ * @property {(upload: Upload) => void} [onDiscarded] An uploaded file was taken off the message.
+ */
+
 export class Composer {
+  /**
+   * @param {string} threadId
+   * @param {ComposerHooks} [hooks]
+   */
   constructor(threadId, { onSent, onUploaded, onDiscarded } = {}) {
     this.threadId = threadId;
     this.onSent = onSent;

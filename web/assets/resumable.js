@@ -69,6 +69,11 @@ const storage = {
  * person asked for, `'network'` when retries ran out); `onResumeFrom(offset)` says a reload's
  * leftover was found and the upload continues from `offset`.
  */
+/**
+ * @param {string} threadId
+ * @param {File} file
+ * @param {{ onProgress?: (sent: number, total: number) => void, onPause?: (reason: 'person' | 'network') => void, onResumeFrom?: (offset: number) => void }} [hooks]
+ */
 export function uploadResumably(threadId, file, { onProgress, onPause, onResumeFrom } = {}) {
   const key = `${STORE_PREFIX}${threadId}:${file.size}:${file.lastModified}:${file.name}`;
   let url = null;
@@ -118,7 +123,10 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
     stale = false;
   }
 
-  /** PATCHes the next part with XMLHttpRequest, whose progress events drive the bar. */
+  /**
+   * PATCHes the next part with XMLHttpRequest, whose progress events drive the bar.
+   * @returns {Promise<void>}
+   */
   function sendPart() {
     const end = Math.min(offset + PART_BYTES, file.size);
     return new Promise((resolve, reject) => {

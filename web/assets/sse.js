@@ -81,6 +81,10 @@ const SILENCE_LIMIT = 45000;
  * when the server refuses the stream for good (401, 403, 404).
  */
 export class ThreadEvents {
+  /**
+   * @param {string} threadId
+   * @param {{ onEvent: (event: ThreadEvent) => void, onStatus?: (status: 'connecting' | 'live' | 'reconnecting' | 'stopped') => void, onFatal?: (error: import('./api.js').ApiError) => void, after?: number }} hooks
+   */
   constructor(threadId, { onEvent, onStatus, onFatal, after = 0 }) {
     this.threadId = threadId;
     this.onEvent = onEvent;
@@ -159,6 +163,7 @@ export class ThreadEvents {
     let delivered = 0;
     const parser = new SseParser((message) => {
       const id = Number(message.id);
+      /** @type {ThreadEvent} */
       let event;
       try {
         event = JSON.parse(message.data);
@@ -189,6 +194,11 @@ export class ThreadEvents {
     return delivered;
   }
 
+  /**
+   * Waits `ms`, or less if `wake` is called.
+   * @param {number} ms
+   * @returns {Promise<void>}
+   */
   sleep(ms) {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);

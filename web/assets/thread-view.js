@@ -221,7 +221,10 @@ export class ThreadView {
     return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
   }
 
-  /** Shows an event once, in id order. */
+  /**
+   * Shows an event once, in id order.
+   * @param {ThreadEvent} event
+   */
   add(event) {
     if (!event || typeof event !== 'object') return;
     const id = Number(event.id);
@@ -231,15 +234,16 @@ export class ThreadView {
     if (id >= (this.thread.lastEventId || 0)) this.markCaughtUp();
     if (!node) return;
     // The end of a publish turns its loading card into the file or the error, in place.
-    const pending = event.publishId ? this.publishing.get(event.publishId) : null;
+    const publishId = 'publishId' in event ? event.publishId : null;
+    const pending = publishId ? this.publishing.get(publishId) : null;
     if (pending && event.type !== 'file_publishing') {
-      this.publishing.delete(event.publishId);
+      this.publishing.delete(publishId);
       node.dataset.eventId = pending.dataset.eventId;
       pending.replaceWith(node);
       this.group(node);
       return;
     }
-    if (event.type === 'file_publishing' && event.publishId) this.publishing.set(event.publishId, node);
+    if (event.type === 'file_publishing' && publishId) this.publishing.set(publishId, node);
     node.dataset.eventId = String(id);
     const stick = this.stick || this.nearBottom();
     let before = null;
@@ -277,6 +281,10 @@ export class ThreadView {
     this.newHint.hidden = true;
   }
 
+  /**
+   * The entry of an event the log shows, or null (sandbox changes are for agents).
+   * @param {ThreadEvent} event
+   */
   render(event) {
     switch (event.type) {
       case 'message': return this.renderMessage(event);
@@ -289,10 +297,16 @@ export class ThreadView {
     }
   }
 
+  /** @param {ThreadEvent} event */
   who(event) {
     return event.role === 'user' ? 'You' : (event.agentId || 'Agent');
   }
 
+  /**
+   * @param {ThreadEvent} event
+   * @param {string} className
+   * @param {...(Node | null)} children
+   */
   frame(event, className, ...children) {
     const role = event.role === 'user' ? 'user' : 'agent';
     return h('li', {
@@ -310,6 +324,7 @@ export class ThreadView {
    * An upload is shown on its own until a message sends it (then as that message's chip): so an
    * upload made through the API or S3, with no message, is seen too. One still waiting in this
    * page's composer is hidden, since its tile is there.
+   * @param {ThreadEventOf<'upload'>} event
    */
   renderUpload(event) {
     const upload = event.upload;
@@ -339,6 +354,7 @@ export class ThreadView {
     return next;
   }
 
+  /** @param {ThreadEventOf<'message'>} event */
   renderMessage(event) {
     const text = typeof event.content === 'string' ? event.content.replace(HIDDEN_NOTE, '').trim() : '';
     const uploads = Array.isArray(event.uploads) ? event.uploads : [];
@@ -384,18 +400,21 @@ export class ThreadView {
     });
   }
 
+  /** @param {ThreadEventOf<'file_send'>} event */
   renderFileSend(event) {
-    const contents = event.fileContents || {};
+    const contents = event.fileContents;
     return this.frame(event, 'event-file-send',
       event.content ? h('p', { class: 'event-caption', text: event.content }) : null,
       fileSendView(contents));
   }
 
+  /** @param {ThreadEventOf<'file_publishing'>} event */
   renderPublishing(event) {
     return this.frame(event, 'event-published',
       publishedCard(this.thread.id, { display_name: event.display_name }, { state: 'publishing' }));
   }
 
+  /** @param {ThreadEventOf<'file_publish_failed'>} event */
   renderPublishFailed(event) {
     const message = event.error?.message || 'An error occurred';
     announce(`${this.who(event)} could not publish ${event.display_name}: ${message}`);
@@ -403,12 +422,12 @@ export class ThreadView {
       publishedCard(this.thread.id, { display_name: event.display_name }, { state: 'error', error: message }));
   }
 
+  /** @param {ThreadEventOf<'file_published'>} event */
   renderPublished(event) {
-    const file = event.file || {};
-    let state = 'ready';
-    if (file.success === false || file.error || (!file.id && file.status !== 'publishing')) state = 'error';
-    else if (file.status === 'publishing') state = 'publishing';
-    if (file.id) {
+    const file = event.file;
+    // A `file_published` event always carries the revision it made.
+    const state = file?.id ? 'ready' : 'error';
+    if (file?.id) {
       const known = this.published.get(file.id);
       if (!known || (file.revision || 0) >= (known.revision || 0)) this.published.set(file.id, file);
     }
@@ -418,9 +437,9 @@ export class ThreadView {
       this.preview.loadRevisions(this.preview.file);
     }
     // No caption: the card names the file, and the line above it who published it and when.
-    const card = publishedCard(this.thread.id, file, {
+    const card = publishedCard(this.thread.id, file || {}, {
       state,
-      error: file.error || (file.id ? '' : 'The event carries no file'),
+      error: file?.id ? '' : 'The event carries no file',
       onOpen: (f, opener) => this.preview.open(this.thread.id, f, opener),
     });
     if (state === 'ready' && file.id) this.trackRevision(file, card);

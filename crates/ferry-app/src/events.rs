@@ -273,35 +273,6 @@ impl From<Role<'_>> for Speaker {
     }
 }
 
-/// Builds an event's JSON: the common fields of every event (docs/reference/events.md) followed by `extra`.
-pub fn event_json(
-    id: i64,
-    at: ferry_core::Timestamp,
-    kind: &str,
-    role: Role<'_>,
-    thread_id: &str,
-    content: Option<&str>,
-    extra: serde_json::Map<String, serde_json::Value>,
-) -> String {
-    let (role, agent_id) = match role {
-        Role::User => ("user", DEFAULT_AGENT_ID),
-        Role::Agent(agent) => ("agent", agent),
-    };
-    let mut event = serde_json::Map::new();
-    event.insert("id".into(), id.into());
-    event.insert("type".into(), kind.into());
-    event.insert("role".into(), role.into());
-    event.insert("agentId".into(), agent_id.into());
-    event.insert("sessionId".into(), thread_id.into());
-    event.insert(
-        "content".into(),
-        content.map_or(serde_json::Value::Null, Into::into),
-    );
-    event.insert("timestamp".into(), at.rfc3339().into());
-    event.extend(extra);
-    serde_json::Value::Object(event).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,7 @@ pub mod sandbox;
 pub mod say;
 pub mod send_file;
 pub mod spaces;
+pub mod thread_event;
 pub mod threads;
 pub mod upkeep;
 pub mod uploads;

@@ -10,8 +10,9 @@ use utoipa::ToSchema;
 use crate::App;
 use crate::access::{self, Action};
 use crate::error::{Error, Result};
-use crate::events::{DEFAULT_AGENT_ID, MAX_EVENT_BYTES, Role, Speaker, event_json};
+use crate::events::{DEFAULT_AGENT_ID, MAX_EVENT_BYTES, Role, Speaker};
 use crate::principal::Principal;
+use crate::thread_event::{EventHead, EventKind, ThreadEvent};
 use crate::uploads::UploadView;
 
 /// A file attached to a message.
@@ -181,20 +182,14 @@ pub(crate) fn message_json(
     files: &[AttachmentView],
 ) -> String {
     let render = |uploads: &[UploadView]| {
-        let mut extra = serde_json::Map::new();
-        if !uploads.is_empty() {
-            extra.insert(
-                "uploads".into(),
-                serde_json::to_value(uploads).unwrap_or_default(),
-            );
+        ThreadEvent {
+            head: EventHead::new(id, at, role, thread_id, content),
+            kind: EventKind::Message {
+                uploads: uploads.to_vec(),
+                files: files.to_vec(),
+            },
         }
-        if !files.is_empty() {
-            extra.insert(
-                "files".into(),
-                serde_json::to_value(files).unwrap_or_default(),
-            );
-        }
-        event_json(id, at, "message", role, thread_id, content, extra)
+        .to_json()
     };
     let json = render(uploads);
     if json.len() <= MAX_EVENT_BYTES || uploads.is_empty() {

@@ -38,6 +38,24 @@ pub struct Settings {
     pub extract: ExtractorConfig,
 }
 
+impl Settings {
+    /// Everything under `data_dir`: a SQLite database, blobs and sandboxes as files, the
+    /// default limits, and this program as the extraction worker.
+    pub fn embedded(data_dir: PathBuf) -> Settings {
+        Settings {
+            database_url: format!("sqlite://{}?mode=rwc", data_dir.join("ferry.db").display()),
+            blob_url: None,
+            data_dir,
+            sandbox_dir: None,
+            sandbox_limits: SandboxLimits::default(),
+            limits: Limits::default(),
+            skills_dir: None,
+            extract: ExtractorConfig::current_exe()
+                .unwrap_or_else(|_| ExtractorConfig::worker("ferry")),
+        }
+    }
+}
+
 /// Why the stores could not be opened; each names the store, so a wrong setting shows at
 /// start.
 #[derive(Debug, thiserror::Error)]
@@ -99,16 +117,11 @@ mod tests {
     use super::*;
     use crate::Principal;
 
+    /// The embedded default, with a worker that is not there: these tests extract nothing.
     fn embedded(data_dir: &Path) -> Settings {
         Settings {
-            database_url: format!("sqlite://{}?mode=rwc", data_dir.join("ferry.db").display()),
-            blob_url: None,
-            data_dir: data_dir.to_owned(),
-            sandbox_dir: None,
-            sandbox_limits: SandboxLimits::default(),
-            limits: Limits::default(),
-            skills_dir: None,
             extract: ExtractorConfig::new(data_dir.join("no-worker"), Vec::<String>::new()),
+            ..Settings::embedded(data_dir.to_owned())
         }
     }
 

@@ -11,8 +11,11 @@ use utoipa::ToSchema;
 use crate::App;
 use crate::access::{self, Action};
 use crate::error::{Error, Result, describe_bytes};
-use crate::events::{Role, event_json};
+use crate::events::Role;
 use crate::principal::Principal;
+use crate::thread_event::{
+    EventError, EventHead, EventKind, PublishAttempt, PublishFailed, PublishSucceeded, ThreadEvent,
+};
 
 /// The longest display name, in characters.
 pub const MAX_DISPLAY_NAME_CHARS: usize = 200;
@@ -104,9 +107,8 @@ pub async fn publish(
             announced.event(
                 id,
                 at,
-                "file_publishing",
                 &format!("Publishing {}…", announced.display_name),
-                serde_json::Map::new(),
+                EventKind::FilePublishing(announced.named()),
             )
         })
         .await?;
@@ -138,44 +140,47 @@ struct Attempt {
 }
 
 impl Attempt {
-    /// An event of this publish: `publishId`, the display name and the path asked for, then
-    /// `extra`.
-    fn event(
-        &self,
-        id: i64,
-        at: ferry_core::Timestamp,
-        kind: &str,
-        content: &str,
-        extra: serde_json::Map<String, serde_json::Value>,
-    ) -> String {
-        let mut fields = serde_json::Map::new();
-        fields.insert("publishId".into(), self.publish_id.clone().into());
-        fields.insert("display_name".into(), self.display_name.clone().into());
-        fields.insert("file_path".into(), self.file_path.clone().into());
-        fields.extend(extra);
-        event_json(
-            id,
-            at,
+    /// What every event of this publish names: its id, the display name and the path asked
+    /// for.
+    fn named(&self) -> PublishAttempt {
+        PublishAttempt {
+            publish_id: self.publish_id.clone(),
+            display_name: self.display_name.clone(),
+            file_path: self.file_path.clone(),
+        }
+    }
+
+    /// An event of this publish, spoken by its agent.
+    fn event(&self, id: i64, at: ferry_core::Timestamp, content: &str, kind: EventKind) -> String {
+        ThreadEvent {
+            head: EventHead::new(
+                id,
+                at,
+                Role::Agent(&self.agent),
+                &self.thread_id,
+                Some(content),
+            ),
             kind,
-            Role::Agent(&self.agent),
-            &self.thread_id,
-            Some(content),
-            fields,
-        )
+        }
+        .to_json()
     }
 
     /// Records `file_publish_failed` with the error's envelope. A failure to record it is
     /// logged: the publish's own error is what the caller must hear.
     async fn report_failure(&self, app: &App, error: &Error) {
-        let envelope = serde_json::json!({ "code": error.code(), "message": error.to_string() });
-        let mut extra = serde_json::Map::new();
-        extra.insert("error".into(), envelope);
+        let kind = EventKind::FilePublishFailed(PublishFailed {
+            attempt: self.named(),
+            error: EventError {
+                code: error.code(),
+                message: error.to_string(),
+            },
+        });
         let content = format!("Could not publish {}: {error}", self.display_name);
         let attempt = self.clone();
         match app
             .db
             .append_event(&self.thread_id, "file_publish_failed", move |id, at| {
-                attempt.event(id, at, "file_publish_failed", &content, extra)
+                attempt.event(id, at, &content, kind)
             })
             .await
         {
@@ -244,17 +249,15 @@ async fn store_revision(
     let (revision, event) = app
         .db
         .publish(new, |revision, id, at| {
-            let mut extra = serde_json::Map::new();
-            extra.insert(
-                "file".into(),
-                serde_json::to_value(PublishedView::from(revision)).unwrap_or_default(),
-            );
+            let kind = EventKind::FilePublished(PublishSucceeded {
+                attempt: attempt.named(),
+                file: PublishedView::from(revision),
+            });
             attempt.event(
                 id,
                 at,
-                "file_published",
                 &format!("Published {}", revision.display_name),
-                extra,
+                kind,
             )
         })
         .await?;

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use ferry_core::SandboxPath;
+use ferry_core::change::ChangeKind;
 use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
 pub use ferry_store::sandbox::{OpenedFile, SandboxEntry};
@@ -14,7 +15,9 @@ use crate::App;
 use crate::access::{self, Action};
 use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
+use crate::events::Role;
 use crate::principal::Principal;
+use crate::thread_event::{EventHead, EventKind, SandboxChange, ThreadEvent};
 
 /// Lists `dir` (the sandbox's root when `None`): its direct children, or every file below it.
 pub async fn list(
@@ -83,7 +86,7 @@ where
         .await
         .map_err(in_sandbox)?;
     let change = Changed {
-        kind: "file_written",
+        kind: ChangeKind::FileWritten,
         path: path.display(),
         destination: None,
         etag: Some(entry.etag.clone()),
@@ -96,8 +99,7 @@ where
 /// A change to a sandbox file made through ferry, as the thread's channel shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Changed {
-    /// `file_written`, `file_deleted` or `file_moved`.
-    pub kind: &'static str,
+    pub kind: ChangeKind,
     /// `/sandbox/…`
     pub path: String,
     /// Where a moved file went.
@@ -122,28 +124,19 @@ pub(crate) async fn announce(
         let kind = change.kind;
         let stored = app
             .db
-            .append_event(thread_id, kind, move |id, at| {
-                let mut extra = serde_json::Map::new();
-                extra.insert("path".into(), change.path.into());
-                if let Some(destination) = change.destination {
-                    extra.insert("destination".into(), destination.into());
+            .append_event(thread_id, kind.as_str(), move |id, at| {
+                let what = SandboxChange {
+                    path: change.path,
+                    destination: change.destination,
+                    etag: change.etag.as_deref().map(quoted_etag),
+                    size: change.size,
+                    door,
+                };
+                ThreadEvent {
+                    head: EventHead::new(id, at, Role::Agent(&agent), &thread, None),
+                    kind: EventKind::sandbox(kind, what),
                 }
-                if let Some(etag) = change.etag {
-                    extra.insert("etag".into(), quoted_etag(&etag).into());
-                }
-                if let Some(size) = change.size {
-                    extra.insert("size".into(), size.into());
-                }
-                extra.insert("door".into(), door.as_str().into());
-                crate::events::event_json(
-                    id,
-                    at,
-                    kind,
-                    crate::events::Role::Agent(&agent),
-                    &thread,
-                    None,
-                    extra,
-                )
+                .to_json()
             })
             .await;
         match stored {
@@ -176,7 +169,7 @@ pub async fn delete(
             other => in_sandbox(other),
         })?;
     let change = Changed {
-        kind: "file_deleted",
+        kind: ChangeKind::FileDeleted,
         path: path.display(),
         destination: None,
         etag: None,

@@ -12,8 +12,9 @@ use utoipa::ToSchema;
 use crate::App;
 use crate::access::{self, Action};
 use crate::error::Result;
-use crate::events::{MAX_EVENT_BYTES, Role, event_json};
+use crate::events::{MAX_EVENT_BYTES, Role};
 use crate::principal::Principal;
+use crate::thread_event::{EventHead, EventKind, FileContents, ThreadEvent};
 
 /// What the agent is told once the file is sent.
 #[derive(Debug, Serialize, ToSchema)]
@@ -25,17 +26,6 @@ pub struct SendFileResult {
     /// `utf-8` or `base64`.
     pub encoding: String,
     pub message: String,
-}
-
-/// The file as the event carries it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct FileContents<'a> {
-    filename: &'a str,
-    content: &'a str,
-    encoding: Encoding,
-    mime_type: &'a str,
-    size_bytes: u64,
 }
 
 /// Sends the sandbox file at `file_path` (the thread's agent, or service_role). The checks
@@ -75,27 +65,25 @@ pub async fn send(
         filename.clone(),
     );
     let render = move |id: i64, at: ferry_core::Timestamp, content: &str, encoding: Encoding| {
-        let mut extra = serde_json::Map::new();
-        let contents = FileContents {
-            filename: &sent,
-            content,
-            encoding,
-            mime_type: mime,
-            size_bytes: size,
-        };
-        extra.insert(
-            "fileContents".into(),
-            serde_json::to_value(contents).unwrap_or_default(),
-        );
-        event_json(
-            id,
-            at,
-            "file_send",
-            Role::Agent(&agent),
-            &thread_id,
-            Some(&format!("Sent file: {sent}")),
-            extra,
-        )
+        ThreadEvent {
+            head: EventHead::new(
+                id,
+                at,
+                Role::Agent(&agent),
+                &thread_id,
+                Some(&format!("Sent file: {sent}")),
+            ),
+            kind: EventKind::FileSend {
+                file_contents: FileContents {
+                    filename: sent.clone(),
+                    content: content.to_owned(),
+                    encoding,
+                    mime_type: mime.to_owned(),
+                    size_bytes: size,
+                },
+            },
+        }
+        .to_json()
     };
     // Text full of characters JSON must escape (control characters become six bytes each) can
     // pass the event limit; base64 of 20 KB always fits, so such text travels as base64.

@@ -21,8 +21,9 @@ use crate::App;
 use crate::access::{self, Action};
 use crate::body::Incoming;
 use crate::error::{Error, Result};
-use crate::events::{MAX_EVENT_BYTES, Role, event_json};
+use crate::events::{MAX_EVENT_BYTES, Role};
 use crate::principal::Principal;
+use crate::thread_event::{EventHead, EventKind, ThreadEvent};
 
 /// An upload as clients see it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -228,28 +229,21 @@ async fn keep(app: &App, thread: &Thread, name: ValidPath, spooled: Spooled) -> 
 /// The `upload` event. When the upload with its preview would pass the event size limit, the
 /// preview is left out of the event (the upload itself keeps it).
 fn upload_event(upload: &Upload, id: i64, at: ferry_core::Timestamp) -> String {
-    let render = |view: &UploadView| {
-        let mut extra = serde_json::Map::new();
-        extra.insert(
-            "upload".into(),
-            serde_json::to_value(view).unwrap_or_default(),
-        );
-        event_json(
-            id,
-            at,
-            "upload",
-            Role::User,
-            &upload.thread_id,
-            Some(&format!("Uploaded {}", upload.file_name)),
-            extra,
-        )
+    let content = format!("Uploaded {}", upload.file_name);
+    let render = |view: UploadView| {
+        ThreadEvent {
+            head: EventHead::new(id, at, Role::User, &upload.thread_id, Some(&content)),
+            kind: EventKind::Upload { upload: view },
+        }
+        .to_json()
     };
     let view = UploadView::from(upload);
-    let json = render(&view);
+    let slim = view.without_preview();
+    let json = render(view);
     if json.len() <= MAX_EVENT_BYTES {
         return json;
     }
-    render(&view.without_preview())
+    render(slim)
 }
 
 /// A thread's uploads, oldest first, with their previews.

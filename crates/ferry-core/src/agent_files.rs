@@ -70,9 +70,9 @@ pub struct ReadFileInput {
     pub pages: Option<crate::pages::PageSelection>,
 }
 
-/// How `content` is written: "utf-8" (the default), the text itself, or "base64", the bytes
-/// base64-encoded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// How `content` is written or carried: "utf-8" (the default), the text itself, or "base64",
+/// the bytes base64-encoded (written with padding; read with padding optional).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Encoding {
     /// The text itself, stored as UTF-8.
@@ -82,6 +82,16 @@ pub enum Encoding {
     /// The bytes, base64-encoded (standard alphabet, padding optional).
     #[serde(rename = "base64")]
     Base64,
+}
+
+impl Encoding {
+    /// The serialized name: `utf-8` or `base64`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Base64 => "base64",
+        }
+    }
 }
 
 /// `write_file`: create or replace a file.

@@ -2,8 +2,10 @@
 //! so with the `X-Ferry-Door: mcp` header), or the S3 protocol. Change feeds report it, so a
 //! watcher can tell an agent's edit from a sync client's upload.
 
-/// The door a change came through.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+/// The door a change came through: `http`, `mcp` or `s3`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Door {
     #[default]
     Http,
@@ -23,6 +25,13 @@ impl Door {
             Door::Mcp => "mcp",
             Door::S3 => "s3",
         }
+    }
+
+    /// The door named `name`, as [`Door::as_str`] writes it.
+    pub fn parse(name: &str) -> Option<Door> {
+        [Door::Http, Door::Mcp, Door::S3]
+            .into_iter()
+            .find(|door| door.as_str() == name)
     }
 
     /// The door of an HTTP request, from its [`DOOR_HEADER`] (absent or unknown: `http`).

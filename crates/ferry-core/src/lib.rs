@@ -7,6 +7,7 @@
 pub mod agent_files;
 pub mod agent_path;
 pub mod attachment;
+pub mod change;
 pub mod conditions;
 pub mod content_type;
 pub mod door;

@@ -5,8 +5,6 @@
 //! the 38 text extensions of docs/reference/send-file.md and at most 20 KiB (an event must stay within 32 KiB even after
 //! base64). Anything else goes through `publish_file_to_user`, and the messages say so.
 
-use serde::{Deserialize, Serialize};
-
 /// The largest file `send_file` delivers, in bytes (20 KiB).
 pub const MAX_SEND_FILE_BYTES: u64 = 20_480;
 
@@ -157,26 +155,9 @@ pub fn sent_message(file_name: &str, size: u64, mime: &str) -> String {
     )
 }
 
-/// How a file's content travels in a `file_send` event (`encoding`, docs/reference/events.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Encoding {
-    /// The content is the file's text.
-    #[serde(rename = "utf-8")]
-    Utf8,
-    /// The content is the file's bytes in standard base64 with padding.
-    #[serde(rename = "base64")]
-    Base64,
-}
-
-impl Encoding {
-    /// The serialized name: `utf-8` or `base64`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Encoding::Utf8 => "utf-8",
-            Encoding::Base64 => "base64",
-        }
-    }
-}
+/// How a file's content travels in a `file_send` event (`encoding`): the same two encodings
+/// the agent file tools read and write.
+pub use crate::agent_files::Encoding;
 
 /// The content of a `file_send` event: the text when the bytes are valid UTF-8, otherwise
 /// standard base64 with padding.

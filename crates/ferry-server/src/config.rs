@@ -1,8 +1,6 @@
 //! The settings a server runs with, already resolved from flags, environment and `ferry.toml`
 //! by the binary.
 
-use ferry_app::SandboxLimits;
-use ferry_extract::ExtractorConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -50,40 +48,24 @@ pub struct IdentityProvider {
 pub struct Config {
     /// Where to listen.
     pub addr: SocketAddr,
-    /// The data directory: the SQLite file, local blobs, sandboxes, the generated secret.
-    pub data_dir: PathBuf,
+    /// What the application keeps where, and the limits it enforces: the database, the blob
+    /// store, sandboxes, skills and document extraction.
+    pub app: ferry_app::Settings,
     /// The HS256 secret tokens are signed with.
     pub jwt_secret: Vec<u8>,
     /// An identity provider whose asymmetrically signed tokens sign people in, beside the
     /// secret's tokens.
     pub identity_provider: Option<IdentityProvider>,
-    /// `sqlite://…` or `postgres://…`.
-    pub database_url: String,
-    /// `s3://bucket[/prefix]` for blobs in an object store; local files under the data
-    /// directory when `None`.
-    pub blob_url: Option<String>,
-    /// Where thread sandboxes are folders. Without it, sandboxes are folders under the data
-    /// directory with local blobs, and live in the blob store with an object store (so every
-    /// node reaches them). Set it to a file system every node mounts to keep folders.
-    pub sandbox_dir: Option<PathBuf>,
     /// How old an unreferenced blob or a spool file must be before the sweep removes it.
     pub sweep_grace: std::time::Duration,
-    /// The sizes and waits the use cases enforce.
-    pub limits: ferry_app::Limits,
-    /// Skill packages copied into every new thread's `/sandbox/skills/`.
-    pub skills_dir: Option<PathBuf>,
     /// The URL clients reach this server at (behind a proxy, say); used in signed links.
     pub public_url: Option<String>,
-    /// How document previews are extracted: the worker program and its limits.
-    pub extract: ExtractorConfig,
     /// Header timeout, connection bound and drain timeout.
     pub connections: ConnectionLimits,
     /// How long a request body may stall before the request fails.
     pub body_idle_timeout: Duration,
     /// Event streams one principal may hold open on a node.
     pub max_streams_per_principal: usize,
-    /// How much of the server one thread's sandbox may hold at once.
-    pub sandbox_limits: SandboxLimits,
     pub webhooks: WebhookSettings,
     /// The region the S3 door names its buckets in (`GetBucketLocation`).
     pub s3_region: String,
@@ -92,25 +74,16 @@ pub struct Config {
 impl Config {
     /// Settings for a server with everything under `data_dir`, as `ferry serve` defaults them.
     pub fn embedded(data_dir: PathBuf, jwt_secret: Vec<u8>) -> Config {
-        let database_url = format!("sqlite://{}?mode=rwc", data_dir.join("ferry.db").display());
         Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            data_dir,
+            app: ferry_app::Settings::embedded(data_dir),
             jwt_secret,
             identity_provider: None,
-            database_url,
-            blob_url: None,
-            sandbox_dir: None,
             sweep_grace: std::time::Duration::from_secs(6 * 3600),
-            limits: ferry_app::Limits::default(),
-            skills_dir: None,
             public_url: None,
-            extract: ExtractorConfig::current_exe()
-                .unwrap_or_else(|_| ExtractorConfig::worker("ferry")),
             connections: ConnectionLimits::default(),
             body_idle_timeout: DEFAULT_BODY_IDLE_TIMEOUT,
             max_streams_per_principal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
-            sandbox_limits: SandboxLimits::default(),
             webhooks: WebhookSettings::default(),
             s3_region: "us-east-1".to_owned(),
         }

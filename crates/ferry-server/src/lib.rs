@@ -74,7 +74,8 @@ pub async fn serve(
 /// they see, because a gap makes them re-read what they missed.
 pub async fn relay_events_from_other_nodes(state: AppState) {
     loop {
-        match ferry_app::upkeep::relay_other_nodes(&state.app, &state.config.database_url).await {
+        match ferry_app::upkeep::relay_other_nodes(&state.app, &state.config.app.database_url).await
+        {
             Ok(()) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "event notifications from other nodes broke off; listening again");

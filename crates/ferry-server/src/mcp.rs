@@ -41,7 +41,7 @@ impl std::fmt::Debug for McpEndpoint {
 /// The service mounted at `/mcp`; tool calls go to `api`, the server's router without `/mcp`.
 pub fn endpoint(state: AppState, api: Router) -> McpEndpoint {
     let api = Arc::new(InProcess { router: api });
-    let options = HttpOptions::for_file_limit(state.config.limits.space_max_bytes);
+    let options = HttpOptions::for_file_limit(state.config.app.limits.space_max_bytes);
     McpEndpoint {
         state,
         max_body: options.max_request_body_bytes,

@@ -39,17 +39,7 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// Opens the application over the stores the configuration names.
     pub async fn open(config: Config) -> anyhow::Result<AppState> {
-        let app = App::open(ferry_app::Settings {
-            database_url: config.database_url.clone(),
-            blob_url: config.blob_url.clone(),
-            data_dir: config.data_dir.clone(),
-            sandbox_dir: config.sandbox_dir.clone(),
-            sandbox_limits: config.sandbox_limits,
-            limits: config.limits.clone(),
-            skills_dir: config.skills_dir.clone(),
-            extract: config.extract.clone(),
-        })
-        .await?;
+        let app = App::open(config.app.clone()).await?;
         let mut auth = Auth::new(&config.jwt_secret);
         if let Some(provider) = &config.identity_provider {
             auth = auth.with_provider(provider);

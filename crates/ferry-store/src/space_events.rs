@@ -7,6 +7,8 @@
 //! Events share the thread events' live delivery: each space has a channel key
 //! ([`channel_key`]) under which this node's hub and Postgres' notifications name it.
 
+use ferry_core::change::{ChangeKind, SpaceEvent};
+use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
 use ferry_core::{SpaceName, Timestamp};
 use sqlx::Row;
@@ -19,8 +21,7 @@ use crate::write_plan::{Statement, Value};
 /// What changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change<'a> {
-    /// `file_written`, `file_deleted` or `file_moved`.
-    pub kind: &'static str,
+    pub kind: ChangeKind,
     pub path: &'a str,
     /// Where a moved file went.
     pub destination: Option<&'a str>,
@@ -73,7 +74,7 @@ pub(crate) fn recorded(
             vec![
                 owner.into(),
                 space.as_str().into(),
-                change.kind.into(),
+                change.kind.as_str().into(),
                 change.path.into(),
                 change.destination.into(),
                 change.sha256.into(),
@@ -120,33 +121,34 @@ impl Db {
         let key = channel_key(owner, space);
         rows.iter()
             .map(|row| {
-                let id: i64 = row.try_get("id")?;
                 let kind: String = row.try_get("kind")?;
-                let mut json = serde_json::json!({
-                    "id": id,
-                    "type": kind,
-                    "space": space.as_str(),
-                    "path": row.try_get::<String, _>("path")?,
-                    "door": row.try_get::<String, _>("door")?,
-                    "createdAt": Timestamp(row.try_get("created_at")?).rfc3339(),
-                });
-                if let Some(destination) = row.try_get::<Option<String>, _>("destination")? {
-                    json["destination"] = destination.into();
-                }
-                if let Some(etag) = row.try_get::<Option<String>, _>("etag")? {
-                    json["etag"] = ferry_core::conditions::quoted_etag(&etag).into();
-                }
-                if let Some(size) = row.try_get::<Option<i64>, _>("size")? {
-                    json["size"] = size.into();
-                }
+                let door: String = row.try_get("door")?;
+                let event = SpaceEvent {
+                    id: row.try_get("id")?,
+                    kind: ChangeKind::parse(&kind).ok_or_else(|| unknown("kind", &kind))?,
+                    space: space.as_str().to_owned(),
+                    path: row.try_get("path")?,
+                    destination: row.try_get("destination")?,
+                    etag: row
+                        .try_get::<Option<String>, _>("etag")?
+                        .map(|etag| quoted_etag(&etag)),
+                    size: row.try_get::<Option<i64>, _>("size")?.map(|s| s as u64),
+                    door: Door::parse(&door).ok_or_else(|| unknown("door", &door))?,
+                    created_at: Timestamp(row.try_get("created_at")?).rfc3339(),
+                };
                 Ok(StoredEvent {
                     thread_id: key.clone(),
-                    id,
+                    id: event.id,
                     kind,
-                    json: json.to_string(),
+                    json: serde_json::to_string(&event).unwrap_or_default(),
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(Error::from)
     }
+}
+
+/// A stored row whose `column` holds a value this version does not know.
+fn unknown(column: &str, value: &str) -> sqlx::Error {
+    sqlx::Error::Decode(format!("space_events.{column} '{value}' is not known").into())
 }

@@ -7,6 +7,7 @@
 //! never in neither place); a folder moves file by file, after checking that none of its
 //! destinations is taken.
 
+use ferry_core::change::ChangeKind;
 use ferry_core::door::Door;
 use ferry_core::{SpaceName, ValidPath};
 use sqlx::AssertSqlSafe;
@@ -307,7 +308,7 @@ impl Db {
             .await?;
         prune_empty_folders(&mut tx, owner, space, from).await?;
         let change = Change {
-            kind: "file_moved",
+            kind: ChangeKind::FileMoved,
             path: from.as_str(),
             destination: Some(to.as_str()),
             sha256: Some(&sha256),

@@ -4,6 +4,7 @@
 //! beneath it. Conditional writes are decided by the database in one statement, so they stay
 //! exact with any number of writers and nodes.
 
+use ferry_core::change::ChangeKind;
 use ferry_core::door::Door;
 use ferry_core::{SpaceName, Timestamp, ValidPath};
 // Dynamic SQL here is only ever assembled from the constant fragments of this module.
@@ -297,7 +298,7 @@ impl Db {
         plan.decide = decide;
         if found_means_written {
             let change = Change {
-                kind: "file_written",
+                kind: ChangeKind::FileWritten,
                 path: path.as_str(),
                 destination: None,
                 sha256: Some(&blob.sha256),
@@ -505,7 +506,7 @@ impl Db {
             .await?;
         prune_empty_folders(&mut tx, owner, space, path).await?;
         let change = Change {
-            kind: "file_deleted",
+            kind: ChangeKind::FileDeleted,
             path: path.as_str(),
             destination: None,
             sha256: Some(&current.sha256),

@@ -123,7 +123,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let config = resolved.config;
-        let data = config.data_dir.clone();
+        let data = config.app.data_dir.clone();
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
             .with_context(|| format!("cannot listen on {}", config.addr))?;
@@ -137,11 +137,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             version = env!("CARGO_PKG_VERSION"),
             %addr,
             url = %base,
-            data = %config.data_dir.display(),
+            data = %config.app.data_dir.display(),
             // The scheme only: a database URL may carry a password.
-            database = config.database_url.split("://").next().unwrap_or("?"),
-            blobs = config.blob_url.as_deref().unwrap_or("local files"),
+            database = config.app.database_url.split("://").next().unwrap_or("?"),
+            blobs = config.app.blob_url.as_deref().unwrap_or("local files"),
             sandboxes = %config
+                .app
                 .sandbox_dir
                 .as_ref()
                 .map_or_else(|| "default".to_owned(), |d| d.display().to_string()),

@@ -270,28 +270,29 @@ impl ServeArgs {
                 .expect("the default address is well formed")
         });
         if let Some(url) = settings.database_url {
-            config.database_url = url;
+            config.app.database_url = url;
         }
-        config.blob_url = settings.blob_url;
-        config.sandbox_dir = settings.sandbox_dir;
+        config.app.blob_url = settings.blob_url;
+        config.app.sandbox_dir = settings.sandbox_dir;
         let secs = Duration::from_secs;
         if let Some(t) = settings.sweep_grace_secs {
             config.sweep_grace = secs(t);
         }
-        config.limits.space_max_bytes = settings.space_max_bytes.unwrap_or(DEFAULT_SPACE_MAX_BYTES);
-        config.limits.sandbox_max_bytes = settings
+        config.app.limits.space_max_bytes =
+            settings.space_max_bytes.unwrap_or(DEFAULT_SPACE_MAX_BYTES);
+        config.app.limits.sandbox_max_bytes = settings
             .sandbox_max_bytes
             .unwrap_or(DEFAULT_SANDBOX_MAX_BYTES);
-        config.limits.upload_max_bytes = settings
+        config.app.limits.upload_max_bytes = settings
             .upload_max_bytes
             .unwrap_or(DEFAULT_UPLOAD_MAX_BYTES);
-        config.limits.publish_max_bytes = settings
+        config.app.limits.publish_max_bytes = settings
             .publish_max_bytes
             .unwrap_or(DEFAULT_PUBLISH_MAX_BYTES);
-        config.limits.preview_max_chars = settings
+        config.app.limits.preview_max_chars = settings
             .preview_max_chars
             .unwrap_or(DEFAULT_PREVIEW_MAX_CHARS);
-        config.skills_dir = settings.skills_dir;
+        config.app.skills_dir = settings.skills_dir;
         config.public_url = settings.public_url;
         if let Some(t) = settings.header_timeout_secs {
             config.connections.header_timeout = secs(t.max(1));
@@ -309,31 +310,31 @@ impl ServeArgs {
             config.max_streams_per_principal = n.max(1);
         }
         if let Some(n) = settings.sandbox_ops_per_thread {
-            config.sandbox_limits.concurrent_ops = n.max(1);
+            config.app.sandbox_limits.concurrent_ops = n.max(1);
         }
         if let Some(t) = settings.sandbox_op_timeout_secs {
-            config.sandbox_limits.op_timeout = secs(t.max(1));
+            config.app.sandbox_limits.op_timeout = secs(t.max(1));
         }
         if let Some(n) = settings.extract_workers {
-            config.extract.max_concurrent = n.max(1);
+            config.app.extract.max_concurrent = n.max(1);
         }
         if let Some(t) = settings.extract_timeout_secs {
-            config.extract.timeout = secs(t.max(1));
+            config.app.extract.timeout = secs(t.max(1));
             // The CPU limit stays within the wall clock, so a busy worker is stopped by the
             // kernel before it would be killed from outside.
-            config.extract.cpu_seconds = config.extract.cpu_seconds.min(t.max(1));
+            config.app.extract.cpu_seconds = config.app.extract.cpu_seconds.min(t.max(1));
         }
         if let Some(bytes) = settings.extract_memory_bytes {
-            config.extract.memory_bytes = bytes;
+            config.app.extract.memory_bytes = bytes;
         }
         if let Some(t) = settings.preview_wait_secs {
-            config.limits.preview_wait = secs(t);
+            config.app.limits.preview_wait = secs(t);
         }
         if let Some(t) = settings.resumable_expiry_secs {
-            config.limits.resumable_expiry = secs(t.max(1));
+            config.app.limits.resumable_expiry = secs(t.max(1));
         }
         if let Some(n) = settings.resumable_max_unfinished {
-            config.limits.resumable_max_unfinished = n.max(1);
+            config.app.limits.resumable_max_unfinished = n.max(1);
         }
         if let Some(allow) = settings.webhook_allow_private {
             config.webhooks.allow_private = allow;
@@ -514,11 +515,11 @@ mod tests {
         }
         .resolve()
         .unwrap();
-        assert_eq!(resolved.config.limits.space_max_bytes, 5);
-        assert_eq!(resolved.config.limits.upload_max_bytes, 20);
+        assert_eq!(resolved.config.app.limits.space_max_bytes, 5);
+        assert_eq!(resolved.config.app.limits.upload_max_bytes, 20);
         assert_eq!(resolved.config.jwt_secret, b"from-file");
         assert!(!resolved.generated_secret);
-        assert_eq!(resolved.config.limits.preview_max_chars, 4000);
+        assert_eq!(resolved.config.app.limits.preview_max_chars, 4000);
         assert_eq!(resolved.config.addr.to_string(), "127.0.0.1:8080");
     }
 
@@ -600,13 +601,13 @@ mod tests {
         assert_eq!(c.connections.max_connections, 5);
         assert_eq!(c.connections.drain_timeout, secs(6));
         assert_eq!(c.max_streams_per_principal, 7);
-        assert_eq!(c.sandbox_limits.concurrent_ops, 8);
-        assert_eq!(c.sandbox_limits.op_timeout, secs(9));
-        assert_eq!(c.extract.max_concurrent, 3);
-        assert_eq!(c.extract.timeout, secs(5));
-        assert_eq!(c.extract.cpu_seconds, 5);
-        assert_eq!(c.extract.memory_bytes, 1 << 28);
-        assert_eq!(c.limits.preview_wait, secs(2));
+        assert_eq!(c.app.sandbox_limits.concurrent_ops, 8);
+        assert_eq!(c.app.sandbox_limits.op_timeout, secs(9));
+        assert_eq!(c.app.extract.max_concurrent, 3);
+        assert_eq!(c.app.extract.timeout, secs(5));
+        assert_eq!(c.app.extract.cpu_seconds, 5);
+        assert_eq!(c.app.extract.memory_bytes, 1 << 28);
+        assert_eq!(c.app.limits.preview_wait, secs(2));
         assert!(c.webhooks.allow_private);
         assert_eq!(c.webhooks.timeout, secs(11));
         assert_eq!(c.s3_region, "eu-central-1");
@@ -640,11 +641,11 @@ mod tests {
         .config;
         let running: &[(&str, u64)] = &[
             ("sweep-grace-secs", c.sweep_grace.as_secs()),
-            ("space-max-bytes", c.limits.space_max_bytes),
-            ("sandbox-max-bytes", c.limits.sandbox_max_bytes),
-            ("upload-max-bytes", c.limits.upload_max_bytes),
-            ("publish-max-bytes", c.limits.publish_max_bytes),
-            ("preview-max-chars", c.limits.preview_max_chars as u64),
+            ("space-max-bytes", c.app.limits.space_max_bytes),
+            ("sandbox-max-bytes", c.app.limits.sandbox_max_bytes),
+            ("upload-max-bytes", c.app.limits.upload_max_bytes),
+            ("publish-max-bytes", c.app.limits.publish_max_bytes),
+            ("preview-max-chars", c.app.limits.preview_max_chars as u64),
             (
                 "header-timeout-secs",
                 c.connections.header_timeout.as_secs(),
@@ -658,19 +659,22 @@ mod tests {
             ),
             (
                 "sandbox-ops-per-thread",
-                c.sandbox_limits.concurrent_ops as u64,
+                c.app.sandbox_limits.concurrent_ops as u64,
             ),
             (
                 "sandbox-op-timeout-secs",
-                c.sandbox_limits.op_timeout.as_secs(),
+                c.app.sandbox_limits.op_timeout.as_secs(),
             ),
-            ("extract-timeout-secs", c.extract.timeout.as_secs()),
-            ("extract-memory-bytes", c.extract.memory_bytes),
-            ("preview-wait-secs", c.limits.preview_wait.as_secs()),
-            ("resumable-expiry-secs", c.limits.resumable_expiry.as_secs()),
+            ("extract-timeout-secs", c.app.extract.timeout.as_secs()),
+            ("extract-memory-bytes", c.app.extract.memory_bytes),
+            ("preview-wait-secs", c.app.limits.preview_wait.as_secs()),
+            (
+                "resumable-expiry-secs",
+                c.app.limits.resumable_expiry.as_secs(),
+            ),
             (
                 "resumable-max-unfinished",
-                c.limits.resumable_max_unfinished,
+                c.app.limits.resumable_max_unfinished,
             ),
             ("webhook-timeout-secs", c.webhooks.timeout.as_secs()),
         ];

@@ -26,6 +26,7 @@ use ferry_core::agent_files::{
     DeleteFileInput, FileUrlInput, LsInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod,
     WriteFileInput, bare_etag,
 };
+use ferry_core::change::ChangeKind;
 use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
@@ -547,7 +548,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                 .files
                 .iter()
                 .map(|below| crate::sandbox::Changed {
-                    kind: "file_moved",
+                    kind: ChangeKind::FileMoved,
                     path: joined(&source, below),
                     destination: Some(joined(&destination, below)),
                     etag: moved.etag.clone(),
@@ -638,7 +639,7 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
             let changes = removed
                 .iter()
                 .map(|below| crate::sandbox::Changed {
-                    kind: "file_deleted",
+                    kind: ChangeKind::FileDeleted,
                     path: format!("{path}/{below}"),
                     destination: None,
                     etag: None,

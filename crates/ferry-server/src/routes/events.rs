@@ -6,7 +6,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ferry_app::events::{Delivered, Live, Source};
+use ferry_app::thread_event::ThreadEvent;
 use ferry_core::SpaceName;
+use ferry_core::change::SpaceEvent;
 use futures::Stream;
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -45,7 +47,8 @@ pub struct EventParams {
     params(("id" = String, Path), EventParams, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
     responses(
         (status = 400, description = "INVALID_REQUEST: a bad Last-Event-ID, after or format"),
-        (status = 200, description = "text/event-stream (id: is the event's number in the thread), or a JSON array with format=json"),
+        (status = 200, description = "text/event-stream (`id:` is the event's number in the thread, `data:` the event), or with format=json the events as a JSON array",
+            content((Vec<ThreadEvent> = "application/json"), (String = "text/event-stream"))),
         (status = 404, description = "NOT_FOUND"),
     ),
     security(("bearer" = []))
@@ -69,7 +72,8 @@ pub async fn events(
     operation_id = "space_events",
     params(("space" = String, Path), EventParams, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
     responses(
-        (status = 200, description = "text/event-stream (id: is the event's number in the space), or a JSON array with format=json"),
+        (status = 200, description = "text/event-stream (`id:` is the event's number in the space, `data:` the event), or with format=json the events as a JSON array",
+            content((Vec<SpaceEvent> = "application/json"), (String = "text/event-stream"))),
         (status = 400, description = "INVALID_PATH: a bad space name; INVALID_REQUEST: a bad Last-Event-ID, after or format"),
         (status = 403, description = "FORBIDDEN: a service token without a user"),
     ),

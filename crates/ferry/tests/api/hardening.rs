@@ -121,8 +121,8 @@ async fn one_threads_stuck_sandbox_work_holds_a_bounded_share_of_the_server() {
     // when an operation does block, its thread gets at most its permits, the caller is answered
     // 503, and other threads are not held up.
     let app = TestApp::with(|config| {
-        config.sandbox_limits.concurrent_ops = 2;
-        config.sandbox_limits.op_timeout = Duration::from_millis(500);
+        config.app.sandbox_limits.concurrent_ops = 2;
+        config.app.sandbox_limits.op_timeout = Duration::from_millis(500);
     })
     .await;
     let t = thread(&app, "mallory").await;
@@ -564,9 +564,9 @@ async fn another_users_preview_does_not_wait_behind_a_burst_of_slow_documents() 
     let scripts = tempfile::tempdir().unwrap();
     let (script, _) = slow_worker(scripts.path(), 4);
     let app = TestApp::with(|config| {
-        config.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
-        config.extract.max_concurrent = 2;
-        config.limits.preview_wait = Duration::from_secs(60);
+        config.app.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
+        config.app.extract.max_concurrent = 2;
+        config.app.limits.preview_wait = Duration::from_secs(60);
     })
     .await;
     let mallory = thread(&app, "mallory").await;
@@ -600,8 +600,8 @@ async fn an_upload_waits_for_its_preview_only_so_long() {
     let scripts = tempfile::tempdir().unwrap();
     let (script, _) = slow_worker(scripts.path(), 30);
     let app = TestApp::with(|config| {
-        config.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
-        config.limits.preview_wait = Duration::from_secs(1);
+        config.app.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
+        config.app.limits.preview_wait = Duration::from_secs(1);
     })
     .await;
     let t = thread(&app, "alice").await;
@@ -628,7 +628,7 @@ async fn a_failed_rendering_is_remembered_and_cache_entries_carry_no_names() {
     let scripts = tempfile::tempdir().unwrap();
     let (script, calls) = slow_worker(scripts.path(), 0);
     let app = TestApp::with(|config| {
-        config.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
+        config.app.extract = ferry_extract::ExtractorConfig::new(&script, Vec::<String>::new());
     })
     .await;
     let runs = || {
@@ -1009,7 +1009,7 @@ async fn oversized_mcp_requests_over_stdio_are_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_oversized_mcp_request_over_http_gets_the_envelope() {
-    let app = TestApp::with(|config| config.limits.space_max_bytes = 64 * 1024).await;
+    let app = TestApp::with(|config| config.app.limits.space_max_bytes = 64 * 1024).await;
     let addr = app.spawn().await;
     let t = thread(&app, "alice").await;
     let body = json!({
@@ -1048,7 +1048,7 @@ async fn an_oversized_mcp_request_over_http_gets_the_envelope() {
 async fn a_refused_upload_is_answered_not_cut_off() {
     // The answer comes before the body is read (the declared length is over the limit); the
     // rest of the body is read and dropped so the client sees the envelope, not a broken pipe.
-    let app = TestApp::with(|config| config.limits.space_max_bytes = 1024 * 1024).await;
+    let app = TestApp::with(|config| config.app.limits.space_max_bytes = 1024 * 1024).await;
     let addr = app.spawn().await;
     let token = app.user("alice");
     let reply = reqwest::Client::new()

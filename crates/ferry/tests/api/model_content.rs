@@ -89,6 +89,7 @@ async fn a_large_image_is_scaled_to_a_long_edge_of_1568_with_its_aspect() {
     let kept = app
         .state
         .config
+        .app
         .data_dir
         .join("cache/model")
         .join(format!("{}.json", upload["sha256"].as_str().unwrap()));
@@ -172,6 +173,7 @@ async fn a_pdf_is_its_note_then_its_first_pages_as_images_beside_their_text() {
     let kept = app
         .state
         .config
+        .app
         .data_dir
         .join("cache/pdf-pages")
         .join(upload["sha256"].as_str().unwrap());

@@ -244,7 +244,7 @@ async fn the_answer_has_the_seeds_fields() {
 
 #[tokio::test]
 async fn publish_errors() {
-    let app = TestApp::with(|c| c.limits.publish_max_bytes = 1024).await;
+    let app = TestApp::with(|c| c.app.limits.publish_max_bytes = 1024).await;
     let t = thread(&app, "alice").await;
     put_file(&app, &t, "outputs/ok.txt", b"ok").await;
     put_file(&app, &t, "outputs/big.bin", &[0u8; 1025]).await;
@@ -325,7 +325,7 @@ fn lifecycle(events: &[Value]) -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn a_publish_is_announced_then_ends_with_the_same_publish_id() {
-    let app = TestApp::with(|c| c.limits.publish_max_bytes = 1024).await;
+    let app = TestApp::with(|c| c.app.limits.publish_max_bytes = 1024).await;
     let t = thread(&app, "alice").await;
     put_file(&app, &t, "outputs/r.md", b"# R").await;
     put_file(&app, &t, "outputs/big.bin", &[0u8; 2048]).await;

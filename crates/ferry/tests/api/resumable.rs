@@ -227,7 +227,7 @@ async fn a_space_file_in_one_request_is_the_plain_write() {
 
 #[tokio::test]
 async fn every_refusal_is_clear_and_keeps_nothing() {
-    let app = TestApp::with(|c| c.limits.space_max_bytes = 1000).await;
+    let app = TestApp::with(|c| c.app.limits.space_max_bytes = 1000).await;
     let t = thread(&app, "alice").await;
     let alice = t.user.clone();
     let meta = metadata(&[("threadId", &t.id), ("filename", "a.bin")]);
@@ -381,8 +381,8 @@ async fn every_refusal_is_clear_and_keeps_nothing() {
 #[tokio::test]
 async fn unfinished_uploads_are_capped_and_expire() {
     let app = TestApp::with(|c| {
-        c.limits.resumable_max_unfinished = 2;
-        c.limits.resumable_expiry = std::time::Duration::from_secs(1);
+        c.app.limits.resumable_max_unfinished = 2;
+        c.app.limits.resumable_expiry = std::time::Duration::from_secs(1);
     })
     .await;
     let t = thread(&app, "alice").await;

@@ -392,7 +392,7 @@ fn tmp_left(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test]
 async fn over_the_limit_is_413_from_content_length_and_while_streaming() {
     const LIMIT: u64 = 64 * 1024;
-    let app = TestApp::with(|c| c.limits.sandbox_max_bytes = LIMIT).await;
+    let app = TestApp::with(|c| c.app.limits.sandbox_max_bytes = LIMIT).await;
     let t = thread(&app, "alice").await;
     let dir = sandbox_dir(&app, &t).await;
     let addr = app.spawn().await;
@@ -474,7 +474,7 @@ async fn over_the_limit_is_413_from_content_length_and_while_streaming() {
 
 #[tokio::test]
 async fn an_overwrite_over_the_limit_keeps_the_old_bytes() {
-    let app = TestApp::with(|c| c.limits.sandbox_max_bytes = 1024).await;
+    let app = TestApp::with(|c| c.app.limits.sandbox_max_bytes = 1024).await;
     let t = thread(&app, "alice").await;
     put_file(&app, &t, "outputs/keep.txt", b"old").await;
     app.put(

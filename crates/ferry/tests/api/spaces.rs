@@ -574,7 +574,7 @@ async fn content_type_is_required() {
 
 #[tokio::test]
 async fn size_limit_from_content_length() {
-    let app = TestApp::with(|c| c.limits.space_max_bytes = 1024).await;
+    let app = TestApp::with(|c| c.app.limits.space_max_bytes = 1024).await;
     let u = app.user("u");
     app.put(
         "/api/spaces/s/files/ok.bin",

@@ -52,7 +52,7 @@ async fn exactly_one_of_32_racing_create_only_puts_wins() {
 
 #[tokio::test]
 async fn chunked_body_over_the_limit_is_refused_while_streaming_and_leaves_nothing() {
-    let app = TestApp::with(|c| c.limits.space_max_bytes = 64 * 1024).await;
+    let app = TestApp::with(|c| c.app.limits.space_max_bytes = 64 * 1024).await;
     let addr = app.spawn().await;
     let token = app.user("u");
     let client = reqwest::Client::new();

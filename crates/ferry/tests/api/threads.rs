@@ -420,7 +420,7 @@ async fn skills_are_copied_in_and_read_only() {
     .unwrap();
     std::fs::write(skills.path().join("README.md"), b"skills index").unwrap();
     let skills_path = skills.path().to_path_buf();
-    let app = TestApp::with(|c| c.skills_dir = Some(skills_path)).await;
+    let app = TestApp::with(|c| c.app.skills_dir = Some(skills_path)).await;
     let t = thread(&app, "alice").await;
 
     let dir = sandbox_dir(&app, &t).await;
@@ -581,7 +581,7 @@ async fn deleting_a_thread_removes_everything_in_it() {
     let skills = tempfile::tempdir().unwrap();
     std::fs::write(skills.path().join("SKILL.md"), b"# skill\n").unwrap();
     let skills_path = skills.path().to_path_buf();
-    let app = TestApp::with(|c| c.skills_dir = Some(skills_path)).await;
+    let app = TestApp::with(|c| c.app.skills_dir = Some(skills_path)).await;
     let t = thread(&app, "alice").await;
     let other = thread(&app, "alice").await;
     put_file(&app, &other, "outputs/keep.txt", b"kept").await;

@@ -443,7 +443,7 @@ async fn names_with_control_characters_are_refused() {
 #[tokio::test]
 async fn over_the_limit_is_413_and_leaves_nothing_behind() {
     const LIMIT: u64 = 64 * 1024;
-    let app = TestApp::with(|c| c.limits.upload_max_bytes = LIMIT).await;
+    let app = TestApp::with(|c| c.app.limits.upload_max_bytes = LIMIT).await;
     let t = thread(&app, "alice").await;
     let blobs_before = blob_files(&app);
     let big = vec![b'z'; LIMIT as usize + 1];
@@ -790,7 +790,7 @@ async fn images_record_width_and_height() {
 
 #[tokio::test]
 async fn previews_honour_preview_max_chars() {
-    let app = TestApp::with(|c| c.limits.preview_max_chars = 60).await;
+    let app = TestApp::with(|c| c.app.limits.preview_max_chars = 60).await;
     let t = thread(&app, "alice").await;
     let sheet = upload_one(&app, &t, "seed.xlsx", &fixture("seed.xlsx")).await;
     let preview = sheet["preview"].as_str().unwrap();
@@ -1108,7 +1108,7 @@ async fn an_upload_previews_by_its_kind_with_the_preview_headers() {
 /// file before sending it.
 #[tokio::test]
 async fn the_limits_are_told_to_any_valid_token() {
-    let app = TestApp::with(|c| c.limits.upload_max_bytes = 12_345).await;
+    let app = TestApp::with(|c| c.app.limits.upload_max_bytes = 12_345).await;
     let t = thread(&app, "alice").await;
     for token in [&t.user, &t.agent] {
         let reply = app.get("/api/limits", token).await;

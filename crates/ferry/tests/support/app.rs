@@ -71,7 +71,7 @@ impl Reply {
 
 pub fn config(dir: &std::path::Path) -> Config {
     let mut config = Config::embedded(dir.to_path_buf(), SECRET.as_bytes().to_vec());
-    config.extract = ferry_extract::ExtractorConfig::worker(ferry_exe());
+    config.app.extract = ferry_extract::ExtractorConfig::worker(ferry_exe());
     config
 }
 

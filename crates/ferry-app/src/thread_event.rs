@@ -1,0 +1,342 @@
+//! The events of a thread's channel as one type (docs/reference/events.md): what every event
+//! carries ([`EventHead`]) and, by its `type`, its own fields ([`EventKind`]).
+//!
+//! Every event the server stores is built here, and the OpenAPI document describes
+//! [`ThreadEvent`] from these same declarations, so what a client reads cannot drift from
+//! what the server sends.
+
+use ferry_core::Timestamp;
+use ferry_core::change::ChangeKind;
+use ferry_core::door::Door;
+use ferry_core::error_code::ErrorCode;
+use ferry_core::send_file::Encoding;
+use serde::ser::{Error as _, SerializeMap};
+use serde::{Serialize, Serializer};
+use utoipa::openapi::schema::{AllOfBuilder, Schema};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::events::{DEFAULT_AGENT_ID, Role};
+use crate::messages::AttachmentView;
+use crate::publish::PublishedView;
+use crate::uploads::UploadView;
+
+/// One event of a thread: the common fields, then its type's own. Serialized with `id` and
+/// `type` first and the type's own fields last, in the documented order.
+#[derive(Debug, Clone)]
+pub struct ThreadEvent {
+    pub head: EventHead,
+    pub kind: EventKind,
+}
+
+/// The fields every event of a thread has.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventHead {
+    /// Its number in the thread: 1, 2, 3… without gaps.
+    pub id: i64,
+    pub role: EventRole,
+    /// For agent events, the agent token's `agent` claim (or `agent`); user events name the
+    /// thread's agent, `agent`.
+    pub agent_id: String,
+    /// The thread's id.
+    pub session_id: String,
+    /// Text, or null.
+    #[schema(required = true)]
+    pub content: Option<String>,
+    /// When it was stored: RFC 3339 in UTC with milliseconds.
+    pub timestamp: String,
+}
+
+/// Who an event speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EventRole {
+    User,
+    Agent,
+}
+
+/// What happened, by the event's `type`, with that type's own fields.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A message (`POST …/messages`, or a say-mode reply).
+    Message {
+        /// Uploads with their notes, on a user message that named `uploadIds`.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        uploads: Vec<UploadView>,
+        /// Attachments, on the last message of a say-mode reply.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        files: Vec<AttachmentView>,
+    },
+    /// A file the user uploaded.
+    Upload { upload: UploadView },
+    /// A small text file sent by `send_file`.
+    FileSend {
+        #[serde(rename = "fileContents")]
+        file_contents: FileContents,
+    },
+    /// A publish started.
+    FilePublishing(PublishAttempt),
+    /// A publish ended with a new revision.
+    FilePublished(PublishSucceeded),
+    /// A publish failed.
+    FilePublishFailed(PublishFailed),
+    /// A sandbox file written through ferry.
+    FileWritten(SandboxChange),
+    /// A sandbox file removed through ferry (one event per file of a removed folder).
+    FileDeleted(SandboxChange),
+    /// A sandbox file moved through ferry (one event per file of a moved folder).
+    FileMoved(SandboxChange),
+}
+
+/// The file a `file_send` event carries.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileContents {
+    pub filename: String,
+    pub content: String,
+    pub encoding: Encoding,
+    pub mime_type: String,
+    pub size_bytes: u64,
+}
+
+/// Which publish an event belongs to: its id, the display name and the path the agent asked
+/// for.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PublishAttempt {
+    #[serde(rename = "publishId")]
+    pub publish_id: String,
+    pub display_name: String,
+    pub file_path: String,
+}
+
+/// A publish's good end: the attempt and the revision it made.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PublishSucceeded {
+    #[serde(flatten)]
+    pub attempt: PublishAttempt,
+    pub file: PublishedView,
+}
+
+/// A publish's failure: the attempt and the error's envelope.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PublishFailed {
+    #[serde(flatten)]
+    pub attempt: PublishAttempt,
+    pub error: EventError,
+}
+
+/// An error as the envelope states it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EventError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// A sandbox change made through ferry.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SandboxChange {
+    /// `/sandbox/…`.
+    pub path: String,
+    /// Where a moved file went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// The file's quoted ETag after a write or move.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    pub door: Door,
+}
+
+impl EventHead {
+    /// The head of event `id`, stored at `at` in `thread_id`, spoken by `role`.
+    pub fn new(
+        id: i64,
+        at: Timestamp,
+        role: Role<'_>,
+        thread_id: &str,
+        content: Option<&str>,
+    ) -> EventHead {
+        let (role, agent_id) = match role {
+            Role::User => (EventRole::User, DEFAULT_AGENT_ID),
+            Role::Agent(agent) => (EventRole::Agent, agent),
+        };
+        EventHead {
+            id,
+            role,
+            agent_id: agent_id.to_owned(),
+            session_id: thread_id.to_owned(),
+            content: content.map(str::to_owned),
+            timestamp: at.rfc3339(),
+        }
+    }
+}
+
+impl EventKind {
+    /// The event of a sandbox change.
+    pub fn sandbox(kind: ChangeKind, change: SandboxChange) -> EventKind {
+        match kind {
+            ChangeKind::FileWritten => EventKind::FileWritten(change),
+            ChangeKind::FileDeleted => EventKind::FileDeleted(change),
+            ChangeKind::FileMoved => EventKind::FileMoved(change),
+        }
+    }
+}
+
+impl ThreadEvent {
+    /// The event's JSON, as it is stored and sent.
+    pub fn to_json(&self) -> String {
+        // Serializing views and strings into a String cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The event's `type`.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            EventKind::Message { .. } => "message",
+            EventKind::Upload { .. } => "upload",
+            EventKind::FileSend { .. } => "file_send",
+            EventKind::FilePublishing(_) => "file_publishing",
+            EventKind::FilePublished(_) => "file_published",
+            EventKind::FilePublishFailed(_) => "file_publish_failed",
+            EventKind::FileWritten(_) => "file_written",
+            EventKind::FileDeleted(_) => "file_deleted",
+            EventKind::FileMoved(_) => "file_moved",
+        }
+    }
+}
+
+impl Serialize for ThreadEvent {
+    /// `id` and `type` first, then the rest of the head, then the type's own fields: the order
+    /// the reference promises, which a derived flatten cannot give (it writes an internally
+    /// tagged enum's tag beside its fields).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let head = object(&self.head).map_err(S::Error::custom)?;
+        let own = object(&self.kind).map_err(S::Error::custom)?;
+        let mut map = serializer.serialize_map(Some(head.len() + own.len()))?;
+        for (name, value) in &head {
+            map.serialize_entry(name, value)?;
+            if name == "id" {
+                map.serialize_entry("type", self.type_name())?;
+            }
+        }
+        for (name, value) in own.iter().filter(|(name, _)| *name != "type") {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+fn object(
+    value: &impl Serialize,
+) -> serde_json::Result<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::to_value(value)? {
+        serde_json::Value::Object(map) => Ok(map),
+        _ => Err(serde_json::Error::custom("an event part is not an object")),
+    }
+}
+
+impl PartialSchema for ThreadEvent {
+    /// Every event is its head and one of the kinds.
+    fn schema() -> RefOr<Schema> {
+        AllOfBuilder::new()
+            .item(Ref::from_schema_name(EventHead::name()))
+            .item(Ref::from_schema_name(EventKind::name()))
+            .description(Some(
+                "An event of a thread's channel: the common fields, then its type's own",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for ThreadEvent {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((EventHead::name().into(), EventHead::schema()));
+        EventHead::schemas(schemas);
+        schemas.push((EventKind::name().into(), EventKind::schema()));
+        EventKind::schemas(schemas);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head() -> EventHead {
+        EventHead::new(7, Timestamp(0), Role::Agent("bot"), "t1", None)
+    }
+
+    #[test]
+    fn the_common_fields_come_first_with_the_type_second() {
+        let event = ThreadEvent {
+            head: head(),
+            kind: EventKind::FileMoved(SandboxChange {
+                path: "/sandbox/a.txt".into(),
+                destination: Some("/sandbox/b.txt".into()),
+                etag: None,
+                size: None,
+                door: Door::Mcp,
+            }),
+        };
+        let json = event.to_json();
+        let names: Vec<String> = serde_json::from_str::<serde_json::Map<_, _>>(&json)
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "id",
+                "type",
+                "role",
+                "agentId",
+                "sessionId",
+                "content",
+                "timestamp",
+                "path",
+                "destination",
+                "door"
+            ]
+        );
+        assert!(json.contains(r#""type":"file_moved""#), "{json}");
+        assert!(json.contains(r#""door":"mcp""#), "{json}");
+        assert!(json.contains(r#""content":null"#), "{json}");
+    }
+
+    #[test]
+    fn a_publish_event_carries_its_attempt_beside_its_own_fields() {
+        let attempt = PublishAttempt {
+            publish_id: "p1".into(),
+            display_name: "Report".into(),
+            file_path: "/sandbox/r.md".into(),
+        };
+        let event = ThreadEvent {
+            head: head(),
+            kind: EventKind::FilePublishFailed(PublishFailed {
+                attempt,
+                error: EventError {
+                    code: ErrorCode::NotFound,
+                    message: "File not found".into(),
+                },
+            }),
+        };
+        let value: serde_json::Value = serde_json::from_str(&event.to_json()).unwrap();
+        assert_eq!(value["type"], "file_publish_failed");
+        assert_eq!(value["publishId"], "p1");
+        assert_eq!(value["display_name"], "Report");
+        assert_eq!(value["error"]["code"], "NOT_FOUND");
+        assert_eq!(value["role"], "agent");
+        assert_eq!(value["agentId"], "bot");
+    }
+
+    #[test]
+    fn a_user_event_names_the_threads_agent() {
+        let head = EventHead::new(1, Timestamp(0), Role::User, "t1", Some("hi"));
+        assert_eq!(head.role, EventRole::User);
+        assert_eq!(head.agent_id, DEFAULT_AGENT_ID);
+        assert_eq!(head.timestamp, "1970-01-01T00:00:00.000Z");
+    }
+}
