@@ -1827,6 +1827,15 @@ export interface components {
             size: number;
             updatedAt: string;
         };
+        /** @description One message of the stream: the event's number and the event as JSON */
+        StreamedEvent: {
+            /** @description The event as JSON */
+            data: string;
+            /** @description Always `message`: no stream names its events */
+            event?: string;
+            /** @description The event's number in its channel */
+            id: string;
+        };
         ThreadChange: {
             /**
              * @description The new title (trimmed; at most 500 characters); `null` or blank makes the thread
@@ -3414,7 +3423,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SpaceEvent"][];
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamedEvent"];
                 };
             };
             /** @description INVALID_PATH: a bad space name; INVALID_REQUEST: a bad Last-Event-ID, after or format */
@@ -4361,7 +4370,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ThreadEvent"][];
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamedEvent"];
                 };
             };
             /** @description INVALID_REQUEST: a bad Last-Event-ID, after or format */

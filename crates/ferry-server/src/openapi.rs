@@ -24,6 +24,35 @@ impl utoipa::PartialSchema for FileBytes {
 
 impl utoipa::ToSchema for FileBytes {}
 
+/// One message of an event stream (`text/event-stream`), as a client parses it: `id` is the
+/// event's number in its channel and `data` the event's JSON (the `ThreadEvent` or
+/// `SpaceEvent` that `format=json` answers in an array). Keep-alive comments carry no message.
+#[derive(Debug)]
+pub struct StreamedEvent;
+
+impl utoipa::PartialSchema for StreamedEvent {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let text = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(description))
+        };
+        ObjectBuilder::new()
+            .property("id", text("The event's number in its channel"))
+            .property("data", text("The event as JSON"))
+            .property("event", text("Always `message`: no stream names its events"))
+            .required("id")
+            .required("data")
+            .description(Some(
+                "One message of the stream: the event's number and the event as JSON",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for StreamedEvent {}
+
 /// An upload as a form: one or more parts named `file`, each a file with its name.
 #[derive(Debug, utoipa::ToSchema)]
 pub struct UploadForm {

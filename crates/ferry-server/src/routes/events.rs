@@ -22,6 +22,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::limits::StreamSlot;
+use crate::openapi::StreamedEvent;
 use crate::state::AppState;
 
 /// Events read from the database per query while catching up.
@@ -48,7 +49,7 @@ pub struct EventParams {
     responses(
         (status = 400, description = "INVALID_REQUEST: a bad Last-Event-ID, after or format"),
         (status = 200, description = "text/event-stream (`id:` is the event's number in the thread, `data:` the event), or with format=json the events as a JSON array",
-            content((Vec<ThreadEvent> = "application/json"), (String = "text/event-stream"))),
+            content((Vec<ThreadEvent> = "application/json"), (StreamedEvent = "text/event-stream"))),
         (status = 404, description = "NOT_FOUND"),
     ),
     security(("bearer" = []))
@@ -73,7 +74,7 @@ pub async fn events(
     params(("space" = String, Path), EventParams, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
     responses(
         (status = 200, description = "text/event-stream (`id:` is the event's number in the space, `data:` the event), or with format=json the events as a JSON array",
-            content((Vec<SpaceEvent> = "application/json"), (String = "text/event-stream"))),
+            content((Vec<SpaceEvent> = "application/json"), (StreamedEvent = "text/event-stream"))),
         (status = 400, description = "INVALID_PATH: a bad space name; INVALID_REQUEST: a bad Last-Event-ID, after or format"),
         (status = 403, description = "FORBIDDEN: a service token without a user"),
     ),
