@@ -1351,13 +1351,13 @@ export interface components {
         }) | (components["schemas"]["PublishFailed"] & {
             /** @enum {string} */
             type: "file_publish_failed";
-        }) | (components["schemas"]["SandboxChange"] & {
+        }) | (components["schemas"]["FileChange"] & {
             /** @enum {string} */
             type: "file_written";
-        }) | (components["schemas"]["SandboxChange"] & {
+        }) | (components["schemas"]["FileChange"] & {
             /** @enum {string} */
             type: "file_deleted";
-        }) | (components["schemas"]["SandboxChange"] & {
+        }) | (components["schemas"]["FileChange"] & {
             /** @enum {string} */
             type: "file_moved";
         });
@@ -1389,6 +1389,20 @@ export interface components {
         };
         /** Format: binary */
         FileBytes: string;
+        /**
+         * @description What an event says of a changed file: in a thread's events a sandbox path (`/sandbox/…`), in
+         *     a space's feed a path in the space.
+         */
+        FileChange: {
+            /** @description Where a moved file went. */
+            destination?: string | null;
+            door: components["schemas"]["Door"];
+            /** @description The file's quoted ETag after a write or move (in a space's feed, before a removal too). */
+            etag?: string | null;
+            path: string;
+            /** Format: int64 */
+            size?: number | null;
+        };
         /** @description The file a `file_send` event carries. */
         FileContents: {
             content: string;
@@ -1738,18 +1752,6 @@ export interface components {
             /** @description Each text as a sanitized HTML fragment, in the order asked. */
             html: string[];
         };
-        /** @description A sandbox change made through ferry. */
-        SandboxChange: {
-            /** @description Where a moved file went. */
-            destination?: string | null;
-            door: components["schemas"]["Door"];
-            /** @description The file's quoted ETag after a write or move. */
-            etag?: string | null;
-            /** @description `/sandbox/…`. */
-            path: string;
-            /** Format: int64 */
-            size?: number | null;
-        };
         SayRequest: {
             /** @description The model's output: `<say>…</say>` blocks and `<file mode="doc">/sandbox/…</file>` tags. */
             text: string;
@@ -1790,23 +1792,14 @@ export interface components {
             tooLarge: number;
         };
         /** @description One event of a space's change feed, as a subscriber receives it. */
-        SpaceEvent: {
+        SpaceEvent: components["schemas"]["FileChange"] & {
             /** @description When the change was stored: RFC 3339 in UTC with milliseconds. */
             createdAt: string;
-            /** @description Where a moved file went. */
-            destination?: string | null;
-            door: components["schemas"]["Door"];
-            /** @description The file's quoted ETag after a write or move, before a removal. */
-            etag?: string | null;
             /**
              * Format: int64
              * @description Its number in the space: 1, 2, 3… without gaps.
              */
             id: number;
-            /** @description The file's path in the space. */
-            path: string;
-            /** Format: int64 */
-            size?: number | null;
             space: string;
             type: components["schemas"]["ChangeKind"];
         };

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use ferry_core::SandboxPath;
-use ferry_core::change::ChangeKind;
+use ferry_core::change::{ChangeKind, FileChange};
 use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
 pub use ferry_store::sandbox::{OpenedFile, SandboxEntry};
@@ -17,7 +17,7 @@ use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
 use crate::events::Role;
 use crate::principal::Principal;
-use crate::thread_event::{EventHead, EventKind, SandboxChange, ThreadEvent};
+use crate::thread_event::{EventHead, EventKind, ThreadEvent};
 
 /// Lists `dir` (the sandbox's root when `None`): its direct children, or every file below it.
 pub async fn list(
@@ -125,7 +125,7 @@ pub(crate) async fn announce(
         let stored = app
             .db
             .append_event(thread_id, kind.as_str(), move |id, at| {
-                let what = SandboxChange {
+                let what = FileChange {
                     path: change.path,
                     destination: change.destination,
                     etag: change.etag.as_deref().map(quoted_etag),

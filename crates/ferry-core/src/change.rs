@@ -37,6 +37,23 @@ impl ChangeKind {
     }
 }
 
+/// What an event says of a changed file: in a thread's events a sandbox path (`/sandbox/…`), in
+/// a space's feed a path in the space.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FileChange {
+    pub path: String,
+    /// Where a moved file went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// The file's quoted ETag after a write or move (in a space's feed, before a removal too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    pub door: Door,
+}
+
 /// One event of a space's change feed, as a subscriber receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,17 +64,8 @@ pub struct SpaceEvent {
     #[serde(rename = "type")]
     pub kind: ChangeKind,
     pub space: String,
-    /// The file's path in the space.
-    pub path: String,
-    /// Where a moved file went.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub destination: Option<String>,
-    /// The file's quoted ETag after a write or move, before a removal.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub etag: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    pub door: Door,
+    #[serde(flatten)]
+    pub change: FileChange,
     /// When the change was stored: RFC 3339 in UTC with milliseconds.
     pub created_at: String,
 }
@@ -88,11 +96,13 @@ mod tests {
             id: 3,
             kind: ChangeKind::FileDeleted,
             space: "notes".into(),
-            path: "a.md".into(),
-            destination: None,
-            etag: None,
-            size: None,
-            door: Door::S3,
+            change: FileChange {
+                path: "a.md".into(),
+                destination: None,
+                etag: None,
+                size: None,
+                door: Door::S3,
+            },
             created_at: "1970-01-01T00:00:00.000Z".into(),
         };
         assert_eq!(

@@ -4,11 +4,14 @@
 //! - an access key made with `POST /api/s3/keys`: its secret is derived from the server's
 //!   secret and the key id (so the database holds no secret), and the key acts as the
 //!   principal that made it, looked up on every request so that a revoked key is refused at
-//!   once on every node;
+//!   once on every node (once per request: the lookup that finds the secret for the signature
+//!   check also settles the principal the operation acts as, see [`one_lookup`]);
 //! - a bearer token sent as the session token (`X-Amz-Security-Token`), signed with the
 //!   access key id and secret `ferry`: the token's principal, for an agent that holds only a
 //!   token.
 
+use std::cell::RefCell;
+use std::future::Future;
 use std::sync::Arc;
 
 use ferry_app::{App, Principal};
@@ -25,6 +28,19 @@ pub const SESSION_SECRET: &str = "ferry";
 pub enum TokenRefusal {
     Expired(String),
     Invalid(String),
+}
+
+tokio::task_local! {
+    /// The access key whose secret the signature check asked for in this request, with the
+    /// principal found with it.
+    static FOUND: RefCell<Option<(String, Principal)>>;
+}
+
+/// Runs one request (its signature check, then its operation) so that an access key is looked
+/// up once: [`Keys`] keeps the principal it found, and [`principal`] takes it instead of asking
+/// the database again.
+pub(crate) fn one_lookup<F: Future>(request: F) -> impl Future<Output = F::Output> {
+    FOUND.scope(RefCell::new(None), request)
 }
 
 /// What the door needs from the server's own credentials.
@@ -57,7 +73,14 @@ impl S3Auth for Keys {
         // A key never made or revoked is refused before its signature is looked at, so the
         // answer says which (S3's InvalidAccessKeyId rather than SignatureDoesNotMatch).
         match ferry_app::access_keys::principal_of(&self.app, access_key).await {
-            Ok(Some(_)) => Ok(SecretKey::from(self.identities.secret_of(access_key))),
+            Ok(Some(principal)) => {
+                // Outside `one_lookup` (no request scope) there is nowhere to keep it, and
+                // `principal` then looks the key up itself.
+                let _ = FOUND.try_with(|found| {
+                    found.replace(Some((access_key.to_owned(), principal)));
+                });
+                Ok(SecretKey::from(self.identities.secret_of(access_key)))
+            }
             Ok(None) => Err(s3_error!(
                 InvalidAccessKeyId,
                 "the access key '{access_key}' does not exist or was revoked"
@@ -88,6 +111,14 @@ pub(crate) async fn principal(
                 TokenRefusal::Expired(why) => s3_error!(ExpiredToken, "{why}"),
                 TokenRefusal::Invalid(why) => s3_error!(InvalidToken, "{why}"),
             });
+    }
+    let found = FOUND
+        .try_with(|found| found.take())
+        .ok()
+        .flatten()
+        .filter(|(key, _)| key == access_key);
+    if let Some((_, principal)) = found {
+        return Ok(principal);
     }
     match ferry_app::access_keys::principal_of(app, access_key).await {
         Ok(Some(principal)) => Ok(principal),

@@ -55,7 +55,10 @@ where
             return Box::pin(std::future::ready(Ok(refusal)));
         }
         date_from_date_header(request.headers_mut());
-        Box::pin(tower::Service::call(&mut self.0, request))
+        Box::pin(crate::auth::one_lookup(tower::Service::call(
+            &mut self.0,
+            request,
+        )))
     }
 }
 

@@ -41,7 +41,10 @@ impl utoipa::PartialSchema for StreamedEvent {
         ObjectBuilder::new()
             .property("id", text("The event's number in its channel"))
             .property("data", text("The event as JSON"))
-            .property("event", text("Always `message`: no stream names its events"))
+            .property(
+                "event",
+                text("Always `message`: no stream names its events"),
+            )
             .required("id")
             .required("data")
             .description(Some(

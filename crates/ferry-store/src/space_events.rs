@@ -7,7 +7,7 @@
 //! Events share the thread events' live delivery: each space has a channel key
 //! ([`channel_key`]) under which this node's hub and Postgres' notifications name it.
 
-use ferry_core::change::{ChangeKind, SpaceEvent};
+use ferry_core::change::{ChangeKind, FileChange, SpaceEvent};
 use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
 use ferry_core::{SpaceName, Timestamp};
@@ -127,13 +127,15 @@ impl Db {
                     id: row.try_get("id")?,
                     kind: ChangeKind::parse(&kind).ok_or_else(|| unknown("kind", &kind))?,
                     space: space.as_str().to_owned(),
-                    path: row.try_get("path")?,
-                    destination: row.try_get("destination")?,
-                    etag: row
-                        .try_get::<Option<String>, _>("etag")?
-                        .map(|etag| quoted_etag(&etag)),
-                    size: row.try_get::<Option<i64>, _>("size")?.map(|s| s as u64),
-                    door: Door::parse(&door).ok_or_else(|| unknown("door", &door))?,
+                    change: FileChange {
+                        path: row.try_get("path")?,
+                        destination: row.try_get("destination")?,
+                        etag: row
+                            .try_get::<Option<String>, _>("etag")?
+                            .map(|etag| quoted_etag(&etag)),
+                        size: row.try_get::<Option<i64>, _>("size")?.map(|s| s as u64),
+                        door: Door::parse(&door).ok_or_else(|| unknown("door", &door))?,
+                    },
                     created_at: Timestamp(row.try_get("created_at")?).rfc3339(),
                 };
                 Ok(StoredEvent {
