@@ -7,7 +7,6 @@
 
 use ferry_core::Timestamp;
 use ferry_core::change::{ChangeKind, FileChange};
-use ferry_core::door::Door;
 use ferry_core::error_code::ErrorCode;
 use ferry_core::send_file::Encoding;
 use serde::ser::{Error as _, SerializeMap};
@@ -247,6 +246,7 @@ impl ToSchema for ThreadEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferry_core::door::Door;
 
     fn head() -> EventHead {
         EventHead::new(7, Timestamp(0), Role::Agent("bot"), "t1", None)
