@@ -94,11 +94,13 @@ pub async fn publish(
     }
     let path = SandboxPath::parse(publication.file_path)?;
     let attempt = Attempt {
-        publish_id: uuid::Uuid::now_v7().simple().to_string(),
+        named: PublishAttempt {
+            publish_id: uuid::Uuid::now_v7().simple().to_string(),
+            display_name,
+            file_path: publication.file_path.to_owned(),
+        },
         thread_id: thread.id,
         agent: principal.agent_id().to_owned(),
-        display_name,
-        file_path: publication.file_path.to_owned(),
     };
     let announced = attempt.clone();
     let started = app
@@ -107,8 +109,8 @@ pub async fn publish(
             announced.event(
                 id,
                 at,
-                &format!("Publishing {}…", announced.display_name),
-                EventKind::FilePublishing(announced.named()),
+                &format!("Publishing {}…", announced.named.display_name),
+                EventKind::FilePublishing(announced.named.clone()),
             )
         })
         .await?;
@@ -132,24 +134,14 @@ pub async fn publish(
 /// One publish, from its `file_publishing` event to its end.
 #[derive(Debug, Clone)]
 struct Attempt {
-    publish_id: String,
+    /// What every event of this publish names: its id, the display name and the path asked
+    /// for.
+    named: PublishAttempt,
     thread_id: String,
     agent: String,
-    display_name: String,
-    file_path: String,
 }
 
 impl Attempt {
-    /// What every event of this publish names: its id, the display name and the path asked
-    /// for.
-    fn named(&self) -> PublishAttempt {
-        PublishAttempt {
-            publish_id: self.publish_id.clone(),
-            display_name: self.display_name.clone(),
-            file_path: self.file_path.clone(),
-        }
-    }
-
     /// An event of this publish, spoken by its agent.
     fn event(&self, id: i64, at: ferry_core::Timestamp, content: &str, kind: EventKind) -> String {
         ThreadEvent {
@@ -169,13 +161,13 @@ impl Attempt {
     /// logged: the publish's own error is what the caller must hear.
     async fn report_failure(&self, app: &App, error: &Error) {
         let kind = EventKind::FilePublishFailed(PublishFailed {
-            attempt: self.named(),
+            attempt: self.named.clone(),
             error: EventError {
                 code: error.code(),
                 message: error.to_string(),
             },
         });
-        let content = format!("Could not publish {}: {error}", self.display_name);
+        let content = format!("Could not publish {}: {error}", self.named.display_name);
         let attempt = self.clone();
         match app
             .db
@@ -186,7 +178,7 @@ impl Attempt {
         {
             Ok(event) => app.announce(event),
             Err(e) => {
-                tracing::error!(error = %e, publish = %self.publish_id, "could not record a failed publish")
+                tracing::error!(error = %e, publish = %self.named.publish_id, "could not record a failed publish")
             }
         }
     }
@@ -203,7 +195,7 @@ async fn store_revision(
     let sandbox = app.sandboxes.open(&attempt.thread_id).await?;
     let opened = sandbox.open(path.relative()).await.map_err(|e| match e {
         ferry_store::Error::NotFound => {
-            Error::not_found(format!("File not found: {}", attempt.file_path))
+            Error::not_found(format!("File not found: {}", attempt.named.file_path))
         }
         other => other.into(),
     })?;
@@ -234,7 +226,7 @@ async fn store_revision(
     let filename = path.file_name().to_owned();
     let new = NewRevision {
         thread_id: attempt.thread_id.clone(),
-        display_name: attempt.display_name.clone(),
+        display_name: attempt.named.display_name.clone(),
         description,
         file_type: ferry_core::send_file::extension_of(&filename).unwrap_or_default(),
         mime_type: ferry_core::mime::mime_for_name(&filename),
@@ -250,7 +242,7 @@ async fn store_revision(
         .db
         .publish(new, |revision, id, at| {
             let kind = EventKind::FilePublished(PublishSucceeded {
-                attempt: attempt.named(),
+                attempt: attempt.named.clone(),
                 file: PublishedView::from(revision),
             });
             attempt.event(
