@@ -2,7 +2,7 @@
 //! speaks as `user` (with uploads attached), the agent as `agent`, and say mode's replies are
 //! messages too ([`crate::say`]). Every message event is built here.
 
-use ferry_store::events::StoredEvent;
+use ferry_store::events::{Rendered, StoredEvent};
 use ferry_store::say::Attachment;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -115,7 +115,7 @@ pub async fn post(
     Ok(event)
 }
 
-/// Stores a `message` event (see [`message_json`]) and answers it; waking subscribers and
+/// Stores a `message` event (see [`message_event`]) and answers it; waking subscribers and
 /// delivering to connectors is the caller's.
 pub(crate) async fn append(
     app: &App,
@@ -133,8 +133,8 @@ pub(crate) async fn append(
     );
     Ok(app
         .db
-        .append_event(thread_id, "message", move |id, at| {
-            message_json(
+        .append_event(thread_id, move |id, at| {
+            message_event(
                 id,
                 at,
                 speaker.role(),
@@ -157,7 +157,7 @@ pub(crate) fn fits_in_an_event(
     uploads: &[UploadView],
     files: &[AttachmentView],
 ) -> bool {
-    let probe = message_json(
+    let probe = message_event(
         i64::MAX,
         ferry_core::Timestamp(0),
         role,
@@ -166,13 +166,13 @@ pub(crate) fn fits_in_an_event(
         uploads,
         files,
     );
-    probe.len() <= MAX_EVENT_BYTES
+    probe.json.len() <= MAX_EVENT_BYTES
 }
 
 /// A `message` event's JSON, with its uploads (user messages) or files (say mode). Uploads
 /// whose previews would pass the event size limit travel without them (the thread's upload
 /// list still has them).
-pub(crate) fn message_json(
+pub(crate) fn message_event(
     id: i64,
     at: ferry_core::Timestamp,
     role: Role<'_>,
@@ -180,7 +180,7 @@ pub(crate) fn message_json(
     content: Option<&str>,
     uploads: &[UploadView],
     files: &[AttachmentView],
-) -> String {
+) -> Rendered {
     let render = |uploads: &[UploadView]| {
         ThreadEvent {
             head: EventHead::new(id, at, role, thread_id, content),
@@ -189,11 +189,11 @@ pub(crate) fn message_json(
                 files: files.to_vec(),
             },
         }
-        .to_json()
+        .rendered()
     };
-    let json = render(uploads);
-    if json.len() <= MAX_EVENT_BYTES || uploads.is_empty() {
-        return json;
+    let event = render(uploads);
+    if event.json.len() <= MAX_EVENT_BYTES || uploads.is_empty() {
+        return event;
     }
     let slim: Vec<UploadView> = uploads.iter().map(UploadView::without_preview).collect();
     render(&slim)

@@ -2,6 +2,7 @@
 //! (docs/reference/publish.md).
 
 use ferry_core::SandboxPath;
+use ferry_store::events::Rendered;
 use ferry_store::published::NewRevision;
 pub use ferry_store::published::Revision;
 use serde::Serialize;
@@ -105,7 +106,7 @@ pub async fn publish(
     let announced = attempt.clone();
     let started = app
         .db
-        .append_event(&attempt.thread_id, "file_publishing", move |id, at| {
+        .append_event(&attempt.thread_id, move |id, at| {
             announced.event(
                 id,
                 at,
@@ -143,7 +144,13 @@ struct Attempt {
 
 impl Attempt {
     /// An event of this publish, spoken by its agent.
-    fn event(&self, id: i64, at: ferry_core::Timestamp, content: &str, kind: EventKind) -> String {
+    fn event(
+        &self,
+        id: i64,
+        at: ferry_core::Timestamp,
+        content: &str,
+        kind: EventKind,
+    ) -> Rendered {
         ThreadEvent {
             head: EventHead::new(
                 id,
@@ -154,7 +161,7 @@ impl Attempt {
             ),
             kind,
         }
-        .to_json()
+        .rendered()
     }
 
     /// Records `file_publish_failed` with the error's envelope. A failure to record it is
@@ -171,7 +178,7 @@ impl Attempt {
         let attempt = self.clone();
         match app
             .db
-            .append_event(&self.thread_id, "file_publish_failed", move |id, at| {
+            .append_event(&self.thread_id, move |id, at| {
                 attempt.event(id, at, &content, kind)
             })
             .await

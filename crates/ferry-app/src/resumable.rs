@@ -2,9 +2,11 @@
 //! whatever door speaks it. An upload names its target when it is created (a thread upload or
 //! a space file), and every rule of that target is checked then, before any byte is kept: who
 //! may write there, the name or path, the content type, the size limit. Each `PATCH` keeps
-//! what it brings as a part; when the last byte is in, the parts are read back in order and
-//! given to the target's own use case (`uploads::receive` or `spaces::write`), so a finished
-//! resumable upload is exactly a plain one.
+//! what it brings: on a local store in the upload's own file, at its offset (one write of each
+//! byte; ferry_store's `gathering`), on an object store as a part, a blob of its own. When the
+//! last byte is in, that file, or the parts read back in order into a spool, is given to the
+//! target's own use case (`uploads::Receiver::adopt` or `spaces::write_spooled`), so a
+//! finished resumable upload is exactly a plain one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,13 +17,13 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use ferry_core::{SpaceName, Timestamp, ValidPath};
+use ferry_store::blobs::Gather;
 use ferry_store::resumable::{Appended, ResumableState, ResumableUpload};
 use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::App;
-use crate::body::Incoming;
 use crate::error::{Error, Result};
 use crate::principal::Principal;
 
@@ -32,6 +34,9 @@ pub const DEFAULT_MAX_UNFINISHED: u64 = 20;
 /// A finishing request that has not ended in this long is taken to have died, and another
 /// request may finish the upload.
 const FINISHING_STALE: Duration = Duration::from_secs(600);
+/// How long a `PATCH` waits for another request still writing to the same upload (one whose
+/// connection dropped and whose end the server has not noticed yet, say) before it is refused.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// What an upload becomes once its last byte is in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -328,48 +333,86 @@ where
             Ok::<_, std::io::Error>(chunk)
         })
     };
-    let blob = app
-        .blobs
-        .write(kept, remaining)
-        .await
-        .map_err(|e| match e {
-            ferry_store::Error::TooLarge { .. } => Error::TooLarge(format!(
-                "the body is longer than the {remaining} bytes the upload has left (Upload-Length)"
-            )),
-            other => other.into(),
-        })?;
-    let digest = hasher
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .finish();
-    if let Some(checksum) = &checksum
-        && (cut.load(Ordering::SeqCst) || digest.as_deref() != Some(checksum.digest.as_slice()))
-    {
-        let _ = app.blobs.delete(&blob.key).await;
-        return Err(Error::ChecksumMismatch(
+    let too_large = |e| match e {
+        ferry_store::Error::TooLarge { .. } => Error::TooLarge(format!(
+            "the body is longer than the {remaining} bytes the upload has left (Upload-Length)"
+        )),
+        other => other.into(),
+    };
+    let checksum_failed = || {
+        Error::ChecksumMismatch(
             "the body does not match Upload-Checksum; nothing of it was kept".into(),
-        ));
-    }
-    if blob.size == 0 {
-        let _ = app.blobs.delete(&blob.key).await;
-        return Ok(current);
-    }
-    match app
-        .db
-        .append_resumable_part(id, offset, blob.size, &blob.key)
-        .await?
-    {
+        )
+    };
+    let matches = |hasher: &std::sync::Mutex<Hasher>| {
+        let digest = hasher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .finish();
+        checksum.as_ref().is_none_or(|checksum| {
+            !cut.load(Ordering::SeqCst) && digest.as_deref() == Some(checksum.digest.as_slice())
+        })
+    };
+    let appended = match app.blobs.gathering(id, LOCK_WAIT).await? {
+        Gather::Locked => {
+            return Err(Error::OffsetMismatch(format!(
+                "another request has been writing to this upload for {} s: ask with HEAD and \
+                 continue from its offset",
+                LOCK_WAIT.as_secs()
+            )));
+        }
+        // A local store: the bytes go into the upload's own file (see ferry_store's
+        // `gathering`), held by this request until the new offset is recorded.
+        Gather::InPlace(mut gathering) => {
+            let size = gathering
+                .write_at(offset, kept, remaining)
+                .await
+                .map_err(too_large)?;
+            if !matches(&hasher) {
+                gathering.truncate(offset).await?;
+                return Err(checksum_failed());
+            }
+            if size == 0 {
+                return Ok(current);
+            }
+            let appended = app.db.append_resumable_part(id, offset, size, None).await?;
+            if appended == Appended::Missing {
+                // Terminated meanwhile: what this request wrote goes with it.
+                drop(gathering);
+                let _ = app.blobs.discard_gathered(id).await;
+            }
+            appended
+        }
+        // An object store: the bytes become a blob of their own, a part of the upload.
+        Gather::Parts => {
+            let blob = app.blobs.write(kept, remaining).await.map_err(too_large)?;
+            let whole = matches(&hasher);
+            if !whole || blob.size == 0 {
+                let _ = app.blobs.delete(&blob.key).await;
+                return if whole {
+                    Ok(current)
+                } else {
+                    Err(checksum_failed())
+                };
+            }
+            let appended = app
+                .db
+                .append_resumable_part(id, offset, blob.size, Some(&blob.key))
+                .await?;
+            if appended != Appended::At(offset + blob.size) {
+                let _ = app.blobs.delete(&blob.key).await;
+            }
+            appended
+        }
+    };
+    match appended {
         Appended::At(new) => current.offset = new,
         Appended::Conflict => {
-            let _ = app.blobs.delete(&blob.key).await;
             return Err(Error::OffsetMismatch(
                 "another request moved the upload on meanwhile: ask with HEAD and continue".into(),
             ));
         }
-        Appended::Missing => {
-            let _ = app.blobs.delete(&blob.key).await;
-            return Err(Error::not_found(format!("no resumable upload '{id}'")));
-        }
+        Appended::Missing => return Err(Error::not_found(format!("no resumable upload '{id}'"))),
     }
     Ok(current)
 }
@@ -382,20 +425,32 @@ pub async fn finish(app: &App, principal: &Principal, id: &str) -> Result<Option
     if !status.needs_finishing() || !app.db.claim_resumable(id, stale).await? {
         return Ok(None);
     }
-    let parts = app.db.resumable_parts(id).await?;
-    let blobs = app.blobs.clone();
-    // The parts, read back one after another, as one body of the declared length.
-    let body = futures::stream::iter(parts)
-        .then(move |part| {
-            let blobs = blobs.clone();
-            async move { blobs.read(&part.blob_key, None).await }
-        })
-        .map(|read| match read {
-            Ok(read) => read.stream,
-            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-        })
-        .flatten();
-    let body = Incoming::new(body, Some(status.length));
+    let spooled = match app.blobs.gathered(id, status.length).await? {
+        Some(spooled) => spooled,
+        None => {
+            // The parts, read back one after another into one spool.
+            let parts = app.db.resumable_parts(id).await?;
+            let blobs = app.blobs.clone();
+            let body = futures::stream::iter(parts)
+                .then(move |part| {
+                    let blobs = blobs.clone();
+                    async move { blobs.read(&part.blob_key, None).await }
+                })
+                .map(|read| match read {
+                    Ok(read) => read.stream,
+                    Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+                })
+                .flatten();
+            app.blobs.spool(body, status.length).await?
+        }
+    };
+    if spooled.size() != status.length {
+        return Err(Error::internal(format!(
+            "the upload's parts hold {} bytes, not the {} it recorded",
+            spooled.size(),
+            status.length
+        )));
+    }
     let finished = match status.target {
         Target::ThreadUpload {
             thread_id,
@@ -404,7 +459,7 @@ pub async fn finish(app: &App, principal: &Principal, id: &str) -> Result<Option
             let name =
                 ValidPath::parse(&filename).map_err(|e| Error::InvalidPath(e.to_string()))?;
             let mut receiver = crate::uploads::receive(app, principal, &thread_id).await?;
-            receiver.spool(name, body).await?;
+            receiver.adopt(name, spooled)?;
             Finished::ThreadUpload(receiver.keep().await?)
         }
         Target::SpaceFile {
@@ -420,14 +475,14 @@ pub async fn finish(app: &App, principal: &Principal, id: &str) -> Result<Option
             } else {
                 WriteCondition::None
             };
-            let written = crate::spaces::write(
+            let written = crate::spaces::write_spooled(
                 app,
                 principal,
                 &space,
                 &path,
                 FileMeta::typed(&content_type),
                 &condition,
-                body,
+                spooled,
             )
             .await?;
             Finished::SpaceFile(written)
@@ -439,10 +494,18 @@ pub async fn finish(app: &App, principal: &Principal, id: &str) -> Result<Option
 /// Keeps a finished upload's answer (what the plain route would have answered, or its error)
 /// and removes its parts.
 pub async fn keep_answer(app: &App, id: &str, answer: &str) -> Result<()> {
-    for key in app.db.finish_resumable(id, answer).await? {
+    let parts = app.db.finish_resumable(id, answer).await?;
+    discard(app, id, parts).await;
+    Ok(())
+}
+
+/// Removes what an upload kept of its bytes: its own file (a local store; finishing renamed it
+/// into the blob store, unless finishing failed) and its parts (an object store).
+async fn discard(app: &App, id: &str, parts: Vec<String>) {
+    let _ = app.blobs.discard_gathered(id).await;
+    for key in parts {
         let _ = app.blobs.delete(&key).await;
     }
-    Ok(())
 }
 
 /// The answer a finished upload keeps.
@@ -454,14 +517,12 @@ pub async fn answer(app: &App, principal: &Principal, id: &str) -> Result<Option
 /// Ends an upload and removes what it kept (termination).
 pub async fn terminate(app: &App, principal: &Principal, id: &str) -> Result<()> {
     status(app, principal, id).await?;
-    let keys = app
+    let parts = app
         .db
         .delete_resumable(id)
         .await?
         .ok_or_else(|| Error::not_found(format!("no resumable upload '{id}'")))?;
-    for key in keys {
-        let _ = app.blobs.delete(&key).await;
-    }
+    discard(app, id, parts).await;
     Ok(())
 }
 
@@ -471,14 +532,17 @@ pub async fn sweep_expired(app: &App) -> Result<u64> {
     loop {
         let expired = app.db.expired_resumables(Timestamp::now(), 100).await?;
         if expired.is_empty() {
+            // Files a crash left behind between removing an upload and removing its file.
+            app.blobs
+                .sweep_gathered(app.limits.resumable_expiry)
+                .await
+                .map_err(Error::internal)?;
             return Ok(removed);
         }
         for id in expired {
-            if let Some(keys) = app.db.delete_resumable(&id).await? {
+            if let Some(parts) = app.db.delete_resumable(&id).await? {
                 removed += 1;
-                for key in keys {
-                    let _ = app.blobs.delete(&key).await;
-                }
+                discard(app, &id, parts).await;
             }
         }
     }
@@ -513,6 +577,175 @@ impl Hasher {
             Hasher::None => None,
             Hasher::Sha1(h) => Some(sha1::Digest::finalize(h).to_vec()),
             Hasher::Sha256(h) => Some(sha2::Digest::finalize(h).to_vec()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{app, app_on_object_store, thread_of, user};
+    use sha2::Digest as _;
+
+    fn chunk(bytes: &'static [u8]) -> impl Stream<Item = std::io::Result<Bytes>> + Send {
+        futures::stream::iter([Ok(Bytes::from_static(bytes))])
+    }
+
+    fn metadata(pairs: &[(&str, &str)]) -> String {
+        let pairs: Vec<_> = pairs
+            .iter()
+            .map(|(key, value)| format!("{key} {}", STANDARD.encode(value)))
+            .collect();
+        pairs.join(",")
+    }
+
+    fn sha256(bytes: &[u8]) -> Vec<u8> {
+        sha2::Sha256::digest(bytes).to_vec()
+    }
+
+    fn checksum_of(bytes: &[u8]) -> Option<Checksum> {
+        Some(Checksum::parse(&format!("sha256 {}", STANDARD.encode(sha256(bytes)))).unwrap())
+    }
+
+    async fn blob_bytes(app: &App, key: &str) -> Vec<u8> {
+        let read = app.blobs.read(key, None).await.unwrap();
+        let chunks: Vec<_> = read.stream.collect().await;
+        chunks
+            .into_iter()
+            .flat_map(|c| c.unwrap().to_vec())
+            .collect()
+    }
+
+    /// A space file in parts, with every refusal a `PATCH` can meet on the way, made once.
+    async fn a_space_file_in_parts_is_the_plain_write(app: &App) {
+        let alice = user("alice");
+        let header = metadata(&[
+            ("spaceName", "notes"),
+            ("path", "drafts/tea.txt"),
+            ("contentType", "text/plain"),
+        ]);
+        let id = create(app, &alice, 11, &header).await.unwrap().id;
+
+        let wrong = append(app, &alice, &id, 0, checksum_of(b"other"), chunk(b"hello")).await;
+        assert!(
+            matches!(wrong, Err(Error::ChecksumMismatch(_))),
+            "{wrong:?}"
+        );
+        assert_eq!(
+            status(app, &alice, &id).await.unwrap().offset,
+            0,
+            "nothing kept"
+        );
+        let first = append(app, &alice, &id, 0, checksum_of(b"hello"), chunk(b"hello"));
+        assert_eq!(first.await.unwrap().offset, 5);
+        let stale = append(app, &alice, &id, 0, None, chunk(b"x")).await;
+        assert!(matches!(stale, Err(Error::OffsetMismatch(_))), "{stale:?}");
+        let other = append(app, &user("mallory"), &id, 5, None, chunk(b"x")).await;
+        assert!(matches!(other, Err(Error::NotFound(_))), "{other:?}");
+        let long = append(app, &alice, &id, 5, None, chunk(b" world, and more")).await;
+        assert!(matches!(long, Err(Error::TooLarge(_))), "{long:?}");
+        let last = append(app, &alice, &id, 5, None, chunk(b" world"))
+            .await
+            .unwrap();
+        assert!(last.needs_finishing());
+
+        let Some(Finished::SpaceFile(written)) = finish(app, &alice, &id).await.unwrap() else {
+            panic!("a space file");
+        };
+        assert!(written.created);
+        assert_eq!(written.file.size, 11);
+        assert_eq!(written.file.sha256, hex::encode(sha256(b"hello world")));
+        assert_eq!(
+            blob_bytes(app, &written.file.blob_key).await,
+            b"hello world"
+        );
+        assert!(
+            finish(app, &alice, &id).await.unwrap().is_none(),
+            "finished once"
+        );
+        keep_answer(app, &id, "{}").await.unwrap();
+        assert!(app.db.resumable_parts(&id).await.unwrap().is_empty());
+        assert_eq!(
+            answer(app, &alice, &id).await.unwrap().as_deref(),
+            Some("{}")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_space_file_in_parts_on_a_local_store() {
+        let (app, dir) = app().await;
+        a_space_file_in_parts_is_the_plain_write(&app).await;
+        let gathering = dir.path().join("blobs").join(".resumable");
+        assert_eq!(
+            std::fs::read_dir(gathering).unwrap().count(),
+            0,
+            "renamed into place"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_space_file_in_parts_on_an_object_store() {
+        let (app, _dir) = app_on_object_store().await;
+        a_space_file_in_parts_is_the_plain_write(&app).await;
+    }
+
+    #[tokio::test]
+    async fn a_thread_upload_lands_in_the_sandbox_like_a_plain_one() {
+        for object_store in [false, true] {
+            let (app, _dir) = if object_store {
+                app_on_object_store().await
+            } else {
+                app().await
+            };
+            let (thread, _) = thread_of(&app, "alice").await;
+            let alice = user("alice");
+            let header = metadata(&[("threadId", &thread), ("filename", "notes.txt")]);
+            let id = create(&app, &alice, 4, &header).await.unwrap().id;
+            append(&app, &alice, &id, 0, None, chunk(b"te"))
+                .await
+                .unwrap();
+            append(&app, &alice, &id, 2, None, chunk(b"a!"))
+                .await
+                .unwrap();
+            let Some(Finished::ThreadUpload(views)) = finish(&app, &alice, &id).await.unwrap()
+            else {
+                panic!("a thread upload");
+            };
+            assert_eq!(views[0].size, 4);
+            assert_eq!(views[0].sha256, hex::encode(sha256(b"tea!")));
+            assert_eq!(views[0].sandbox_path, "/sandbox/user_uploads/notes.txt");
+        }
+    }
+
+    #[tokio::test]
+    async fn termination_removes_what_was_kept() {
+        for object_store in [false, true] {
+            let (app, dir) = if object_store {
+                app_on_object_store().await
+            } else {
+                app().await
+            };
+            let alice = user("alice");
+            let header = metadata(&[
+                ("spaceName", "notes"),
+                ("path", "gone.txt"),
+                ("contentType", "text/plain"),
+            ]);
+            let id = create(&app, &alice, 10, &header).await.unwrap().id;
+            append(&app, &alice, &id, 0, None, chunk(b"half"))
+                .await
+                .unwrap();
+            let parts = app.db.resumable_parts(&id).await.unwrap();
+            assert_eq!(parts.len(), usize::from(object_store));
+            terminate(&app, &alice, &id).await.unwrap();
+            assert!(matches!(
+                status(&app, &alice, &id).await,
+                Err(Error::NotFound(_))
+            ));
+            for part in parts {
+                assert!(app.blobs.read(&part.blob_key, None).await.is_err());
+            }
+            assert!(!dir.path().join("blobs/.resumable").join(&id).exists());
         }
     }
 }

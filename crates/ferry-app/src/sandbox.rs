@@ -124,7 +124,7 @@ pub(crate) async fn announce(
         let kind = change.kind;
         let stored = app
             .db
-            .append_event(thread_id, kind.as_str(), move |id, at| {
+            .append_event(thread_id, move |id, at| {
                 let what = FileChange {
                     path: change.path,
                     destination: change.destination,
@@ -136,7 +136,7 @@ pub(crate) async fn announce(
                     head: EventHead::new(id, at, Role::Agent(&agent), &thread, None),
                     kind: EventKind::sandbox(kind, what),
                 }
-                .to_json()
+                .rendered()
             })
             .await;
         match stored {

@@ -83,19 +83,18 @@ pub async fn send(
                 },
             },
         }
-        .to_json()
+        .rendered()
     };
     // Text full of characters JSON must escape (control characters become six bytes each) can
     // pass the event limit; base64 of 20 KB always fits, so such text travels as base64.
-    if render(i64::MAX, ferry_core::Timestamp(0), &content, encoding).len() > MAX_EVENT_BYTES {
+    let probe = render(i64::MAX, ferry_core::Timestamp(0), &content, encoding);
+    if probe.json.len() > MAX_EVENT_BYTES {
         content = base64_encode(&bytes);
         encoding = Encoding::Base64;
     }
     let event = app
         .db
-        .append_event(&thread.id, "file_send", move |id, at| {
-            render(id, at, &content, encoding)
-        })
+        .append_event(&thread.id, move |id, at| render(id, at, &content, encoding))
         .await?;
     app.announce(event);
     Ok(SendFileResult {

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use ferry_core::door::Door;
 use ferry_core::{SpaceName, ValidPath, content_type};
 pub use ferry_store::space_names::Removal;
+use ferry_store::{Spooled, StoredBlob};
 // The records a door reads and writes spaces with: a door names them from here.
 pub use ferry_store::spaces::{
     FileMeta, ListCursor, ListPage, ListQuery, SpaceEntry, SpaceFile, SpaceSummary, WriteCondition,
@@ -95,21 +96,68 @@ where
     E: std::fmt::Display,
 {
     let owner = principal.space_owner()?;
-    let content_type = content_type::check(meta.content_type)?;
-    let feed = ferry_store::space_events::channel_key(owner, space);
-    let meta = FileMeta {
-        content_type,
-        ..meta
-    };
+    let meta = checked(meta)?;
     let body = body.admit(app.limits.space_max_bytes)?;
-    let exists = || Error::AlreadyExists(format!("'{path}' already exists (If-None-Match: *)"));
     if *condition == WriteCondition::CreateOnly
         && app.db.space_file(owner, space, path).await?.is_some()
     {
         // Refuse before reading the body; the database still has the final word below.
-        return Err(exists());
+        return Err(already_exists(path));
     }
     let blob = app.blobs.write(body, app.limits.space_max_bytes).await?;
+    put(app, owner, space, path, blob, meta, condition).await
+}
+
+/// Creates or overwrites one file with bytes spooled already (a finished resumable upload),
+/// under the rules of [`write`].
+pub async fn write_spooled(
+    app: &App,
+    principal: &Principal,
+    space: &SpaceName,
+    path: &ValidPath,
+    meta: FileMeta<'_>,
+    condition: &WriteCondition,
+    spooled: Spooled,
+) -> Result<Written> {
+    let owner = principal.space_owner()?;
+    let meta = checked(meta)?;
+    let limit = app.limits.space_max_bytes;
+    if spooled.size() > limit {
+        return Err(Error::TooLarge(format!(
+            "the file is {} bytes, over the space file limit of {}",
+            spooled.size(),
+            crate::describe_bytes(limit)
+        )));
+    }
+    let blob = app.blobs.commit(spooled).await?;
+    put(app, owner, space, path, blob, meta, condition).await
+}
+
+/// A write's metadata with its content type checked ([`ferry_core::content_type::check`]).
+fn checked(meta: FileMeta<'_>) -> Result<FileMeta<'_>> {
+    let content_type = content_type::check(meta.content_type)?;
+    Ok(FileMeta {
+        content_type,
+        ..meta
+    })
+}
+
+fn already_exists(path: &ValidPath) -> Error {
+    Error::AlreadyExists(format!("'{path}' already exists (If-None-Match: *)"))
+}
+
+/// Points `path` at a new blob, if `condition` holds (decided by the database, atomically with
+/// the write); a blob that ends up unnamed is removed.
+async fn put(
+    app: &App,
+    owner: &str,
+    space: &SpaceName,
+    path: &ValidPath,
+    blob: StoredBlob,
+    meta: FileMeta<'_>,
+    condition: &WriteCondition,
+) -> Result<Written> {
+    let feed = ferry_store::space_events::channel_key(owner, space);
     match app
         .db
         .space_put(owner, space, path, &blob, meta, condition)
@@ -126,7 +174,7 @@ where
             // Nothing points at the new blob; remove it now rather than at the next sweep.
             let _ = app.blobs.delete(&blob.key).await;
             Err(match e {
-                ferry_store::Error::AlreadyExists => exists(),
+                ferry_store::Error::AlreadyExists => already_exists(path),
                 ferry_store::Error::PreconditionFailed => Error::PreconditionFailed(format!(
                     "the current ETag of '{path}' does not match If-Match"
                 )),

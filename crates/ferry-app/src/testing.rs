@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ferry_extract::{Extractor, ExtractorConfig};
 use ferry_store::sandbox::{SandboxLimits, Sandboxes};
-use ferry_store::{Blobs, Db, LocalBlobs};
+use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 use futures::Stream;
 
 use crate::body::Incoming;
@@ -33,9 +33,24 @@ pub(crate) enum Where {
 /// A fresh app with its sandboxes kept `sandboxes`.
 pub(crate) async fn app_with(sandboxes: Where) -> (App, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
+    let blobs = Blobs::Local(LocalBlobs::open(dir.path().join("blobs")).unwrap());
+    let app = build(&dir, blobs, sandboxes).await;
+    (app, dir)
+}
+
+/// A fresh app whose blobs are in an object store (in memory here), as a deployment of several
+/// nodes keeps them.
+pub(crate) async fn app_on_object_store() -> (App, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(object_store::memory::InMemory::new());
+    let blobs = Blobs::Object(ObjectBlobs::new(store, "blobs", dir.path().join("spool")).unwrap());
+    let app = build(&dir, blobs, Where::Local).await;
+    (app, dir)
+}
+
+async fn build(dir: &tempfile::TempDir, blobs: Blobs, sandboxes: Where) -> App {
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
     let db = Db::open(&url).await.unwrap();
-    let blobs = Blobs::Local(LocalBlobs::open(dir.path().join("blobs")).unwrap());
     let sandboxes = match sandboxes {
         Where::Local => {
             Sandboxes::local(dir.path().join("sandboxes"), SandboxLimits::default()).unwrap()
@@ -46,7 +61,7 @@ pub(crate) async fn app_with(sandboxes: Where) -> (App, tempfile::TempDir) {
         dir.path().join("no-worker"),
         Vec::<String>::new(),
     ));
-    let app = App::new(Parts {
+    App::new(Parts {
         db,
         blobs,
         sandboxes,
@@ -58,8 +73,7 @@ pub(crate) async fn app_with(sandboxes: Where) -> (App, tempfile::TempDir) {
         },
         skills_dir: None,
         cache: crate::cache::DerivedCache::new(dir.path().join("cache")),
-    });
-    (app, dir)
+    })
 }
 
 pub(crate) fn user(sub: &str) -> Principal {

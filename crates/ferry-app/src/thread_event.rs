@@ -9,6 +9,7 @@ use ferry_core::Timestamp;
 use ferry_core::change::{ChangeKind, FileChange};
 use ferry_core::error_code::ErrorCode;
 use ferry_core::send_file::Encoding;
+use ferry_store::events::Rendered;
 use serde::ser::{Error as _, SerializeMap};
 use serde::{Serialize, Serializer};
 use utoipa::openapi::schema::{AllOfBuilder, Schema};
@@ -175,6 +176,14 @@ impl ThreadEvent {
         serde_json::to_string(self).unwrap_or_default()
     }
 
+    /// The event as the store keeps it: its type and its JSON, both from this one value.
+    pub fn rendered(&self) -> Rendered {
+        Rendered {
+            kind: self.type_name(),
+            json: self.to_json(),
+        }
+    }
+
     /// The event's `type`.
     pub fn type_name(&self) -> &'static str {
         match self.kind {
@@ -302,6 +311,56 @@ mod tests {
         assert_eq!(value["error"]["code"], "NOT_FOUND");
         assert_eq!(value["role"], "agent");
         assert_eq!(value["agentId"], "bot");
+    }
+
+    #[test]
+    fn the_stored_type_is_the_type_the_schema_names() {
+        let change = FileChange {
+            path: "/sandbox/a.txt".into(),
+            destination: None,
+            etag: None,
+            size: None,
+            door: Door::Http,
+        };
+        let attempt = PublishAttempt {
+            publish_id: "p1".into(),
+            display_name: "Report".into(),
+            file_path: "/sandbox/r.md".into(),
+        };
+        let kinds = [
+            EventKind::Message {
+                uploads: Vec::new(),
+                files: Vec::new(),
+            },
+            EventKind::FileSend {
+                file_contents: FileContents {
+                    filename: "a.txt".into(),
+                    content: "hi".into(),
+                    encoding: Encoding::Utf8,
+                    mime_type: "text/plain".into(),
+                    size_bytes: 2,
+                },
+            },
+            EventKind::FilePublishing(attempt.clone()),
+            EventKind::FilePublishFailed(PublishFailed {
+                attempt,
+                error: EventError {
+                    code: ErrorCode::NotFound,
+                    message: "gone".into(),
+                },
+            }),
+            EventKind::FileWritten(change.clone()),
+            EventKind::FileDeleted(change.clone()),
+            EventKind::FileMoved(change),
+        ];
+        for kind in kinds {
+            // The enum's own serde tag is what the OpenAPI schema names.
+            let tagged = object(&kind).unwrap()["type"].clone();
+            let rendered = ThreadEvent { head: head(), kind }.rendered();
+            let sent: serde_json::Value = serde_json::from_str(&rendered.json).unwrap();
+            assert_eq!(tagged, rendered.kind);
+            assert_eq!(sent["type"], rendered.kind);
+        }
     }
 
     #[test]

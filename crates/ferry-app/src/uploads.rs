@@ -11,6 +11,7 @@ use ferry_core::ValidPath;
 use ferry_core::attachment::AttachmentNote;
 use ferry_core::mime::{is_vision_image, mime_for_name};
 use ferry_store::Spooled;
+use ferry_store::events::Rendered;
 use ferry_store::threads::Thread;
 use ferry_store::uploads::{Upload, new_upload_id};
 use futures::Stream;
@@ -138,6 +139,20 @@ impl Receiver {
     {
         let limit = self.limit();
         let spooled = self.app.blobs.spool(body.admit(limit)?, limit).await?;
+        self.adopt(name, spooled)
+    }
+
+    /// Takes one file named `name` that is spooled already (a finished resumable upload),
+    /// held to the upload limit as [`Receiver::spool`] holds a body.
+    pub fn adopt(&mut self, name: ValidPath, spooled: Spooled) -> Result<()> {
+        let limit = self.limit();
+        if spooled.size() > limit {
+            return Err(Error::TooLarge(format!(
+                "the file is {} bytes, over the upload limit of {}",
+                spooled.size(),
+                crate::describe_bytes(limit)
+            )));
+        }
         self.received.push((name, spooled));
         Ok(())
     }
@@ -228,20 +243,20 @@ async fn keep(app: &App, thread: &Thread, name: ValidPath, spooled: Spooled) -> 
 
 /// The `upload` event. When the upload with its preview would pass the event size limit, the
 /// preview is left out of the event (the upload itself keeps it).
-fn upload_event(upload: &Upload, id: i64, at: ferry_core::Timestamp) -> String {
+fn upload_event(upload: &Upload, id: i64, at: ferry_core::Timestamp) -> Rendered {
     let content = format!("Uploaded {}", upload.file_name);
     let render = |view: UploadView| {
         ThreadEvent {
             head: EventHead::new(id, at, Role::User, &upload.thread_id, Some(&content)),
             kind: EventKind::Upload { upload: view },
         }
-        .to_json()
+        .rendered()
     };
     let view = UploadView::from(upload);
     let slim = view.without_preview();
-    let json = render(view);
-    if json.len() <= MAX_EVENT_BYTES {
-        return json;
+    let event = render(view);
+    if event.json.len() <= MAX_EVENT_BYTES {
+        return event;
     }
     render(slim)
 }

@@ -21,6 +21,9 @@ use crate::Error;
 use crate::chunk_writer::ChunkWriter;
 
 mod cached;
+mod gathering;
+
+pub use gathering::{Gather, Gathering};
 
 /// The chunk size of blob reads.
 const READ_CHUNK: usize = 256 * 1024;
@@ -113,13 +116,18 @@ impl Drop for LocalCopy {
 #[derive(Debug, Clone)]
 pub struct LocalBlobs {
     root: PathBuf,
+    /// The running hashes of the resumable uploads gathering here (see `gathering`).
+    hashes: gathering::RunningHashes,
 }
 
 impl LocalBlobs {
     pub fn open(root: impl Into<PathBuf>) -> io::Result<LocalBlobs> {
         let root = root.into();
         std::fs::create_dir_all(root.join(".tmp"))?;
-        Ok(LocalBlobs { root })
+        Ok(LocalBlobs {
+            root,
+            hashes: Default::default(),
+        })
     }
 
     fn path_of(&self, key: &str) -> PathBuf {

@@ -20,10 +20,19 @@ pub struct StoredEvent {
     pub json: String,
 }
 
+/// An event made ready to store: its `type` (kept in a column of its own, for readers that
+/// pick events by type without parsing them) and its complete JSON text. Both come from the one
+/// value the caller renders, so they cannot disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub kind: &'static str,
+    pub json: String,
+}
+
 /// The Postgres channel on which every node hears of new events (`<thread id> <event id>`).
 pub const NOTIFY_CHANNEL: &str = "ferry_events";
 
-/// Stores one event in `tx`. `render` receives the event's id and time and returns its JSON.
+/// Stores one event in `tx`. `render` receives the event's id and time and returns the event.
 ///
 /// On Postgres the transaction also sends a notification, which Postgres delivers to every
 /// listening node when (and only if) the transaction commits.
@@ -31,8 +40,7 @@ pub async fn append_in(
     db: &Db,
     tx: &mut WriteTx,
     thread_id: &str,
-    kind: &str,
-    render: impl FnOnce(i64, Timestamp) -> String,
+    render: impl FnOnce(i64, Timestamp) -> Rendered,
 ) -> Result<StoredEvent, Error> {
     let id: i64 = sqlx::query_scalar(NEXT_ID)
         .bind(thread_id)
@@ -40,7 +48,7 @@ pub async fn append_in(
         .await?
         .ok_or(Error::NotFound)?;
     let now = now_millis();
-    let json = render(id, Timestamp(now));
+    let Rendered { kind, json } = render(id, Timestamp(now));
     sqlx::query(INSERT)
         .bind(thread_id)
         .bind(id)
@@ -75,8 +83,7 @@ const INSERT: &str =
 fn append_sqlite(
     conn: &rusqlite::Connection,
     thread_id: &str,
-    kind: &str,
-    render: impl FnOnce(i64, Timestamp) -> String,
+    render: impl FnOnce(i64, Timestamp) -> Rendered,
 ) -> rusqlite::Result<Option<StoredEvent>> {
     use rusqlite::OptionalExtension;
     let Some(id) = conn
@@ -87,7 +94,7 @@ fn append_sqlite(
         return Ok(None);
     };
     let now = now_millis();
-    let json = render(id, Timestamp(now));
+    let Rendered { kind, json } = render(id, Timestamp(now));
     conn.prepare_cached(&numbered(INSERT))?
         .execute(rusqlite::params![thread_id, id, kind, json, now])?;
     Ok(Some(StoredEvent {
@@ -103,22 +110,21 @@ impl Db {
     pub async fn append_event(
         &self,
         thread_id: &str,
-        kind: &str,
-        render: impl FnOnce(i64, Timestamp) -> String + Send + 'static,
+        render: impl FnOnce(i64, Timestamp) -> Rendered + Send + 'static,
     ) -> Result<StoredEvent, Error> {
         if let Some(sqlite) = self.sqlite() {
-            let (thread_id, kind) = (thread_id.to_owned(), kind.to_owned());
+            let thread_id = thread_id.to_owned();
             return sqlite
                 .group
                 .write(move |conn| {
-                    append_sqlite(conn, &thread_id, &kind, render)
+                    append_sqlite(conn, &thread_id, render)
                         .map_err(crate::group_commit::database_error)?
                         .ok_or(Error::NotFound)
                 })
                 .await;
         }
         let mut tx = self.begin_write().await?;
-        let event = append_in(self, &mut tx, thread_id, kind, render).await?;
+        let event = append_in(self, &mut tx, thread_id, render).await?;
         tx.commit().await?;
         Ok(event)
     }

@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 
 use crate::Error;
 use crate::db::{Db, now_millis};
-use crate::events::{StoredEvent, append_in};
+use crate::events::{Rendered, StoredEvent, append_in};
 
 /// One revision of a published file, with the file's id and display name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +76,7 @@ impl Db {
     pub async fn publish(
         &self,
         new: NewRevision,
-        render: impl FnOnce(&Revision, i64, Timestamp) -> String,
+        render: impl FnOnce(&Revision, i64, Timestamp) -> Rendered,
     ) -> Result<(Revision, StoredEvent), Error> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
@@ -134,13 +134,9 @@ impl Db {
             preview_kind: new.preview_kind,
             published_at: Timestamp(now),
         };
-        let event = append_in(
-            self,
-            &mut tx,
-            &stored.thread_id,
-            "file_published",
-            |id, at| render(&stored, id, at),
-        )
+        let event = append_in(self, &mut tx, &stored.thread_id, |id, at| {
+            render(&stored, id, at)
+        })
         .await?;
         tx.commit().await?;
         Ok((stored, event))

@@ -146,14 +146,16 @@ impl Db {
         Ok(row.as_ref().map(from_row).transpose()?)
     }
 
-    /// Records a part written at `offset`, if the upload is receiving and its offset is still
-    /// `offset`, moving its offset on by the part's size in the same transaction.
+    /// Records `size` bytes written at `offset`, if the upload is receiving and its offset is
+    /// still `offset`, moving its offset on in the same transaction. `blob_key` names the blob
+    /// the bytes were written to, kept as a part; `None` when they were written into the
+    /// upload's own file (a local store gathers every part in one file).
     pub async fn append_resumable_part(
         &self,
         id: &str,
         offset: u64,
         size: u64,
-        blob_key: &str,
+        blob_key: Option<&str>,
     ) -> Result<Appended, Error> {
         let mut tx = self.begin_write().await?;
         let moved = sqlx::query(
@@ -180,16 +182,18 @@ impl Db {
                 Appended::Missing
             });
         }
-        sqlx::query(
-            "INSERT INTO resumable_parts (upload_id, part_offset, size, blob_key) \
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(id)
-        .bind(offset as i64)
-        .bind(size as i64)
-        .bind(blob_key)
-        .execute(&mut *tx)
-        .await?;
+        if let Some(blob_key) = blob_key {
+            sqlx::query(
+                "INSERT INTO resumable_parts (upload_id, part_offset, size, blob_key) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(id)
+            .bind(offset as i64)
+            .bind(size as i64)
+            .bind(blob_key)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(Appended::At(offset + size))
     }

@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 
 use crate::Error;
 use crate::db::Db;
-use crate::events::{StoredEvent, append_in};
+use crate::events::{Rendered, StoredEvent, append_in};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upload {
@@ -64,7 +64,7 @@ impl Db {
     pub async fn insert_upload(
         &self,
         upload: Upload,
-        render: impl FnOnce(&Upload, i64, Timestamp) -> String,
+        render: impl FnOnce(&Upload, i64, Timestamp) -> Rendered,
     ) -> Result<(Upload, StoredEvent), Error> {
         let mut tx = self.begin_write().await?;
         let sql = format!(
@@ -90,7 +90,7 @@ impl Db {
             .bind(upload.created_at.millis())
             .execute(&mut *tx)
             .await?;
-        let event = append_in(self, &mut tx, &upload.thread_id, "upload", |id, at| {
+        let event = append_in(self, &mut tx, &upload.thread_id, |id, at| {
             render(&upload, id, at)
         })
         .await?;

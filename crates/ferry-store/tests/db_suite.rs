@@ -4,6 +4,7 @@ use ferry_core::{SpaceName, ValidPath};
 use ferry_store::Db;
 use ferry_store::Error;
 use ferry_store::StoredBlob;
+use ferry_store::events::Rendered;
 use ferry_store::published::NewRevision;
 use ferry_store::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
 use ferry_store::uploads::{Upload, new_upload_id};
@@ -47,6 +48,22 @@ fn blob(n: u32) -> StoredBlob {
         key: format!("key-{n}"),
         size: u64::from(n),
         sha256: format!("{n:064x}"),
+    }
+}
+
+/// A `message` event with this JSON.
+fn message(json: String) -> Rendered {
+    Rendered {
+        kind: "message",
+        json,
+    }
+}
+
+/// A `file_published` event with this JSON.
+fn published(json: String) -> Rendered {
+    Rendered {
+        kind: "file_published",
+        json,
     }
 }
 
@@ -430,7 +447,7 @@ on_every_engine! {
                 let db = db.clone();
                 let id = thread.id.clone();
                 tokio::spawn(async move {
-                    db.append_event(&id, "message", move |n, _| format!("{{\"id\":{n},\"i\":{i}}}")).await.unwrap().id
+                    db.append_event(&id, move |n, _| message(format!("{{\"id\":{n},\"i\":{i}}}"))).await.unwrap().id
                 })
             })
             .collect();
@@ -444,7 +461,7 @@ on_every_engine! {
         assert_eq!(stored.iter().map(|e| e.id).collect::<Vec<_>>(), (1..=60).collect::<Vec<_>>());
         assert_eq!(db.events_after(&thread.id, 58, 10).await.unwrap().len(), 2);
         assert_eq!(db.last_event_id(&thread.id).await.unwrap(), 60);
-        assert!(matches!(db.append_event("missing", "x", |_, _| String::new()).await, Err(Error::NotFound)));
+        assert!(matches!(db.append_event("missing", |_, _| message(String::new())).await, Err(Error::NotFound)));
     };
 
     threads_uploads_and_revisions => |db: Db| async move {
@@ -470,7 +487,7 @@ on_every_engine! {
             blob_key: "up-1".into(),
             created_at: ferry_core::Timestamp(0),
         };
-        let (stored, event) = db.insert_upload(upload, |u, id, _| format!("{{\"id\":{id},\"n\":\"{}\"}}", u.file_name)).await.unwrap();
+        let (stored, event) = db.insert_upload(upload, |u, id, _| Rendered { kind: "upload", json: format!("{{\"id\":{id},\"n\":\"{}\"}}", u.file_name) }).await.unwrap();
         assert_eq!(event.id, 1);
         assert_eq!(db.uploads(&t.id).await.unwrap(), vec![stored.clone()]);
         assert_eq!(db.upload(&t.id, &stored.id).await.unwrap(), Some(stored));
@@ -488,8 +505,8 @@ on_every_engine! {
             blob_key: format!("blob-{sha}"),
             preview_kind: "html".into(),
         };
-        let (r1, _) = db.publish(new("a"), |_, id, _| format!("{{\"id\":{id}}}")).await.unwrap();
-        let (r2, e2) = db.publish(new("b"), |_, id, _| format!("{{\"id\":{id}}}")).await.unwrap();
+        let (r1, _) = db.publish(new("a"), |_, id, _| published(format!("{{\"id\":{id}}}"))).await.unwrap();
+        let (r2, e2) = db.publish(new("b"), |_, id, _| published(format!("{{\"id\":{id}}}"))).await.unwrap();
         assert_eq!((r1.revision, r2.revision), (1, 2));
         assert_eq!(r1.file_id, r2.file_id);
         assert_eq!(e2.id, 3);
@@ -516,7 +533,7 @@ on_every_engine! {
             .await
             .unwrap();
         let bob = db.threads(Some("bob")).await.unwrap().remove(0);
-        db.append_event(&bob.id, "message", |n, _| format!("{{\"id\":{n}}}")).await.unwrap();
+        db.append_event(&bob.id, |n, _| message(format!("{{\"id\":{n}}}"))).await.unwrap();
         assert!(db.delete_thread(&t.id).await.unwrap());
         assert!(db.thread(&t.id).await.unwrap().is_none());
         assert!(db.uploads(&t.id).await.unwrap().is_empty());
@@ -552,16 +569,21 @@ on_every_engine! {
         assert!(!db.create_resumable(&upload("u3", "user:a", 60_000), 2).await.unwrap());
         assert!(db.create_resumable(&upload("u4", "user:b", -1), 2).await.unwrap());
 
-        assert_eq!(db.append_resumable_part("u1", 0, 4, "part-a").await.unwrap(), Appended::At(4));
+        assert_eq!(db.append_resumable_part("u1", 0, 4, Some("part-a")).await.unwrap(), Appended::At(4));
         // A part from a stale offset, or past the length, is not recorded.
-        assert_eq!(db.append_resumable_part("u1", 0, 4, "part-x").await.unwrap(), Appended::Conflict);
-        assert_eq!(db.append_resumable_part("u1", 4, 7, "part-y").await.unwrap(), Appended::Conflict);
-        assert_eq!(db.append_resumable_part("nope", 0, 1, "part-z").await.unwrap(), Appended::Missing);
-        assert_eq!(db.append_resumable_part("u1", 4, 6, "part-b").await.unwrap(), Appended::At(10));
+        assert_eq!(db.append_resumable_part("u1", 0, 4, Some("part-x")).await.unwrap(), Appended::Conflict);
+        assert_eq!(db.append_resumable_part("u1", 4, 7, Some("part-y")).await.unwrap(), Appended::Conflict);
+        assert_eq!(db.append_resumable_part("nope", 0, 1, Some("part-z")).await.unwrap(), Appended::Missing);
+        assert_eq!(db.append_resumable_part("u1", 4, 6, Some("part-b")).await.unwrap(), Appended::At(10));
         let parts = db.resumable_parts("u1").await.unwrap();
         assert_eq!(parts.iter().map(|p| (p.offset, p.size)).collect::<Vec<_>>(), [(0, 4), (4, 6)]);
         let references = db.blob_references().await.unwrap();
         assert!(db.blob_referenced(&references, "part-a").await.unwrap());
+        // Bytes written into the upload's own file move the offset on and leave no part.
+        assert_eq!(db.append_resumable_part("u2", 0, 3, None).await.unwrap(), Appended::At(3));
+        assert_eq!(db.append_resumable_part("u2", 0, 3, None).await.unwrap(), Appended::Conflict);
+        assert!(db.resumable_parts("u2").await.unwrap().is_empty());
+        assert_eq!(db.resumable("u2").await.unwrap().unwrap().offset, 3);
 
         // One claim wins; a stale claim may be taken over.
         assert!(db.claim_resumable("u1", ferry_core::Timestamp(0)).await.unwrap());
@@ -605,7 +627,7 @@ on_every_engine! {
                         blob_key: format!("k{i}"),
                         preview_kind: "html".into(),
                     };
-                    db.publish(new, |_, id, _| format!("{{\"id\":{id}}}")).await.unwrap().0.revision
+                    db.publish(new, |_, id, _| published(format!("{{\"id\":{id}}}"))).await.unwrap().0.revision
                 })
             })
             .collect();
