@@ -499,8 +499,8 @@ pub async fn keep_answer(app: &App, id: &str, answer: &str) -> Result<()> {
     Ok(())
 }
 
-/// Removes what an upload kept of its bytes: its own file (a local store; finishing renamed it
-/// into the blob store, unless finishing failed) and its parts (an object store).
+/// Removes what an upload kept of its bytes: its own file (a local store; finishing linked it
+/// into the blob store) and its parts (an object store).
 async fn discard(app: &App, id: &str, parts: Vec<String>) {
     let _ = app.blobs.discard_gathered(id).await;
     for key in parts {
@@ -679,7 +679,7 @@ mod tests {
         assert_eq!(
             std::fs::read_dir(gathering).unwrap().count(),
             0,
-            "renamed into place"
+            "removed once kept"
         );
     }
 

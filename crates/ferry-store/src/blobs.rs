@@ -52,13 +52,26 @@ impl std::fmt::Debug for BlobRead {
 }
 
 /// Bytes received into a local temporary file, fsynced, with their size and hash; not yet a
-/// blob. Dropping it removes the file.
+/// blob. Dropping it removes the file, unless it is another's (see [`Keeping`]).
 #[derive(Debug)]
 pub struct Spooled {
     path: PathBuf,
     size: u64,
     sha256: String,
-    committed: bool,
+    keeping: Keeping,
+}
+
+/// What becomes of a spool's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keeping {
+    /// A temporary file of its own: renamed into the store when committed, removed if not.
+    Temporary,
+    /// In the store now; nothing is left to remove.
+    Committed,
+    /// A file another keeps (a resumable upload's, until its answer is kept): linked into the
+    /// store when committed, so that a finish that dies part-way can be run again, and never
+    /// removed here.
+    Borrowed,
 }
 
 impl Spooled {
@@ -79,7 +92,7 @@ impl Spooled {
 
 impl Drop for Spooled {
     fn drop(&mut self) {
-        if !self.committed {
+        if self.keeping == Keeping::Temporary {
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -232,12 +245,15 @@ impl Blobs {
             Blobs::Local(local) => {
                 let target = local.path_of(&key);
                 let from = spooled.path.clone();
+                let link = spooled.keeping == Keeping::Borrowed;
                 // One trip to the blocking pool for the three steps, not one each.
-                tokio::task::spawn_blocking(move || put_in_place(&from, &target))
+                tokio::task::spawn_blocking(move || put_in_place(&from, &target, link))
                     .await
                     .map_err(|e| Error::Io(io::Error::other(e)))?
                     .map_err(Error::Io)?;
-                spooled.committed = true;
+                if !link {
+                    spooled.keeping = Keeping::Committed;
+                }
             }
             Blobs::Object(object) => {
                 let file = tokio::fs::File::open(&spooled.path)
@@ -570,7 +586,7 @@ where
         path,
         size: 0,
         sha256: String::new(),
-        committed: false,
+        keeping: Keeping::Temporary,
     };
     let folder = spooled
         .path
@@ -610,7 +626,9 @@ where
         .await
         .map_err(|e| Error::Io(io::Error::other(e)))?
         .map_err(Error::Io)?;
-        spooled.committed = as_blob;
+        if as_blob {
+            spooled.keeping = Keeping::Committed;
+        }
         spooled.sha256 = hex::encode(hasher.finalize());
         return Ok(spooled);
     };
@@ -644,17 +662,23 @@ where
     .await
     .map_err(|e| Error::Io(io::Error::other(e)))?
     .map_err(Error::Io)?;
-    spooled.committed = as_blob;
+    if as_blob {
+        spooled.keeping = Keeping::Committed;
+    }
     spooled.sha256 = hex::encode(hasher.finalize());
     Ok(spooled)
 }
 
-/// Renames an fsynced file to its blob's place and fsyncs the folder, so that the name, too,
-/// survives a crash before any row points at it.
-fn put_in_place(from: &Path, target: &Path) -> io::Result<()> {
+/// Renames (or with `link`, hard-links) an fsynced file to its blob's place and fsyncs the
+/// folder, so that the name, too, survives a crash before any row points at it.
+fn put_in_place(from: &Path, target: &Path, link: bool) -> io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(dir)?;
-    std::fs::rename(from, target)?;
+    if link {
+        std::fs::hard_link(from, target)?;
+    } else {
+        std::fs::rename(from, target)?;
+    }
     std::fs::File::open(dir)?.sync_all()
 }
 

@@ -2,7 +2,9 @@
 //!
 //! Each `PATCH` of a resumable upload writes its bytes at their offset in one file,
 //! `<root>/.resumable/<upload id>`, and when the last byte is in, that file is the finished
-//! upload's spool: it is renamed into the blob store rather than read back and written again.
+//! upload's spool: it is hard-linked into the blob store rather than read back and written
+//! again, and removed once the upload's answer is kept (so a finish that dies part-way can be
+//! run again from the same file).
 //! So a resumable upload costs one write of its bytes more than the sandbox copy, as a plain
 //! upload does. (An object store keeps each request's bytes as a blob of their own instead,
 //! and the finished upload reads them back in order; see `ferry_app::resumable`.)
@@ -29,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Blobs, LocalBlobs, Spooled};
+use super::{Blobs, Keeping, LocalBlobs, Spooled};
 use crate::Error;
 use crate::chunk_writer::ChunkWriter;
 
@@ -185,7 +187,7 @@ impl Blobs {
             path,
             size: length,
             sha256,
-            committed: false,
+            keeping: Keeping::Borrowed,
         }))
     }
 
@@ -384,6 +386,9 @@ mod tests {
         let spooled = blobs.gathered("up-1", 11).await.unwrap().unwrap();
         assert_eq!(spooled.sha256(), sha256_hex(b"hello world"));
         let blob = blobs.commit(spooled).await.unwrap();
+        // The upload's file stays until its answer is kept; the blob outlives it.
+        assert!(dir.path().join(FOLDER).join("up-1").exists());
+        blobs.discard_gathered("up-1").await.unwrap();
         let read: Vec<_> = blobs
             .read(&blob.key, None)
             .await
@@ -393,7 +398,6 @@ mod tests {
             .await;
         let read: Vec<u8> = read.into_iter().flat_map(|c| c.unwrap().to_vec()).collect();
         assert_eq!(read, b"hello world");
-        assert!(!dir.path().join(FOLDER).join("up-1").exists());
     }
 
     #[tokio::test]
