@@ -43,6 +43,25 @@ pub(crate) fn one_lookup<F: Future>(request: F) -> impl Future<Output = F::Outpu
     FOUND.scope(RefCell::new(None), request)
 }
 
+/// Keeps the principal found for `access_key` for the rest of this request. Outside
+/// [`one_lookup`] there is nowhere to keep it, and [`principal`] then looks the key up itself.
+fn remember(access_key: &str, principal: Principal) {
+    let _ = FOUND.try_with(|found| {
+        found.replace(Some((access_key.to_owned(), principal)));
+    });
+}
+
+/// The principal this request's signature check found for `access_key`, taken (a request
+/// asks once), if it found one for that key.
+fn recall(access_key: &str) -> Option<Principal> {
+    FOUND
+        .try_with(|found| found.take())
+        .ok()
+        .flatten()
+        .filter(|(key, _)| key == access_key)
+        .map(|(_, principal)| principal)
+}
+
 /// What the door needs from the server's own credentials.
 #[async_trait::async_trait]
 pub trait Identities: Send + Sync + 'static {
@@ -74,11 +93,7 @@ impl S3Auth for Keys {
         // answer says which (S3's InvalidAccessKeyId rather than SignatureDoesNotMatch).
         match ferry_app::access_keys::principal_of(&self.app, access_key).await {
             Ok(Some(principal)) => {
-                // Outside `one_lookup` (no request scope) there is nowhere to keep it, and
-                // `principal` then looks the key up itself.
-                let _ = FOUND.try_with(|found| {
-                    found.replace(Some((access_key.to_owned(), principal)));
-                });
+                remember(access_key, principal);
                 Ok(SecretKey::from(self.identities.secret_of(access_key)))
             }
             Ok(None) => Err(s3_error!(
@@ -112,12 +127,7 @@ pub(crate) async fn principal(
                 TokenRefusal::Invalid(why) => s3_error!(InvalidToken, "{why}"),
             });
     }
-    let found = FOUND
-        .try_with(|found| found.take())
-        .ok()
-        .flatten()
-        .filter(|(key, _)| key == access_key);
-    if let Some((_, principal)) = found {
+    if let Some(principal) = recall(access_key) {
         return Ok(principal);
     }
     match ferry_app::access_keys::principal_of(app, access_key).await {
@@ -127,5 +137,42 @@ pub(crate) async fn principal(
             "the access key '{access_key}' does not exist or was revoked"
         )),
         Err(e) => Err(crate::errors::to_s3(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alice() -> Principal {
+        Principal::User {
+            sub: "alice".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_recalls_the_principal_found_for_its_own_key_once() {
+        one_lookup(async {
+            remember("AKALICE", alice());
+            assert_eq!(recall("AKALICE"), Some(alice()));
+            // Taken: a second ask looks the key up again.
+            assert_eq!(recall("AKALICE"), None);
+            remember("AKALICE", alice());
+            assert_eq!(
+                recall("AKBOB"),
+                None,
+                "another key never gets alice's principal"
+            );
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn requests_do_not_share_what_they_found() {
+        one_lookup(async { remember("AKALICE", alice()) }).await;
+        one_lookup(async { assert_eq!(recall("AKALICE"), None) }).await;
+        // Outside a request's scope nothing is kept, and nothing fails.
+        remember("AKALICE", alice());
+        assert_eq!(recall("AKALICE"), None);
     }
 }
