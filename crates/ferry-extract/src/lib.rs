@@ -99,6 +99,7 @@ mod model_image;
 mod opc;
 mod package;
 mod pdf;
+mod pdf_content;
 mod pdf_pages;
 mod pdf_predefined_cmaps;
 mod pdf_unicode;

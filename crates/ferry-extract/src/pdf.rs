@@ -127,6 +127,7 @@ pub(crate) fn load(bytes: &[u8]) -> Result<Document, ExtractError> {
     }
     let mut doc = doc;
     inline_stream_filters(&mut doc);
+    crate::pdf_content::make_readable(&mut doc);
     // First to the Identity encodings, then a Unicode map for every Identity font lacking one.
     crate::pdf_predefined_cmaps::transcode_predefined_cmaps(&mut doc);
     crate::pdf_unicode::add_missing_unicode_maps(&mut doc);
