@@ -446,24 +446,32 @@ impl Blobs {
     /// Removes spool files older than `age` (left by a crash mid-upload).
     pub async fn sweep_spools(&self, age: std::time::Duration) -> io::Result<usize> {
         let dir = self.spool_dir();
-        tokio::task::spawn_blocking(move || {
-            let mut removed = 0;
-            for entry in std::fs::read_dir(dir)? {
-                let entry = entry?;
-                let old = entry
-                    .metadata()?
-                    .modified()?
-                    .elapsed()
-                    .is_ok_and(|elapsed| elapsed > age);
-                if old && std::fs::remove_file(entry.path()).is_ok() {
-                    removed += 1;
-                }
-            }
-            Ok(removed)
-        })
-        .await
-        .map_err(io::Error::other)?
+        tokio::task::spawn_blocking(move || remove_older_than(&dir, age))
+            .await
+            .map_err(io::Error::other)?
     }
+}
+
+/// Removes the files of `dir` that nothing has written for `age` (blocking); answers how many
+/// went. A folder that does not exist holds none.
+fn remove_older_than(dir: &Path, age: std::time::Duration) -> io::Result<usize> {
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        entries => entries?,
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        let old = entry
+            .metadata()?
+            .modified()?
+            .elapsed()
+            .is_ok_and(|elapsed| elapsed > age);
+        if old && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 fn store_error(e: object_store::Error) -> io::Error {

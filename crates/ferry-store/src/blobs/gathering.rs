@@ -200,27 +200,9 @@ impl Blobs {
             return Ok(0);
         };
         let folder = local.root.join(FOLDER);
-        tokio::task::spawn_blocking(move || {
-            let entries = match std::fs::read_dir(folder) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-                entries => entries?,
-            };
-            let mut removed = 0;
-            for entry in entries {
-                let entry = entry?;
-                let old = entry
-                    .metadata()?
-                    .modified()?
-                    .elapsed()
-                    .is_ok_and(|e| e > age);
-                if old && std::fs::remove_file(entry.path()).is_ok() {
-                    removed += 1;
-                }
-            }
-            Ok(removed)
-        })
-        .await
-        .map_err(io::Error::other)?
+        tokio::task::spawn_blocking(move || super::remove_older_than(&folder, age))
+            .await
+            .map_err(io::Error::other)?
     }
 
     /// Removes the file upload `id` gathered in, if there is one (termination, expiry).
