@@ -364,6 +364,16 @@ where
         // A local store: the bytes go into the upload's own file (see ferry_store's
         // `gathering`), held by this request until the new offset is recorded.
         Gather::InPlace(mut gathering) => {
+            // Asked again under the lock: a request that held it may have moved the offset on
+            // meanwhile, and writing at the offset read before would cut off what it recorded.
+            let now = status(app, principal, id).await?;
+            if now.offset != offset {
+                return Err(Error::OffsetMismatch(format!(
+                    "another request moved the upload on to {} meanwhile: ask with HEAD and \
+                     continue from there",
+                    now.offset
+                )));
+            }
             let size = gathering
                 .write_at(offset, kept, remaining)
                 .await
@@ -715,6 +725,44 @@ mod tests {
             assert_eq!(views[0].sha256, hex::encode(sha256(b"tea!")));
             assert_eq!(views[0].sandbox_path, "/sandbox/user_uploads/notes.txt");
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_that_waited_for_another_never_writes_at_a_stale_offset() {
+        let (app, _dir) = app().await;
+        let alice = user("alice");
+        let header = metadata(&[
+            ("spaceName", "notes"),
+            ("path", "race.txt"),
+            ("contentType", "text/plain"),
+        ]);
+        let id = create(&app, &alice, 8, &header).await.unwrap().id;
+        // Another request holds the upload's file while this one arrives at offset 0.
+        let Gather::InPlace(mut holder) = app.blobs.gathering(&id, LOCK_WAIT).await.unwrap() else {
+            panic!("a local store gathers in place");
+        };
+        let late = {
+            let (app, alice, id) = (app.clone(), alice.clone(), id.clone());
+            tokio::spawn(async move { append(&app, &alice, &id, 0, None, chunk(b"XY")).await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!late.is_finished(), "it waits for the lock");
+        holder.write_at(0, chunk(b"abcd"), 8).await.unwrap();
+        let recorded = app.db.append_resumable_part(&id, 0, 4, None).await.unwrap();
+        assert_eq!(recorded, Appended::At(4));
+        drop(holder);
+        let refused = late.await.unwrap();
+        assert!(
+            matches!(refused, Err(Error::OffsetMismatch(_))),
+            "{refused:?}"
+        );
+        append(&app, &alice, &id, 4, None, chunk(b"efgh"))
+            .await
+            .unwrap();
+        let Some(Finished::SpaceFile(written)) = finish(&app, &alice, &id).await.unwrap() else {
+            panic!("a space file");
+        };
+        assert_eq!(blob_bytes(&app, &written.file.blob_key).await, b"abcdefgh");
     }
 
     #[tokio::test]

@@ -11,7 +11,9 @@
 //!
 //! - **One writer at a time.** A request holds an exclusive lock on the file (`flock`) for as
 //!   long as it writes and records what it wrote; a second request for the same upload waits
-//!   for it, a while, and is then refused. Bytes of two requests never interleave.
+//!   for it, a while, and is then refused. Bytes of two requests never interleave, and the
+//!   caller reads the upload's offset again once it holds the lock (the request it waited for
+//!   may have moved it on) before it writes.
 //! - **Durable before recorded.** The bytes are fsynced before the caller records the upload's
 //!   new offset, so the offset a client is told never runs ahead of what a crash keeps. Bytes
 //!   past the recorded offset (a request that failed, a crash) are cut off by the next write,
