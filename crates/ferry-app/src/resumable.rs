@@ -609,6 +609,24 @@ mod tests {
         pairs.join(",")
     }
 
+    /// A test app whose blobs are in an object store, or in a local folder.
+    async fn app_on(object_store: bool) -> (App, tempfile::TempDir) {
+        if object_store {
+            app_on_object_store().await
+        } else {
+            app().await
+        }
+    }
+
+    /// The `Upload-Metadata` of a text file at `path` in the space `notes`.
+    fn space_file(path: &str) -> String {
+        metadata(&[
+            ("spaceName", "notes"),
+            ("path", path),
+            ("contentType", "text/plain"),
+        ])
+    }
+
     fn sha256(bytes: &[u8]) -> Vec<u8> {
         sha2::Sha256::digest(bytes).to_vec()
     }
@@ -629,11 +647,7 @@ mod tests {
     /// A space file in parts, with every refusal a `PATCH` can meet on the way, made once.
     async fn a_space_file_in_parts_is_the_plain_write(app: &App) {
         let alice = user("alice");
-        let header = metadata(&[
-            ("spaceName", "notes"),
-            ("path", "drafts/tea.txt"),
-            ("contentType", "text/plain"),
-        ]);
+        let header = space_file("drafts/tea.txt");
         let id = create(app, &alice, 11, &header).await.unwrap().id;
 
         let wrong = append(app, &alice, &id, 0, checksum_of(b"other"), chunk(b"hello")).await;
@@ -702,11 +716,7 @@ mod tests {
     #[tokio::test]
     async fn a_thread_upload_lands_in_the_sandbox_like_a_plain_one() {
         for object_store in [false, true] {
-            let (app, _dir) = if object_store {
-                app_on_object_store().await
-            } else {
-                app().await
-            };
+            let (app, _dir) = app_on(object_store).await;
             let (thread, _) = thread_of(&app, "alice").await;
             let alice = user("alice");
             let header = metadata(&[("threadId", &thread), ("filename", "notes.txt")]);
@@ -731,11 +741,7 @@ mod tests {
     async fn a_request_that_waited_for_another_never_writes_at_a_stale_offset() {
         let (app, _dir) = app().await;
         let alice = user("alice");
-        let header = metadata(&[
-            ("spaceName", "notes"),
-            ("path", "race.txt"),
-            ("contentType", "text/plain"),
-        ]);
+        let header = space_file("race.txt");
         let id = create(&app, &alice, 8, &header).await.unwrap().id;
         // Another request holds the upload's file while this one arrives at offset 0.
         let Gather::InPlace(mut holder) = app.blobs.gathering(&id, LOCK_WAIT).await.unwrap() else {
@@ -768,17 +774,9 @@ mod tests {
     #[tokio::test]
     async fn termination_removes_what_was_kept() {
         for object_store in [false, true] {
-            let (app, dir) = if object_store {
-                app_on_object_store().await
-            } else {
-                app().await
-            };
+            let (app, dir) = app_on(object_store).await;
             let alice = user("alice");
-            let header = metadata(&[
-                ("spaceName", "notes"),
-                ("path", "gone.txt"),
-                ("contentType", "text/plain"),
-            ]);
+            let header = space_file("gone.txt");
             let id = create(&app, &alice, 10, &header).await.unwrap().id;
             append(&app, &alice, &id, 0, None, chunk(b"half"))
                 .await

@@ -123,11 +123,7 @@ pub async fn write_spooled(
     let meta = checked(meta)?;
     let limit = app.limits.space_max_bytes;
     if spooled.size() > limit {
-        return Err(Error::TooLarge(format!(
-            "the file is {} bytes, over the space file limit of {}",
-            spooled.size(),
-            crate::describe_bytes(limit)
-        )));
+        return Err(Error::too_large(limit));
     }
     let blob = app.blobs.commit(spooled).await?;
     put(app, owner, space, path, blob, meta, condition).await

@@ -147,11 +147,7 @@ impl Receiver {
     pub fn adopt(&mut self, name: ValidPath, spooled: Spooled) -> Result<()> {
         let limit = self.limit();
         if spooled.size() > limit {
-            return Err(Error::TooLarge(format!(
-                "the file is {} bytes, over the upload limit of {}",
-                spooled.size(),
-                crate::describe_bytes(limit)
-            )));
+            return Err(Error::too_large(limit));
         }
         self.received.push((name, spooled));
         Ok(())

@@ -73,19 +73,16 @@ fn decode_outer_hex(stream: &mut Stream) {
     let decoded = from_hex(&stream.content);
     let rest = filters[1..].to_vec();
     stream.set_content(decoded);
-    match rest.len() {
-        0 => {
-            stream.dict.remove(b"Filter");
-            stream.dict.remove(b"DecodeParms");
-        }
-        _ => {
-            stream.dict.set("Filter", Object::Array(rest));
-            // Parameters go with their filters, one for each; the hex filter has none.
-            if let Ok(Object::Array(params)) = stream.dict.get(b"DecodeParms") {
-                let params = params.get(1..).map(<[Object]>::to_vec).unwrap_or_default();
-                stream.dict.set("DecodeParms", Object::Array(params));
-            }
-        }
+    if rest.is_empty() {
+        stream.dict.remove(b"Filter");
+        stream.dict.remove(b"DecodeParms");
+        return;
+    }
+    stream.dict.set("Filter", Object::Array(rest));
+    // Parameters go with their filters, one for each; the hex filter has none.
+    if let Ok(Object::Array(params)) = stream.dict.get(b"DecodeParms") {
+        let params = params.get(1..).map(<[Object]>::to_vec).unwrap_or_default();
+        stream.dict.set("DecodeParms", Object::Array(params));
     }
 }
 
