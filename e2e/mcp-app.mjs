@@ -257,6 +257,28 @@ test('a published PDF shows its pages as images', async () => {
   await S.page.screenshot({ path: join(ARTIFACTS, 'mcp-app-02-pdf-card.png') });
 });
 
+test('a published deck shows its slides as images (or, without LibreOffice, its HTML)', async () => {
+  const deck = fixture(REPO, 'deck.pptx');
+  await S.agent.put(`/api/threads/${S.threadId}/sandbox/outputs/deck.pptx`, deck,
+    'application/vnd.openxmlformats-officedocument.presentationml.presentation');
+  const result = await publish('/sandbox/outputs/deck.pptx', 'Launch deck', 'Four slides');
+  await showPublished(result, { file_path: '/sandbox/outputs/deck.pptx', display_name: 'Launch deck' });
+  const card = frame();
+  await card.getByRole('heading', { name: 'Launch deck' }).waitFor();
+  if (existsSync('/usr/bin/soffice')) {
+    await card.locator('figcaption', { hasText: 'Slide 3' }).waitFor({ timeout: 60000 });
+    const slides = card.locator('.preview img');
+    assert.equal(await slides.count(), 3, 'the first three slides');
+    assert.equal(await slides.first().getAttribute('alt'), 'Slide 1 of Launch deck');
+    for (const slide of await slides.all()) {
+      assert.ok(await slide.evaluate((img) => img.complete && img.naturalWidth > 100));
+    }
+    await S.page.screenshot({ path: join(ARTIFACTS, 'mcp-app-02b-deck-card.png') });
+  } else {
+    await card.locator('.preview iframe').waitFor();
+  }
+});
+
 test('a document shows as HTML that cannot run, and a new revision shows as one', async () => {
   const hostile = Buffer.from('<h1>Plan</h1><p id="said">Quarterly</p><script>parent.postMessage({jsonrpc:"2.0",method:"ui/open-link",id:99,params:{url:"https://evil.example"}},"*")</script><img src=x onerror="document.title=\'ran\'">');
   await S.agent.put(`/api/threads/${S.threadId}/sandbox/outputs/plan.html`, hostile, 'text/html');

@@ -339,6 +339,7 @@ step('files the agent publishes appear live as cards', async () => {
   const { page, agent } = S;
   const pdf = fixture(REPO, 'two-pages.pdf');
   const xlsx = fixture(REPO, 'seed.xlsx');
+  const pptx = fixture(REPO, 'deck.pptx');
   const png = makePng(96, 64);
   const md = Buffer.from(MARKDOWN);
   S.published = {
@@ -346,6 +347,7 @@ step('files the agent publishes appear live as cards', async () => {
     png: { path: 'outputs/chart.png', bytes: png, type: 'image/png', name: 'Sales chart', desc: 'Visitors per week', label: 'PNG' },
     xlsx: { path: 'outputs/budget.xlsx', bytes: xlsx, type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', name: 'Budget', desc: 'Revenue per region and quarter', label: 'XLSX' },
     pdf: { path: 'outputs/report.pdf', bytes: pdf, type: 'application/pdf', name: 'Quarterly report', desc: 'Two pages', label: 'PDF' },
+    pptx: { path: 'outputs/deck.pptx', bytes: pptx, type: 'application/vnd.openxmlformats-officedocument.presentationml.presentation', name: 'Launch deck', desc: 'Four slides', label: 'PPTX' },
   };
   for (const f of Object.values(S.published)) {
     await agent.put(`/api/threads/${S.threadId}/sandbox/${f.path}`, f.bytes, f.type);
@@ -366,6 +368,7 @@ step('files the agent publishes appear live as cards', async () => {
   assert.equal(S.published.png.answer.preview_kind, 'image');
   assert.equal(S.published.xlsx.answer.preview_kind, 'html');
   assert.equal(S.published.pdf.answer.preview_kind, 'pdf');
+  assert.equal(S.published.pptx.answer.preview_kind, 'html');
   await page.waitForTimeout(200);
   await shot(page, '07-published-cards');
 });
@@ -433,7 +436,7 @@ function previewFrame(page) {
 
 step('each card opens the right preview in the side panel', async () => {
   const { page } = S;
-  const { md, png, xlsx, pdf } = S.published;
+  const { md, png, xlsx, pdf, pptx } = S.published;
 
   // Markdown → server-rendered HTML in a sandboxed frame, styled by its own stylesheet.
   let panel = await openPanel(md);
@@ -488,6 +491,25 @@ step('each card opens the right preview in the side panel', async () => {
   assert.equal(await panel.locator('iframe').count(), 0, 'no frame holds the document');
   await shot(page, '11-preview-pdf');
   await closeWithEscape(pdf);
+
+  // PPTX → its slides as the server draws them (LibreOffice, which CI installs; a server
+  // without it is answered 422 and the panel shows the deck's HTML rendering instead).
+  const slidesServed = page.waitForResponse((r) => r.url().includes(`/published/${pptx.answer.id}/pages/1`));
+  panel = await openPanel(pptx);
+  const slideResponse = await slidesServed;
+  if (existsSync('/usr/bin/soffice')) {
+    assert.equal(slideResponse.status(), 200);
+    assert.equal(slideResponse.headers()['x-page-count'], '4');
+    await page.waitForFunction(() => document.querySelectorAll('img.preview-page-image').length === 4
+      && [...document.querySelectorAll('img.preview-page-image')].every((img) => img.naturalWidth > 0), null, { timeout: 60000 });
+    assert.equal(await panel.locator('img.preview-page-image').first().getAttribute('alt'), 'Slide 1 of 4 of Launch deck');
+    assert.equal(await panel.locator('iframe').count(), 0, 'no frame holds the deck');
+    await shot(page, '11b-preview-pptx');
+  } else {
+    assert.equal(slideResponse.status(), 422);
+    await panel.locator('iframe.preview-html').waitFor();
+  }
+  await closeWithEscape(pptx);
 });
 
 step('a new revision appears, and the panel can show the older one', async () => {
@@ -734,7 +756,7 @@ step('a reload shows the same thread, everything once', async () => {
   await page.locator('.conn-live').waitFor();
   const ids = await page.locator('.log > li').evaluateAll((els) => els.map((e) => Number(e.dataset.eventId)));
   assert.deepEqual(ids, S.shownIds);
-  assert.equal(await page.locator('.card-ready .card-open').count(), 6 + (S.sayCards || 0), 'five cards, a revision, and the say attachment');
+  assert.equal(await page.locator('.card-ready .card-open').count(), 7 + (S.sayCards || 0), 'six cards, a revision, and the say attachment');
   assert.equal(await page.locator('.card-error', { hasText: 'Everything' }).count(), 1, 'the failed publish, once');
   assert.equal(await page.locator('.card-publishing').count(), 0, 'every publish has ended');
   assert.equal(await page.locator('.file-send').count(), 2);

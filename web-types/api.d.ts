@@ -812,8 +812,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Page `page` (from 1) of a published PDF's revision (default the latest), drawn with a long
-         *     edge of 1,568 pixels.
+         * Page `page` (from 1) of a published PDF's revision (default the latest), or slide `page` of a
+         *     presentation (when the server has an office renderer), drawn with a long edge of 1,568 pixels.
          */
         get: operations["published_page"];
         put?: never;
@@ -998,7 +998,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Page `page` (from 1) of an uploaded PDF, drawn with a long edge of 1,568 pixels. */
+        /**
+         * Page `page` (from 1) of an uploaded PDF, or slide `page` of a presentation (when the server
+         *     has an office renderer), drawn with a long edge of 1,568 pixels.
+         */
         get: operations["upload_page"];
         put?: never;
         post?: never;
@@ -5706,7 +5709,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF has */
+            /** @description The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF (or slides the presentation) has */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5715,7 +5718,7 @@ export interface operations {
                     "image/png": unknown;
                 };
             };
-            /** @description INVALID_REQUEST: a page the PDF does not have */
+            /** @description INVALID_REQUEST: a page the document does not have */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5742,7 +5745,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description UNSUPPORTED_FILE_TYPE: not a PDF, or the page cannot be drawn */
+            /** @description UNSUPPORTED_FILE_TYPE: neither a PDF nor a presentation, a presentation without an office renderer, or a page that cannot be drawn */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6551,7 +6554,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF has */
+            /** @description The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF (or slides the presentation) has */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6560,7 +6563,7 @@ export interface operations {
                     "image/png": unknown;
                 };
             };
-            /** @description INVALID_REQUEST: a page the PDF does not have */
+            /** @description INVALID_REQUEST: a page the document does not have */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6587,7 +6590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description UNSUPPORTED_FILE_TYPE: not a PDF, or the page cannot be drawn */
+            /** @description UNSUPPORTED_FILE_TYPE: neither a PDF nor a presentation, a presentation without an office renderer, or a page that cannot be drawn */
             422: {
                 headers: {
                     [name: string]: unknown;

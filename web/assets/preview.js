@@ -1,9 +1,10 @@
-// The preview panel (docs/reference/web-ui.md): opened by clicking a published file's
-// card, or the chip of a file the person uploaded. It shows the server's preview by `preview_kind` — an image, a PDF's
-// pages as the server draws them (images: nothing of the document runs in the browser),
-// server-rendered HTML in a sandboxed frame, or "Preview not available — download
-// to view" — with a revision picker and Download. Escape or Close closes it, and focus goes
-// back to the card it came from.
+// The preview panel (docs/reference/web-ui.md): opened by clicking a published file's card,
+// or the chip of a file the person uploaded. It shows the server's preview by `preview_kind`:
+// an image; a PDF's pages (and a presentation's slides, when the server has an office
+// renderer) as the server draws them (images: nothing of the document runs in the browser);
+// server-rendered HTML in a sandboxed frame; or "Preview not available — download to view".
+// It has a revision picker and Download. Escape or Close closes it, and focus goes back to
+// the card it came from.
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
 import { formatSize, typeLabel, formatWhen, extensionOf } from './format.js';
@@ -199,9 +200,12 @@ export class PreviewPanel {
       this.showUnavailable();
       return;
     }
-    if (kind === 'pdf') {
-      await this.showPages(file, seq);
-      return;
+    // A presentation's slides are drawn by the server when it has an office renderer; without
+    // one (422) the deck's HTML rendering, its slides' text and pictures, is shown instead.
+    const slides = kind === 'html' && file.file_type === '.pptx';
+    if (kind === 'pdf' || slides) {
+      const shown = await this.showPages(file, seq, { orElse: slides });
+      if (shown || seq !== this.loadSeq) return;
     }
     let blob;
     try {
@@ -232,10 +236,12 @@ export class PreviewPanel {
   }
 
   /**
-   * A PDF as its pages, drawn by the server (the same drawings a model is shown): page 1
-   * first, which says how many there are, then the others in turn, up to PAGES_SHOWN.
+   * A PDF (or a deck) as its pages, drawn by the server (the same drawings a model is shown):
+   * page 1 first, which says how many there are, then the others in turn, up to PAGES_SHOWN.
+   * Answers whether the pages are shown; with `orElse`, a first page the server cannot draw
+   * (422) is left to the caller's other preview instead of being reported.
    */
-  async showPages(file, seq) {
+  async showPages(file, seq, { orElse = false } = {}) {
     const path = (n) => (file.upload
       ? route('threads', this.threadId, 'uploads', file.id, 'pages', n)
       : route('threads', this.threadId, 'published', file.id, 'pages', n));
@@ -244,35 +250,38 @@ export class PreviewPanel {
     try {
       first = await request(path(1), { query });
     } catch (e) {
-      if (seq !== this.loadSeq) return;
+      if (seq !== this.loadSeq) return true;
+      if (orElse && e.status === 422) return false;
       if (e.status === 404 || e.status === 422) this.showUnavailable(e.message);
       else replace(this.body, h('p', { class: 'panel-error', role: 'alert', text: `The preview could not be loaded: ${e.message}` }));
-      return;
+      return true;
     }
     const count = Number(first.headers.get('x-page-count')) || 1;
     const blob = await first.blob();
-    if (seq !== this.loadSeq) return;
+    if (seq !== this.loadSeq) return true;
     const name = file.display_name;
-    const pages = h('div', { class: 'preview-pages', role: 'list', 'aria-label': `${name}, ${count} ${count === 1 ? 'page' : 'pages'}` });
+    const [unit, units] = file.file_type === '.pptx' ? ['Slide', 'Slides'] : ['Page', 'Pages'];
+    const pages = h('div', { class: 'preview-pages', role: 'list', 'aria-label': `${name}, ${count} ${(count === 1 ? unit : units).toLowerCase()}` });
     const add = (n, image) => pages.append(h('figure', { class: 'preview-page', role: 'listitem' },
-      h('img', { class: 'preview-page-image', alt: `Page ${n} of ${count} of ${name}`, src: this.blobUrl(image) }),
-      h('figcaption', { text: `Page ${n} of ${count}` })));
+      h('img', { class: 'preview-page-image', alt: `${unit} ${n} of ${count} of ${name}`, src: this.blobUrl(image) }),
+      h('figcaption', { text: `${unit} ${n} of ${count}` })));
     replace(this.body, pages);
     add(1, blob);
     const shown = Math.min(count, PAGES_SHOWN);
     for (let n = 2; n <= shown; n++) {
       try {
         const image = await getBlob(path(n), { query });
-        if (seq !== this.loadSeq) return;
+        if (seq !== this.loadSeq) return true;
         add(n, image);
       } catch (e) {
-        if (seq !== this.loadSeq) return;
-        pages.append(h('p', { class: 'note', role: 'listitem', text: `Page ${n} cannot be shown: ${e.message}` }));
+        if (seq !== this.loadSeq) return true;
+        pages.append(h('p', { class: 'note', role: 'listitem', text: `${unit} ${n} cannot be shown: ${e.message}` }));
       }
     }
     if (count > shown) {
-      pages.append(h('p', { class: 'note', text: `Pages ${shown + 1}–${count} are not shown here; download the file to see them all.` }));
+      pages.append(h('p', { class: 'note', text: `${units} ${shown + 1}–${count} are not shown here; download the file to see them all.` }));
     }
+    return true;
   }
 
   showUnavailable(detail) {

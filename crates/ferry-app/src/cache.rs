@@ -5,7 +5,7 @@
 //! and every node may keep its own. The cache is an optimisation: an entry that cannot be
 //! read or written only costs making it again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A directory of derived files.
 #[derive(Debug, Clone)]
@@ -51,6 +51,47 @@ impl DerivedCache {
         .map_err(std::io::Error::other)?
     }
 
+    /// Where the entry `name` is, if it is there: for a derived file that is read from disk (a
+    /// deck's slides as a PDF, which the extraction worker opens by path).
+    pub async fn path_of(&self, name: &str) -> Option<PathBuf> {
+        let path = self.dir.join(name);
+        let meta = tokio::fs::metadata(&path).await.ok()?;
+        meta.is_file().then_some(path)
+    }
+
+    /// A folder of its own, removed with everything in it when the returned value is dropped:
+    /// where something that makes several files (the office renderer) works, on the cache's
+    /// file system so that what it makes can be kept by [`DerivedCache::keep_file`].
+    pub async fn scratch_dir(&self) -> std::io::Result<tempfile::TempDir> {
+        let dir = self.dir.join("scratch");
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&dir)?;
+            tempfile::TempDir::new_in(&dir)
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    }
+
+    /// Keeps the file at `from` (in a [`DerivedCache::scratch_dir`]) as the entry `name`, by
+    /// renaming it; answers the entry's path, or `None` when it could not be kept.
+    pub async fn keep_file(&self, name: &str, from: &Path) -> Option<PathBuf> {
+        let target = self.dir.join(name);
+        let result = async {
+            if let Some(dir) = target.parent() {
+                tokio::fs::create_dir_all(dir).await?;
+            }
+            tokio::fs::rename(from, &target).await
+        }
+        .await;
+        match result {
+            Ok(()) => Some(target),
+            Err(e) => {
+                tracing::warn!(error = %e, entry = name, "could not keep a derived file in the cache");
+                None
+            }
+        }
+    }
+
     /// Stores the entry `name`. Written to a temporary file and renamed, so a reader sees the
     /// whole entry or none.
     pub async fn write(&self, name: &str, bytes: Vec<u8>) {
@@ -90,5 +131,26 @@ mod tests {
             .unwrap()
             .collect();
         assert_eq!(left.len(), 1, "no temporary file is left behind");
+    }
+
+    #[tokio::test]
+    async fn a_file_made_in_a_scratch_folder_is_kept_by_path_and_the_folder_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DerivedCache::new(dir.path());
+        assert_eq!(cache.path_of("slides-pdf/a.pdf").await, None);
+        let scratch = cache.scratch_dir().await.unwrap();
+        let made = scratch.path().join("deck.pdf");
+        std::fs::write(&made, b"%PDF").unwrap();
+        let kept = cache.keep_file("slides-pdf/a.pdf", &made).await.unwrap();
+        assert_eq!(cache.path_of("slides-pdf/a.pdf").await, Some(kept.clone()));
+        assert_eq!(std::fs::read(&kept).unwrap(), b"%PDF");
+        let folder = scratch.path().to_owned();
+        drop(scratch);
+        assert!(
+            !folder.exists(),
+            "the scratch folder is removed when dropped"
+        );
+        // A folder is not an entry.
+        assert_eq!(cache.path_of("slides-pdf").await, None);
     }
 }

@@ -7,6 +7,9 @@
 //! document can make expensive, and the worker's limits then bound one page, not a batch),
 //! and kept in the derived cache by the content's SHA-256, the page number and the text
 //! budget: the second ask, by anyone with the same bytes, reads a file.
+//!
+//! The preview panel also shows a presentation's slides this way: the office renderer exports
+//! the deck as a PDF (kept in the cache by the deck's hash), whose pages are drawn as above.
 
 use std::path::Path;
 
@@ -168,7 +171,8 @@ pub struct PageImage {
     pub sha256: String,
 }
 
-/// Page `number` of an upload that is a PDF, drawn, for whoever may read its thread.
+/// Page `number` of an upload that is a PDF (or slide `number` of a presentation), drawn, for
+/// whoever may read its thread.
 pub async fn upload_page(
     app: &App,
     principal: &Principal,
@@ -190,7 +194,7 @@ pub async fn upload_page(
 }
 
 /// Page `number` of a published file's revision (the latest when `revision` is `None`) that
-/// is a PDF, drawn, for whoever may read its thread.
+/// is a PDF (or a presentation's slide), drawn, for whoever may read its thread.
 pub async fn published_page(
     app: &App,
     principal: &Principal,
@@ -220,16 +224,20 @@ async fn drawn(
     source: &Path,
     number: u32,
 ) -> Result<PageImage> {
-    if !ferry_extract::is_pdf(file_name) {
-        return Err(Error::UnsupportedFileType(format!(
-            "{file_name} is not a PDF; only a PDF's pages are drawn"
-        )));
-    }
     if number == 0 {
         return Err(out_of_range(&PagesError::Zero(number.to_string())));
     }
     let owner = principal.identity_key();
-    let page = match page(app, &owner, sha256, source, number).await? {
+    let pdf = if ferry_extract::is_pdf(file_name) {
+        source.to_owned()
+    } else if ferry_extract::is_slides(file_name) {
+        slides_pdf(app, &owner, file_name, sha256, source).await?
+    } else {
+        return Err(Error::UnsupportedFileType(format!(
+            "{file_name} is neither a PDF nor a presentation; only their pages are drawn"
+        )));
+    };
+    let page = match page(app, &owner, sha256, &pdf, number).await? {
         Kept::Page(page) => page,
         Kept::Refused { reason } => {
             return Err(Error::UnsupportedFileType(format!(
@@ -256,4 +264,56 @@ async fn drawn(
         pages: page.pages,
         sha256: sha256.to_owned(),
     })
+}
+
+/// The PDF a presentation's slides were drawn into by the office renderer
+/// ([`ferry_extract::Extractor::slides_pdf`]), kept in the derived cache by the deck's content
+/// hash: its pages are then drawn and kept as a PDF's are, under the deck's hash. A deck the
+/// renderer cannot draw is remembered too, so a hostile file costs it once.
+async fn slides_pdf(
+    app: &App,
+    owner: &str,
+    file_name: &str,
+    sha256: &str,
+    deck: &Path,
+) -> Result<std::path::PathBuf> {
+    let cannot = |reason: &str| {
+        Error::UnsupportedFileType(format!(
+            "the slides of {file_name} cannot be drawn: {reason}"
+        ))
+    };
+    if !app.extractor.draws_slides() {
+        return Err(cannot(
+            "this server has no office renderer (LibreOffice; FERRY_OFFICE_RENDERER)",
+        ));
+    }
+    let entry = format!("slides-pdf/{sha256}.pdf");
+    let refused = format!("slides-pdf/{sha256}.refused");
+    if let Some(pdf) = app.cache.path_of(&entry).await {
+        return Ok(pdf);
+    }
+    if let Some(reason) = app.cache.read(&refused).await {
+        return Err(cannot(&String::from_utf8_lossy(&reason)));
+    }
+    // The renderer names its PDF after the deck and writes beside it, in a folder of its own.
+    let scratch = app.cache.scratch_dir().await?;
+    let copy = scratch.path().join("deck.pptx");
+    tokio::fs::copy(deck, &copy).await?;
+    match app.extractor.slides_pdf(owner, &copy).await {
+        Ok(pdf) => app
+            .cache
+            .keep_file(&entry, &pdf)
+            .await
+            .ok_or(Error::Internal),
+        // The worker failing to start says nothing about the deck: try again next time.
+        Err(e @ ExtractError::Worker(_)) => {
+            tracing::warn!(error = %e, "a presentation's slides could not be drawn");
+            Err(cannot(&e.to_string()))
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            app.cache.write(&refused, reason.clone().into_bytes()).await;
+            Err(cannot(&reason))
+        }
+    }
 }

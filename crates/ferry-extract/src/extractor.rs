@@ -41,6 +41,9 @@ pub struct ExtractorConfig {
     pub max_concurrent: usize,
     /// Reading limits passed to the worker.
     pub limits: Limits,
+    /// The office renderer, LibreOffice's `soffice`, that draws a presentation's slides
+    /// ([`Extractor::slides_pdf`]); `None`: slides are not drawn. Default `None`.
+    pub office: Option<PathBuf>,
 }
 
 /// The hidden first argument under which a program that calls [`crate::worker_main`] runs
@@ -62,6 +65,7 @@ impl ExtractorConfig {
             output_bytes: 8 * MIB as usize,
             max_concurrent: std::thread::available_parallelism().map_or(2, |n| n.get()),
             limits: Limits::default(),
+            office: None,
         }
     }
 
@@ -198,6 +202,30 @@ impl Extractor {
         }
     }
 
+    /// Whether a presentation's slides can be drawn: an office renderer is configured.
+    pub fn draws_slides(&self) -> bool {
+        self.config.office.is_some()
+    }
+
+    /// The slides of `owner`'s presentation at `deck` exported as a PDF, written beside it
+    /// ([`crate::slides_pdf`]); the deck's folder must be its own, made for this conversion.
+    /// The office renderer runs in the worker, under its limits.
+    pub async fn slides_pdf(&self, owner: &str, deck: &Path) -> Result<PathBuf, ExtractError> {
+        if !self.draws_slides() {
+            return Err(ExtractError::Unsupported(
+                "this server has no office renderer to draw slides with".to_owned(),
+            ));
+        }
+        match self
+            .run(owner, Op::SlidesPdf, deck, "deck.pptx", 0, 0)
+            .await?
+        {
+            WorkerResponse::Pdf { path } => Ok(path),
+            WorkerResponse::Error { error } => Err(error),
+            _ => Err(protocol_error()),
+        }
+    }
+
     async fn run(
         &self,
         owner: &str,
@@ -242,11 +270,8 @@ impl Extractor {
             max_chars,
             page,
             limits: cfg.limits.clone(),
-            process: ProcessLimits {
-                memory_bytes: cfg.memory_bytes,
-                cpu_seconds: cfg.cpu_seconds,
-                ..ProcessLimits::default()
-            },
+            office: (op == Op::SlidesPdf).then(|| cfg.office.clone()).flatten(),
+            process: ProcessLimits::for_op(op, cfg.memory_bytes, cfg.cpu_seconds),
         };
         let request = serde_json::to_vec(&request)
             .map_err(|e| ExtractError::Worker(format!("the request could not be written ({e})")))?;

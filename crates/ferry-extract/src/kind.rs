@@ -201,6 +201,12 @@ pub fn is_pdf(file_name: &str) -> bool {
     format_of(file_name) == Format::Pdf
 }
 
+/// Whether a file of this name is a presentation (PPTX), whose slides the preview panel can show
+/// as images.
+pub fn is_slides(file_name: &str) -> bool {
+    format_of(file_name) == Format::Pptx
+}
+
 /// Whether a file of this name is a raster image a model can be shown (PNG, JPEG, GIF, WebP).
 pub fn is_raster_image(file_name: &str) -> bool {
     format_of(file_name) == Format::Image

@@ -106,6 +106,7 @@ mod pdf_unicode;
 mod pptx;
 mod read;
 mod sheet;
+mod slides;
 mod text;
 mod worker;
 mod xml;
@@ -113,7 +114,7 @@ mod xml;
 pub use error::ExtractError;
 pub use extractor::{Extractor, ExtractorConfig, WORKER_ARG};
 pub use html::{STYLE as PREVIEW_STYLE, markdown_html};
-pub use kind::{PreviewKind, is_document, is_pdf, is_raster_image, preview_kind};
+pub use kind::{PreviewKind, is_document, is_pdf, is_raster_image, is_slides, preview_kind};
 pub use limits::{Limits, PREVIEW_ROWS};
 pub use model_image::{MODEL_MAX_BYTES, MODEL_MAX_EDGE, ModelImage, model_image};
 pub use pdf_pages::{PdfPage, pdf_page};
@@ -121,5 +122,6 @@ pub use read::{
     Preview, model_image_file, pdf_page_file, preview_bytes, preview_file, preview_reader,
     render_html_bytes, render_html_file, render_html_reader,
 };
+pub use slides::slides_pdf;
 pub use text::{CUT_MARK, clip};
 pub use worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse, handle, worker_main};

@@ -33,6 +33,10 @@ pub enum Op {
     /// One page of a PDF drawn for a vision model, with its text.
     #[serde(rename = "pdf_page")]
     PdfPage,
+    /// A presentation's slides exported as a PDF by the office renderer
+    /// ([`crate::slides_pdf`]).
+    #[serde(rename = "slides_pdf")]
+    SlidesPdf,
 }
 
 impl Op {
@@ -43,6 +47,7 @@ impl Op {
             Op::Html => "html",
             Op::ModelImage => "model_image",
             Op::PdfPage => "pdf_page",
+            Op::SlidesPdf => "slides_pdf",
         }
     }
 }
@@ -58,6 +63,8 @@ pub struct ProcessLimits {
     pub cpu_seconds: u64,
     /// `RLIMIT_NOFILE`: open file descriptors.
     pub open_files: u64,
+    /// `RLIMIT_FSIZE`: the largest file the process may write; 0, no writes at all.
+    pub file_bytes: u64,
 }
 
 impl Default for ProcessLimits {
@@ -66,9 +73,34 @@ impl Default for ProcessLimits {
             memory_bytes: 512 * crate::limits::MIB,
             cpu_seconds: 10,
             open_files: 16,
+            file_bytes: 0,
         }
     }
 }
+
+impl ProcessLimits {
+    /// The limits of a worker doing `op`, with `memory_bytes` and `cpu_seconds`. Only the office
+    /// renderer writes files (its profile and the PDF, in the deck's scratch folder) and opens
+    /// more than a few (its libraries and fonts).
+    pub fn for_op(op: Op, memory_bytes: u64, cpu_seconds: u64) -> ProcessLimits {
+        let base = ProcessLimits {
+            memory_bytes,
+            cpu_seconds,
+            ..ProcessLimits::default()
+        };
+        match op {
+            Op::SlidesPdf => ProcessLimits {
+                open_files: 1024,
+                file_bytes: SLIDES_MAX_FILE_BYTES,
+                ..base
+            },
+            _ => base,
+        }
+    }
+}
+
+/// The largest file the office renderer may write: a deck's PDF, or a file of its profile.
+const SLIDES_MAX_FILE_BYTES: u64 = 256 * crate::limits::MIB;
 
 /// One request to the worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +117,9 @@ pub struct WorkerRequest {
     /// The page to draw, from 1 ([`Op::PdfPage`] only).
     #[serde(default)]
     pub page: u32,
+    /// The office renderer's program, LibreOffice's `soffice` ([`Op::SlidesPdf`] only).
+    #[serde(default)]
+    pub office: Option<PathBuf>,
     /// Reading limits.
     #[serde(default)]
     pub limits: Limits,
@@ -117,6 +152,11 @@ pub enum WorkerResponse {
         /// The page's picture and text.
         page: PdfPage,
     },
+    /// A presentation's slides were exported as a PDF.
+    Pdf {
+        /// Where the PDF was written, beside the deck.
+        path: PathBuf,
+    },
     /// The document could not be read.
     Error {
         /// Why.
@@ -133,7 +173,7 @@ const MAX_REQUEST_BYTES: u64 = 1024 * 1024;
 /// sets apply to the whole process, and a lone thread keeps the address
 /// space small. It reads one [`WorkerRequest`] from standard input, applies
 /// [`ProcessLimits`] to itself with `setrlimit` (address space, CPU time,
-/// no file writes, few open files, no core dumps), runs the reader and
+/// no file writes but the office renderer's, few open files, no core dumps), runs the reader and
 /// writes one [`WorkerResponse`] line to standard output.
 pub fn worker_main() -> ExitCode {
     let mut raw = Vec::new();
@@ -192,6 +232,13 @@ pub fn handle(request: &WorkerRequest) -> WorkerResponse {
             &request.limits,
         )
         .map(|page| WorkerResponse::Page { page }),
+        Op::SlidesPdf => match &request.office {
+            Some(program) => crate::slides::slides_pdf(&request.path, program)
+                .map(|path| WorkerResponse::Pdf { path }),
+            None => Err(ExtractError::Worker(
+                "no office renderer was named to draw the slides".to_owned(),
+            )),
+        },
     };
     result.unwrap_or_else(|error| WorkerResponse::Error { error })
 }
@@ -231,7 +278,7 @@ fn limit_self(p: &ProcessLimits) -> rustix::io::Result<()> {
         p.cpu_seconds,
         p.cpu_seconds.saturating_add(1),
     )?;
-    lower(Resource::Fsize, 0, 0)?;
+    lower(Resource::Fsize, p.file_bytes, p.file_bytes)?;
     lower(Resource::Core, 0, 0)?;
     lower(Resource::Nofile, p.open_files, p.open_files)?;
     Ok(())
@@ -293,6 +340,7 @@ mod tests {
             file_name: "a.txt".into(),
             max_chars: 10,
             page: 0,
+            office: None,
             limits: Limits::default(),
             process: ProcessLimits::default(),
         };

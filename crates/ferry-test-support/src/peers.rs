@@ -1,5 +1,6 @@
 //! Real peers for the storage and scale-out suites: an S3 server (moto) started on loopback by the test, and
-//! a fresh Postgres schema per test in the database `FERRY_TEST_DATABASE_URL` names.
+//! a fresh Postgres schema per test in the database `FERRY_TEST_DATABASE_URL` names; and the
+//! office renderer (LibreOffice) that draws slides.
 //!
 //! A missing peer skips its tests loudly; with `FERRY_CI=1` (set by `.ci/run`) it fails them,
 //! so CI cannot pass by skipping.
@@ -18,6 +19,21 @@ pub fn skip(what: &str) {
         panic!("{message}");
     }
     let _ = std::io::stderr().write_all(message.as_bytes());
+}
+
+/// LibreOffice's `soffice`, the office renderer that draws a presentation's slides
+/// (`FERRY_TEST_OFFICE_RENDERER`, else `/usr/bin/soffice`), or `None` (skipped).
+pub fn office_renderer() -> Option<std::path::PathBuf> {
+    let program = std::env::var_os("FERRY_TEST_OFFICE_RENDERER")
+        .map_or_else(|| "/usr/bin/soffice".into(), std::path::PathBuf::from);
+    if program.is_file() {
+        return Some(program);
+    }
+    skip(&format!(
+        "the office renderer {} (Debian: libreoffice-impress-nogui) is not installed",
+        program.display()
+    ));
+    None
 }
 
 /// An S3-protocol server (moto) on a free loopback port, with one bucket; killed on drop.

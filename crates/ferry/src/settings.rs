@@ -156,6 +156,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FERRY_EXTRACT_MEMORY_BYTES")]
     pub extract_memory_bytes: Option<u64>,
 
+    /// Program that draws a presentation's slides as images for the preview panel: LibreOffice's
+    /// `soffice` (Debian: libreoffice-impress-nogui), or `off` [default: soffice, when PATH has
+    /// it]
+    #[arg(long, env = "FERRY_OFFICE_RENDERER")]
+    pub office_renderer: Option<String>,
+
     /// Seconds an upload waits for its preview before it is answered without one
     /// [default: 15]
     #[arg(long, env = "FERRY_PREVIEW_WAIT_SECS")]
@@ -221,6 +227,7 @@ impl ServeArgs {
             extract_workers: self.extract_workers.or(other.extract_workers),
             extract_timeout_secs: self.extract_timeout_secs.or(other.extract_timeout_secs),
             extract_memory_bytes: self.extract_memory_bytes.or(other.extract_memory_bytes),
+            office_renderer: self.office_renderer.or(other.office_renderer),
             preview_wait_secs: self.preview_wait_secs.or(other.preview_wait_secs),
             resumable_expiry_secs: self.resumable_expiry_secs.or(other.resumable_expiry_secs),
             resumable_max_unfinished: self
@@ -327,6 +334,7 @@ impl ServeArgs {
         if let Some(bytes) = settings.extract_memory_bytes {
             config.app.extract.memory_bytes = bytes;
         }
+        config.app.extract.office = office_renderer(settings.office_renderer.as_deref())?;
         if let Some(t) = settings.preview_wait_secs {
             config.app.limits.preview_wait = secs(t);
         }
@@ -393,6 +401,39 @@ fn identity_provider(
         issuer,
         audience: audience.unwrap_or_else(|| DEFAULT_JWT_AUDIENCE.to_owned()),
     }))
+}
+
+/// The office renderer's program, as the worker (which has no PATH) runs it: the one named,
+/// found on PATH when it is a bare name (`off`: none; a name that is not found stops the
+/// server, since it was asked for), else `soffice` where PATH has it.
+fn office_renderer(named: Option<&str>) -> anyhow::Result<Option<PathBuf>> {
+    match named.map(str::trim) {
+        Some("off") => Ok(None),
+        None | Some("") => Ok(on_path(Path::new("soffice"))),
+        Some(program) => on_path(Path::new(program)).map(Some).with_context(|| {
+            format!(
+                "--office-renderer '{program}' is not an executable file (install LibreOffice, \
+                 name its soffice, or say off)"
+            )
+        }),
+    }
+}
+
+/// `program` as an absolute path: itself when it has a folder, else the first executable file
+/// of that name in PATH's folders.
+fn on_path(program: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.components().count() > 1 {
+        let absolute = std::path::absolute(program).ok()?;
+        return executable(&absolute).then_some(absolute);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_absolute() && executable(candidate))
 }
 
 fn read_file_settings(explicit: Option<&Path>) -> anyhow::Result<ServeArgs> {
@@ -584,6 +625,7 @@ mod tests {
             extract_workers: Some(3),
             extract_timeout_secs: Some(5),
             extract_memory_bytes: Some(1 << 28),
+            office_renderer: Some("/bin/true".into()),
             preview_wait_secs: Some(2),
             webhook_allow_private: Some(true),
             webhook_timeout_secs: Some(11),
@@ -607,6 +649,7 @@ mod tests {
         assert_eq!(c.app.extract.timeout, secs(5));
         assert_eq!(c.app.extract.cpu_seconds, 5);
         assert_eq!(c.app.extract.memory_bytes, 1 << 28);
+        assert_eq!(c.app.extract.office, Some(PathBuf::from("/bin/true")));
         assert_eq!(c.app.limits.preview_wait, secs(2));
         assert!(c.webhooks.allow_private);
         assert_eq!(c.webhooks.timeout, secs(11));
@@ -619,6 +662,25 @@ mod tests {
                 audience: "authenticated".into(),
             })
         );
+    }
+
+    #[test]
+    fn the_office_renderer_is_found_named_or_turned_off() {
+        assert_eq!(office_renderer(Some("off")).unwrap(), None);
+        assert_eq!(
+            office_renderer(Some("/bin/true")).unwrap(),
+            Some(PathBuf::from("/bin/true"))
+        );
+        // A bare name is looked up in PATH, as the worker (which has no PATH) cannot.
+        let found = office_renderer(Some("true")).unwrap().unwrap();
+        assert!(found.is_absolute() && found.ends_with("true"), "{found:?}");
+        let err = office_renderer(Some("no-such-office-renderer")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("not an executable file"),
+            "{err:#}"
+        );
+        // A folder is not a program.
+        assert!(office_renderer(Some("/tmp")).is_err());
     }
 
     /// Every number `serve --help` gives as a default (`[default: N]`) is the value a server

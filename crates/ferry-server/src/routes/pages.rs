@@ -1,6 +1,6 @@
-//! A PDF's pages as images, for the preview panel (docs/reference/uploads.md, "PDF pages"):
-//! the same drawings a model is shown, so the panel shows what the agent sees and no script
-//! from the document ever reaches the browser.
+//! A PDF's pages (and a presentation's slides) as images, for the preview panel
+//! (docs/reference/uploads.md, "PDF pages"): the same drawings a model is shown, so the panel
+//! shows what the agent sees and no script from the document ever reaches the browser.
 
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -18,16 +18,17 @@ use crate::state::AppState;
 /// The header that says how many pages the document has.
 pub const PAGE_COUNT: &str = "x-page-count";
 
-/// Page `page` (from 1) of an uploaded PDF, drawn with a long edge of 1,568 pixels.
+/// Page `page` (from 1) of an uploaded PDF, or slide `page` of a presentation (when the server
+/// has an office renderer), drawn with a long edge of 1,568 pixels.
 #[utoipa::path(
     get, path = "/api/threads/{id}/uploads/{upload_id}/pages/{page}", tag = "uploads",
     params(("id" = String, Path), ("upload_id" = String, Path), ("page" = u32, Path, description = "The page, from 1")),
     responses(
-        (status = 200, content_type = "image/png", description = "The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF has"),
-        (status = 400, description = "INVALID_REQUEST: a page the PDF does not have"),
+        (status = 200, content_type = "image/png", description = "The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF (or slides the presentation) has"),
+        (status = 400, description = "INVALID_REQUEST: a page the document does not have"),
         (status = 401, description = "UNAUTHENTICATED"),
         (status = 404, description = "NOT_FOUND"),
-        (status = 422, description = "UNSUPPORTED_FILE_TYPE: not a PDF, or the page cannot be drawn"),
+        (status = 422, description = "UNSUPPORTED_FILE_TYPE: neither a PDF nor a presentation, a presentation without an office renderer, or a page that cannot be drawn"),
     ),
     security(("bearer" = []))
 )]
@@ -40,17 +41,17 @@ pub async fn upload_page(
     answer(image, page)
 }
 
-/// Page `page` (from 1) of a published PDF's revision (default the latest), drawn with a long
-/// edge of 1,568 pixels.
+/// Page `page` (from 1) of a published PDF's revision (default the latest), or slide `page` of a
+/// presentation (when the server has an office renderer), drawn with a long edge of 1,568 pixels.
 #[utoipa::path(
     get, path = "/api/threads/{id}/published/{file_id}/pages/{page}", tag = "publish",
     params(("id" = String, Path), ("file_id" = String, Path), ("page" = u32, Path, description = "The page, from 1"), RevisionParams),
     responses(
-        (status = 200, content_type = "image/png", description = "The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF has"),
-        (status = 400, description = "INVALID_REQUEST: a page the PDF does not have"),
+        (status = 200, content_type = "image/png", description = "The page drawn (PNG, or JPEG when smaller); `X-Page-Count` says how many pages the PDF (or slides the presentation) has"),
+        (status = 400, description = "INVALID_REQUEST: a page the document does not have"),
         (status = 401, description = "UNAUTHENTICATED"),
         (status = 404, description = "NOT_FOUND"),
-        (status = 422, description = "UNSUPPORTED_FILE_TYPE: not a PDF, or the page cannot be drawn"),
+        (status = 422, description = "UNSUPPORTED_FILE_TYPE: neither a PDF nor a presentation, a presentation without an office renderer, or a page that cannot be drawn"),
     ),
     security(("bearer" = []))
 )]

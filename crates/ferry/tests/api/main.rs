@@ -17,6 +17,7 @@ mod resumable;
 mod sandbox;
 mod say;
 mod send_file;
+mod slides;
 mod spaces;
 mod spaces_socket;
 mod threads;

@@ -1,0 +1,110 @@
+//! A presentation's slides as images for the preview panel (docs/reference/uploads.md, "Pages
+//! and slides as images"): drawn by the office renderer into a PDF, whose pages are drawn as a
+//! PDF's are; without a renderer, a clear 422 and the deck's HTML rendering stays.
+
+use crate::support::TestApp;
+use crate::thread_support::{Thread, fixture, thread, upload_one};
+use serde_json::Value;
+
+fn slide(t: &Thread, upload: &Value, n: u32) -> String {
+    t.url(&format!(
+        "/uploads/{}/pages/{n}",
+        upload["id"].as_str().unwrap()
+    ))
+}
+
+#[tokio::test]
+async fn the_preview_panel_reads_a_decks_slides_as_images() {
+    let Some(office) = ferry_test_support::peers::office_renderer() else {
+        return;
+    };
+    let app = TestApp::with(|c| c.app.extract.office = Some(office)).await;
+    let t = thread(&app, "alice").await;
+    let deck = upload_one(&app, &t, "deck.pptx", &fixture("deck.pptx")).await;
+    // Its kind stays the HTML rendering's: the panel asks for slides first.
+    assert_eq!(deck["previewKind"], "html");
+
+    let drawn = app.get(&slide(&t, &deck, 2), &t.user).await;
+    drawn.expect(200, None);
+    assert_eq!(
+        drawn.header("x-page-count"),
+        Some("4"),
+        "one page per slide"
+    );
+    // PNG, or JPEG where that is smaller (a slide that is a photograph).
+    let kind = drawn.header("content-type").unwrap().to_owned();
+    assert!(kind == "image/png" || kind == "image/jpeg", "{kind}");
+    let size = imagesize::blob_size(&drawn.body).expect("a picture");
+    assert_eq!(
+        size.width.max(size.height),
+        1568,
+        "drawn at the size a vision model takes"
+    );
+    assert!(
+        drawn
+            .header("content-security-policy")
+            .unwrap()
+            .contains("sandbox")
+    );
+    // The deck was drawn once: the next slide is a page of the kept PDF.
+    let kept = |dir: &std::path::Path| {
+        std::fs::read_dir(dir.join("cache/slides-pdf"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(kept(app.dir.path()), 1);
+    app.get(&slide(&t, &deck, 4), &t.user)
+        .await
+        .expect(200, None);
+    assert_eq!(kept(app.dir.path()), 1);
+
+    app.get(&slide(&t, &deck, 5), &t.user)
+        .await
+        .expect_invalid("the document has 4 pages; there is no page 5");
+    let stranger = thread(&app, "mallory").await;
+    app.get(&slide(&t, &deck, 1), &stranger.user)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+
+    // A file named as a deck that is not one: a clear refusal, remembered, every time.
+    let broken = upload_one(&app, &t, "broken.pptx", b"PK\x03\x04 not a deck").await;
+    for _ in 0..2 {
+        let refused = app.get(&slide(&t, &broken, 1), &t.user).await;
+        refused.expect(422, Some("UNSUPPORTED_FILE_TYPE"));
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.starts_with("the slides of broken.pptx cannot be drawn"),
+            "{message}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_an_office_renderer_a_decks_slides_are_refused_and_its_html_stays() {
+    let app = TestApp::with(|c| c.app.extract.office = None).await;
+    let t = thread(&app, "alice").await;
+    let deck = upload_one(&app, &t, "deck.pptx", &fixture("deck.pptx")).await;
+    let refused = app.get(&slide(&t, &deck, 1), &t.user).await;
+    refused.expect(422, Some("UNSUPPORTED_FILE_TYPE"));
+    assert!(
+        refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no office renderer"),
+        "{}",
+        refused.json()
+    );
+    let id = deck["id"].as_str().unwrap();
+    let html = app
+        .get(&t.url(&format!("/uploads/{id}/preview")), &t.user)
+        .await;
+    html.expect(200, None);
+    assert!(
+        html.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+}
