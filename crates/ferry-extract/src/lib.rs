@@ -100,6 +100,7 @@ mod opc;
 mod package;
 mod pdf;
 mod pdf_content;
+mod pdf_drawn_text;
 mod pdf_pages;
 mod pdf_predefined_cmaps;
 mod pdf_unicode;

@@ -1,4 +1,5 @@
-//! PDF text through pdf-extract (on lopdf), in reading order.
+//! PDF text through pdf-extract (on lopdf), in reading order; where it finds none, the text
+//! hayro meets while drawing the pages ([`crate::pdf_drawn_text`]).
 //!
 //! pdf-extract lays characters out by their positions on the page, which
 //! gives reading order for ordinary documents. Its output is tidied: trailing
@@ -381,10 +382,62 @@ fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).rposition(|w| w == needle)
 }
 
-/// The text of the PDF, at most `max_chars` characters (cut with `…`).
+/// The text of the PDF, at most `max_chars` characters (cut with `…`). When pdf-extract finds
+/// none — lopdf cannot parse the file, its fonts have no Unicode map pdf-extract reads, or the
+/// text is in annotations — the text hayro meets while drawing the pages is read instead
+/// ([`crate::pdf_drawn_text`]).
 pub(crate) fn preview(bytes: &[u8], max_chars: usize) -> Result<String, ExtractError> {
-    let doc = load(bytes)?;
-    text_of(&doc, None, max_chars)
+    match load(bytes).and_then(|doc| text_of(&doc, None, max_chars)) {
+        Err(e @ (ExtractError::Invalid { .. } | ExtractError::NoTextLayer { .. })) => {
+            drawn_or(bytes, e, max_chars)
+        }
+        read => read,
+    }
+}
+
+/// The text drawn on the PDF's pages, or (when none is) `first`, pdf-extract's reason; a
+/// document whose glyphs were drawn but map to no character has no "no text layer".
+fn drawn_or(bytes: &[u8], first: ExtractError, max_chars: usize) -> Result<String, ExtractError> {
+    let Some(drawn) = crate::pdf_drawn_text::drawn_text(bytes, None, enough(max_chars)) else {
+        return Err(first);
+    };
+    let text = tidy(&drawn.text);
+    if !text.is_empty() {
+        return Ok(crate::text::clip(text, max_chars));
+    }
+    Err(match first {
+        ExtractError::NoTextLayer { pages } if drawn.unmapped > 0 => {
+            undecoded(drawn.unmapped, pages)
+        }
+        first => first,
+    })
+}
+
+/// The text of page `number` of a document hayro has opened, as [`page_text`] gives it: for a
+/// page whose text pdf-extract cannot read.
+pub(crate) fn drawn_page_text(
+    pdf: &hayro::hayro_syntax::Pdf,
+    number: u32,
+    max_chars: usize,
+) -> String {
+    let drawn = crate::pdf_drawn_text::text_of(pdf, Some(number), enough(max_chars));
+    crate::text::clip(tidy(&drawn.text), max_chars)
+}
+
+/// How much text to collect for `max_chars` of preview: more than the budget, since tidying
+/// removes some of it.
+fn enough(max_chars: usize) -> usize {
+    max_chars.saturating_mul(2).saturating_add(256)
+}
+
+fn undecoded(glyphs: usize, pages: usize) -> ExtractError {
+    ExtractError::invalid(
+        WHAT,
+        format!(
+            "its text could not be decoded: {glyphs} characters on {pages} pages use fonts \
+             without a Unicode map"
+        ),
+    )
 }
 
 /// The text of page `number` (from 1) of a loaded PDF, at most `max_chars` characters; empty
@@ -396,9 +449,8 @@ pub(crate) fn page_text(doc: &Document, number: u32, max_chars: usize) -> String
 /// The text of the whole document (`page: None`) or of one page, tidied and cut to
 /// `max_chars`; an error that says why when there is none.
 fn text_of(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<String, ExtractError> {
-    // Collect more than the budget: tidying removes some of it.
     let collected = Rc::new(RefCell::new(Collected {
-        limit: max_chars.saturating_mul(2).saturating_add(256),
+        limit: enough(max_chars),
         ..Collected::default()
     }));
     let sink = Sink(collected.clone());
@@ -435,13 +487,7 @@ fn text_of(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<String
         return Err(match (doc.get_pages().len(), out.glyphs) {
             (0, _) => ExtractError::invalid(WHAT, "it has no pages"),
             (pages, 0) => ExtractError::NoTextLayer { pages },
-            (pages, glyphs) => ExtractError::invalid(
-                WHAT,
-                format!(
-                    "its text could not be decoded: {glyphs} characters on {pages} pages use \
-                     fonts without a Unicode map"
-                ),
-            ),
+            (pages, glyphs) => undecoded(glyphs, pages),
         });
     }
     Ok(if stopped {

@@ -6,7 +6,8 @@
 //! bench/NOTES.md) at the size a vision model takes, its long edge [`MODEL_MAX_EDGE`] pixels
 //! whatever the page's size in points, on white, and written as PNG, or as JPEG when that is
 //! smaller (a photograph or a scan), at most [`crate::MODEL_MAX_BYTES`]. Its text is
-//! pdf-extract's, as in the document's preview, for that page alone.
+//! pdf-extract's, as in the document's preview, for that page alone, or where that reader finds
+//! none, the text hayro met while drawing it ([`crate::pdf_drawn_text`]).
 //!
 //! Drawing reads untrusted bytes and can be made slow at will (a page of a million paths), so
 //! it runs in the extraction worker under its memory, CPU and time limits. A page that cannot
@@ -61,10 +62,16 @@ pub fn pdf_page(bytes: &[u8], number: u32, max_chars: usize) -> Result<PdfPage, 
         Ok(image) => (Some(image), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    // The text reader has its own parser; a document it cannot open still has its pictures.
+    // The text reader has its own parser; a page whose text it cannot read (or a document it
+    // cannot open) has the text hayro met while drawing it.
     let text = crate::pdf::load(bytes)
         .map(|doc| crate::pdf::page_text(&doc, number, max_chars))
         .unwrap_or_default();
+    let text = if text.is_empty() {
+        crate::pdf::drawn_page_text(&pdf, number, max_chars)
+    } else {
+        text
+    };
     Ok(PdfPage {
         number,
         pages,
