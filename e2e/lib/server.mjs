@@ -1,6 +1,6 @@
 // Starting the real `ferry` binary for the browser tests, and talking to it as an agent.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -123,4 +123,13 @@ export function client(base, token) {
     post: (path, json) => call('POST', path, { json }),
     put: (path, body, contentType) => call('PUT', path, { body, headers: { 'Content-Type': contentType } }),
   };
+}
+
+/**
+ * Whether the server started here draws a presentation's slides: it finds LibreOffice's
+ * `soffice` and bubblewrap's `bwrap` on PATH, as `ferry serve` looks for them.
+ */
+export function drawsSlides() {
+  const onPath = (name) => (process.env.PATH || '').split(':').some((dir) => dir && existsSync(join(dir, name)));
+  return onPath('soffice') && onPath('bwrap');
 }

@@ -269,7 +269,8 @@ async fn drawn(
 /// The PDF a presentation's slides were drawn into by the office renderer
 /// ([`ferry_extract::Extractor::slides_pdf`]), kept in the derived cache by the deck's content
 /// hash: its pages are then drawn and kept as a PDF's are, under the deck's hash. A deck the
-/// renderer cannot draw is remembered too, so a hostile file costs it once.
+/// renderer cannot read is remembered too, so a hostile file costs it once; running out of
+/// time or memory is not remembered (a less busy moment, or higher limits, may do).
 async fn slides_pdf(
     app: &App,
     owner: &str,
@@ -282,11 +283,6 @@ async fn slides_pdf(
             "the slides of {file_name} cannot be drawn: {reason}"
         ))
     };
-    if !app.extractor.draws_slides() {
-        return Err(cannot(
-            "this server has no office renderer (LibreOffice; FERRY_OFFICE_RENDERER)",
-        ));
-    }
     let entry = format!("slides-pdf/{sha256}.pdf");
     let refused = format!("slides-pdf/{sha256}.refused");
     if let Some(pdf) = app.cache.path_of(&entry).await {
@@ -299,21 +295,30 @@ async fn slides_pdf(
     let scratch = app.cache.scratch_dir().await?;
     let copy = scratch.path().join("deck.pptx");
     tokio::fs::copy(deck, &copy).await?;
-    match app.extractor.slides_pdf(owner, &copy).await {
-        Ok(pdf) => app
+    let made = app.extractor.slides_pdf(owner, &copy).await;
+    let kept = match made {
+        Ok(pdf) if pdf == copy.with_extension("pdf") => app
             .cache
             .keep_file(&entry, &pdf)
             .await
             .ok_or(Error::Internal),
-        // The worker failing to start says nothing about the deck: try again next time.
-        Err(e @ ExtractError::Worker(_)) => {
-            tracing::warn!(error = %e, "a presentation's slides could not be drawn");
-            Err(cannot(&e.to_string()))
+        Ok(pdf) => {
+            tracing::error!(path = %pdf.display(), "the office renderer answered a PDF outside its folder");
+            Err(Error::Internal)
         }
-        Err(e) => {
+        // A renderer that cannot be started is the server's fault, not the deck's.
+        Err(e @ ExtractError::Worker(_)) => {
+            tracing::error!(error = %e, "the office renderer could not be run");
+            Err(Error::Internal)
+        }
+        Err(e @ ExtractError::Invalid { .. }) => {
             let reason = e.to_string();
             app.cache.write(&refused, reason.clone().into_bytes()).await;
             Err(cannot(&reason))
         }
-    }
+        Err(e) => Err(cannot(&e.to_string())),
+    };
+    // The profile LibreOffice leaves is many small files: removed off the request's thread.
+    let _ = tokio::task::spawn_blocking(move || drop(scratch)).await;
+    kept
 }

@@ -41,9 +41,9 @@ pub struct ExtractorConfig {
     pub max_concurrent: usize,
     /// Reading limits passed to the worker.
     pub limits: Limits,
-    /// The office renderer, LibreOffice's `soffice`, that draws a presentation's slides
-    /// ([`Extractor::slides_pdf`]); `None`: slides are not drawn. Default `None`.
-    pub office: Option<PathBuf>,
+    /// The office renderer that draws a presentation's slides ([`Extractor::slides_pdf`]);
+    /// `None`: slides are not drawn. Default `None`.
+    pub office: Option<crate::OfficeRenderer>,
 }
 
 /// The hidden first argument under which a program that calls [`crate::worker_main`] runs
@@ -212,9 +212,7 @@ impl Extractor {
     /// The office renderer runs in the worker, under its limits.
     pub async fn slides_pdf(&self, owner: &str, deck: &Path) -> Result<PathBuf, ExtractError> {
         if !self.draws_slides() {
-            return Err(ExtractError::Unsupported(
-                "this server has no office renderer to draw slides with".to_owned(),
-            ));
+            return Err(crate::slides::no_renderer());
         }
         match self
             .run(owner, Op::SlidesPdf, deck, "deck.pptx", 0, 0)

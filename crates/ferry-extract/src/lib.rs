@@ -123,6 +123,6 @@ pub use read::{
     Preview, model_image_file, pdf_page_file, preview_bytes, preview_file, preview_reader,
     render_html_bytes, render_html_file, render_html_reader,
 };
-pub use slides::slides_pdf;
+pub use slides::{OfficeRenderer, slides_pdf};
 pub use text::{CUT_MARK, clip};
 pub use worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse, handle, worker_main};

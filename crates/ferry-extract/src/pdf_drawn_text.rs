@@ -61,12 +61,16 @@ pub(crate) fn text_of(pdf: &Pdf, number: Option<u32>, limit: usize) -> DrawnText
         None => pages.iter().take(MAX_PAGES).collect(),
     };
     let mut out = DrawnText::default();
+    let cache = InterpreterCache::new();
+    let mut read = 0;
     for page in chosen {
-        if out.text.chars().count() >= limit {
+        if read >= limit {
             break;
         }
-        let mut glyphs = Glyphs::default();
-        let cache = InterpreterCache::new();
+        let mut glyphs = Glyphs {
+            room: limit - read,
+            ..Glyphs::default()
+        };
         let mut context = Context::new(
             page.initial_transform(true).to_kurbo(),
             page.intersected_crop_box().to_kurbo(),
@@ -79,6 +83,7 @@ pub(crate) fn text_of(pdf: &Pdf, number: Option<u32>, limit: usize) -> DrawnText
             interpret_page(page, &mut context, &mut glyphs);
         }));
         out.unmapped += glyphs.unmapped;
+        read += glyphs.placed.len();
         let page_text = lay_out(&glyphs.placed);
         if !page_text.is_empty() {
             if !out.text.is_empty() {
@@ -107,10 +112,16 @@ struct Placed {
 struct Glyphs {
     placed: Vec<Placed>,
     unmapped: usize,
+    /// How many more glyphs to keep: a page that draws millions (through nested forms, say)
+    /// costs the interpreter's time, not memory past what the preview can show.
+    room: usize,
 }
 
 impl Glyphs {
     fn keep(&mut self, glyph: &Glyph<'_>, to_page: Affine) {
+        if self.placed.len() >= self.room {
+            return;
+        }
         let origin = to_page * Point::ORIGIN;
         let up = to_page * Point::new(0.0, UNITS_PER_EM) - origin;
         let right = to_page * Point::new(UNITS_PER_EM, 0.0) - origin;

@@ -117,9 +117,9 @@ pub struct WorkerRequest {
     /// The page to draw, from 1 ([`Op::PdfPage`] only).
     #[serde(default)]
     pub page: u32,
-    /// The office renderer's program, LibreOffice's `soffice` ([`Op::SlidesPdf`] only).
+    /// The office renderer ([`Op::SlidesPdf`] only).
     #[serde(default)]
-    pub office: Option<PathBuf>,
+    pub office: Option<crate::OfficeRenderer>,
     /// Reading limits.
     #[serde(default)]
     pub limits: Limits,
@@ -233,11 +233,9 @@ pub fn handle(request: &WorkerRequest) -> WorkerResponse {
         )
         .map(|page| WorkerResponse::Page { page }),
         Op::SlidesPdf => match &request.office {
-            Some(program) => crate::slides::slides_pdf(&request.path, program)
+            Some(renderer) => crate::slides::slides_pdf(&request.path, renderer)
                 .map(|path| WorkerResponse::Pdf { path }),
-            None => Err(ExtractError::Worker(
-                "no office renderer was named to draw the slides".to_owned(),
-            )),
+            None => Err(crate::slides::no_renderer()),
         },
     };
     result.unwrap_or_else(|error| WorkerResponse::Error { error })

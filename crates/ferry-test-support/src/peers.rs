@@ -21,17 +21,21 @@ pub fn skip(what: &str) {
     let _ = std::io::stderr().write_all(message.as_bytes());
 }
 
-/// LibreOffice's `soffice`, the office renderer that draws a presentation's slides
-/// (`FERRY_TEST_OFFICE_RENDERER`, else `/usr/bin/soffice`), or `None` (skipped).
-pub fn office_renderer() -> Option<std::path::PathBuf> {
+/// The office renderer that draws a presentation's slides: LibreOffice's `soffice`
+/// (`FERRY_TEST_OFFICE_RENDERER`, else `/usr/bin/soffice`) and bubblewrap's `bwrap`, which
+/// confines it (`/usr/bin/bwrap`), as `(soffice, bwrap)`; or `None` (skipped).
+pub fn office_renderer() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let program = std::env::var_os("FERRY_TEST_OFFICE_RENDERER")
         .map_or_else(|| "/usr/bin/soffice".into(), std::path::PathBuf::from);
-    if program.is_file() {
-        return Some(program);
+    let sandbox = std::path::PathBuf::from("/usr/bin/bwrap");
+    if program.is_file() && sandbox.is_file() {
+        return Some((program, sandbox));
     }
     skip(&format!(
-        "the office renderer {} (Debian: libreoffice-impress-nogui) is not installed",
-        program.display()
+        "the office renderer {} and {} (Debian: libreoffice-impress-nogui, bubblewrap) are not \
+         both installed",
+        program.display(),
+        sandbox.display()
     ));
     None
 }

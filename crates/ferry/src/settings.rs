@@ -12,6 +12,7 @@ use ferry_app::{
     DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
     DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES,
 };
+use ferry_extract::OfficeRenderer;
 use ferry_server::{Config, IdentityProvider, KeySource};
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -403,19 +404,40 @@ fn identity_provider(
     }))
 }
 
-/// The office renderer's program, as the worker (which has no PATH) runs it: the one named,
-/// found on PATH when it is a bare name (`off`: none; a name that is not found stops the
-/// server, since it was asked for), else `soffice` where PATH has it.
-fn office_renderer(named: Option<&str>) -> anyhow::Result<Option<PathBuf>> {
+/// The office renderer, as the worker (which has no PATH) runs it: LibreOffice's program — the
+/// one named, found on PATH when it is a bare name, else `soffice` where PATH has it — confined
+/// by bubblewrap's `bwrap` from PATH. `off`, or neither named nor found: none. A renderer that
+/// was named but cannot be run (it, or bubblewrap, is missing) stops the server, since it was
+/// asked for; one merely found without bubblewrap is left off, and the log says why.
+fn office_renderer(named: Option<&str>) -> anyhow::Result<Option<OfficeRenderer>> {
+    let sandbox = on_path(Path::new("bwrap"));
     match named.map(str::trim) {
         Some("off") => Ok(None),
-        None | Some("") => Ok(on_path(Path::new("soffice"))),
-        Some(program) => on_path(Path::new(program)).map(Some).with_context(|| {
-            format!(
-                "--office-renderer '{program}' is not an executable file (install LibreOffice, \
-                 name its soffice, or say off)"
-            )
-        }),
+        None | Some("") => {
+            let Some(program) = on_path(Path::new("soffice")) else {
+                return Ok(None);
+            };
+            if sandbox.is_none() {
+                tracing::warn!(
+                    "LibreOffice is installed but bubblewrap (bwrap) is not: slides are shown \
+                     as their text and pictures, not drawn (install bubblewrap to draw them)"
+                );
+            }
+            Ok(sandbox.map(|sandbox| OfficeRenderer { program, sandbox }))
+        }
+        Some(named) => {
+            let program = on_path(Path::new(named)).with_context(|| {
+                format!(
+                    "--office-renderer '{named}' is not an executable file (install LibreOffice, \
+                     name its soffice, or say off)"
+                )
+            })?;
+            let sandbox = sandbox.context(
+                "--office-renderer needs bubblewrap (bwrap on PATH; Debian: bubblewrap) to \
+                 confine LibreOffice",
+            )?;
+            Ok(Some(OfficeRenderer { program, sandbox }))
+        }
     }
 }
 
@@ -625,7 +647,7 @@ mod tests {
             extract_workers: Some(3),
             extract_timeout_secs: Some(5),
             extract_memory_bytes: Some(1 << 28),
-            office_renderer: Some("/bin/true".into()),
+            office_renderer: Some("off".into()),
             preview_wait_secs: Some(2),
             webhook_allow_private: Some(true),
             webhook_timeout_secs: Some(11),
@@ -649,7 +671,7 @@ mod tests {
         assert_eq!(c.app.extract.timeout, secs(5));
         assert_eq!(c.app.extract.cpu_seconds, 5);
         assert_eq!(c.app.extract.memory_bytes, 1 << 28);
-        assert_eq!(c.app.extract.office, Some(PathBuf::from("/bin/true")));
+        assert_eq!(c.app.extract.office, None);
         assert_eq!(c.app.limits.preview_wait, secs(2));
         assert!(c.webhooks.allow_private);
         assert_eq!(c.webhooks.timeout, secs(11));
@@ -667,12 +689,17 @@ mod tests {
     #[test]
     fn the_office_renderer_is_found_named_or_turned_off() {
         assert_eq!(office_renderer(Some("off")).unwrap(), None);
-        assert_eq!(
-            office_renderer(Some("/bin/true")).unwrap(),
-            Some(PathBuf::from("/bin/true"))
-        );
+        if on_path(Path::new("bwrap")).is_none() {
+            ferry_test_support::peers::skip(
+                "bubblewrap (bwrap), which confines the office renderer",
+            );
+            return;
+        }
+        let named = office_renderer(Some("/bin/true")).unwrap().unwrap();
+        assert_eq!(named.program, PathBuf::from("/bin/true"));
+        assert!(named.sandbox.is_absolute() && named.sandbox.ends_with("bwrap"));
         // A bare name is looked up in PATH, as the worker (which has no PATH) cannot.
-        let found = office_renderer(Some("true")).unwrap().unwrap();
+        let found = office_renderer(Some("true")).unwrap().unwrap().program;
         assert!(found.is_absolute() && found.ends_with("true"), "{found:?}");
         let err = office_renderer(Some("no-such-office-renderer")).unwrap_err();
         assert!(

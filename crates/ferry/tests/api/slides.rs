@@ -15,9 +15,10 @@ fn slide(t: &Thread, upload: &Value, n: u32) -> String {
 
 #[tokio::test]
 async fn the_preview_panel_reads_a_decks_slides_as_images() {
-    let Some(office) = ferry_test_support::peers::office_renderer() else {
+    let Some((program, sandbox)) = ferry_test_support::peers::office_renderer() else {
         return;
     };
+    let office = ferry_extract::OfficeRenderer { program, sandbox };
     let app = TestApp::with(|c| c.app.extract.office = Some(office)).await;
     let t = thread(&app, "alice").await;
     let deck = upload_one(&app, &t, "deck.pptx", &fixture("deck.pptx")).await;
@@ -46,17 +47,21 @@ async fn the_preview_panel_reads_a_decks_slides_as_images() {
             .unwrap()
             .contains("sandbox")
     );
-    // The deck was drawn once: the next slide is a page of the kept PDF.
+    // The deck was drawn once: the next slide is a page of the kept PDF, not a new one.
     let kept = |dir: &std::path::Path| {
-        std::fs::read_dir(dir.join("cache/slides-pdf"))
-            .map(|d| d.count())
-            .unwrap_or(0)
+        use std::os::unix::fs::MetadataExt;
+        let entries: Vec<_> = std::fs::read_dir(dir.join("cache/slides-pdf"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        std::fs::metadata(&entries[0]).unwrap().ino()
     };
-    assert_eq!(kept(app.dir.path()), 1);
+    let drawn_once = kept(app.dir.path());
     app.get(&slide(&t, &deck, 4), &t.user)
         .await
         .expect(200, None);
-    assert_eq!(kept(app.dir.path()), 1);
+    assert_eq!(kept(app.dir.path()), drawn_once);
 
     app.get(&slide(&t, &deck, 5), &t.user)
         .await
@@ -68,6 +73,10 @@ async fn the_preview_panel_reads_a_decks_slides_as_images() {
 
     // A file named as a deck that is not one: a clear refusal, remembered, every time.
     let broken = upload_one(&app, &t, "broken.pptx", b"PK\x03\x04 not a deck").await;
+    let remembered = app.dir.path().join(format!(
+        "cache/slides-pdf/{}.refused",
+        broken["sha256"].as_str().unwrap()
+    ));
     for _ in 0..2 {
         let refused = app.get(&slide(&t, &broken, 1), &t.user).await;
         refused.expect(422, Some("UNSUPPORTED_FILE_TYPE"));
@@ -79,7 +88,14 @@ async fn the_preview_panel_reads_a_decks_slides_as_images() {
             message.starts_with("the slides of broken.pptx cannot be drawn"),
             "{message}"
         );
+        assert!(remembered.is_file(), "the refusal is kept");
     }
+    let scratch = app.dir.path().join("cache/scratch");
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        0,
+        "no scratch folder is left behind"
+    );
 }
 
 #[tokio::test]
