@@ -96,6 +96,24 @@ impl Db {
 
     pub async fn access_key(&self, access_key_id: &str) -> Result<Option<AccessKey>, Error> {
         let sql = format!("SELECT {COLUMNS} FROM s3_keys WHERE access_key_id = $1");
+        // On every S3 request signed with a key: on SQLite, read where the request runs
+        // (crate::sqlite_reads), the columns in COLUMNS' order.
+        if let Some(sqlite) = self.sqlite() {
+            return sqlite.readers.with(|conn| {
+                crate::sqlite_reads::one(conn, &sql, &[&access_key_id], |row| {
+                    Ok(AccessKey {
+                        access_key_id: row.get(0)?,
+                        made_by: row.get(1)?,
+                        kind: row.get(2)?,
+                        sub: row.get(3)?,
+                        thread_id: row.get(4)?,
+                        agent_id: row.get(5)?,
+                        created_at: Timestamp(row.get(6)?),
+                        expires_at: row.get::<_, Option<i64>>(7)?.map(Timestamp),
+                    })
+                })
+            });
+        }
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(access_key_id)
             .fetch_optional(self.pool())

@@ -33,15 +33,26 @@ const INSERT_SPACE: &str = "INSERT INTO spaces (owner, name, created_at, last_ev
      VALUES ($1, $2, $3, (SELECT COALESCE(MAX(id), 0) FROM space_events \
      WHERE owner = $1 AND space = $2)) ON CONFLICT DO NOTHING";
 
+const SPACE_CREATED: &str = "SELECT created_at FROM spaces WHERE owner = $1 AND name = $2";
+
 impl Db {
     /// Whether the owner has a space of this name.
     pub async fn space_exists(&self, owner: &str, space: &SpaceName) -> Result<bool, Error> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT created_at FROM spaces WHERE owner = $1 AND name = $2")
-                .bind(owner)
-                .bind(space.as_str())
-                .fetch_optional(self.pool())
-                .await?;
+        // On every S3 request that names a bucket: on SQLite, read where the request runs
+        // (crate::sqlite_reads).
+        if let Some(sqlite) = self.sqlite() {
+            let found = sqlite.readers.with(|conn| {
+                crate::sqlite_reads::one(conn, SPACE_CREATED, &[&owner, &space.as_str()], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })?;
+            return Ok(found.is_some());
+        }
+        let found: Option<i64> = sqlx::query_scalar(SPACE_CREATED)
+            .bind(owner)
+            .bind(space.as_str())
+            .fetch_optional(self.pool())
+            .await?;
         Ok(found.is_some())
     }
 
