@@ -40,7 +40,7 @@ impl DerivedCache {
     /// how bytes that live elsewhere (a blob, a sandbox file) reach the extractor, which reads
     /// files from disk.
     pub async fn scratch(&self, bytes: Vec<u8>) -> std::io::Result<tempfile::TempPath> {
-        let dir = self.dir.join("scratch");
+        let dir = self.scratch_root();
         tokio::task::spawn_blocking(move || {
             std::fs::create_dir_all(&dir)?;
             let mut file = tempfile::NamedTempFile::new_in(&dir)?;
@@ -63,7 +63,7 @@ impl DerivedCache {
     /// where something that makes several files (the office renderer) works, on the cache's
     /// file system so that what it makes can be kept by [`DerivedCache::keep_file`].
     pub async fn scratch_dir(&self) -> std::io::Result<tempfile::TempDir> {
-        let dir = self.dir.join("scratch");
+        let dir = self.scratch_root();
         tokio::task::spawn_blocking(move || {
             std::fs::create_dir_all(&dir)?;
             tempfile::TempDir::new_in(&dir)
@@ -90,6 +90,12 @@ impl DerivedCache {
                 None
             }
         }
+    }
+
+    /// Where scratch files and folders are made: inside the cache, so that what is made there
+    /// can be renamed into it.
+    fn scratch_root(&self) -> PathBuf {
+        self.dir.join("scratch")
     }
 
     /// Stores the entry `name`. Written to a temporary file and renamed, so a reader sees the
