@@ -113,9 +113,8 @@ async fn blocks_of(
         text: UploadView::from(upload).attachment_xml,
     };
     if ferry_extract::is_pdf(&upload.file_name) {
-        let source = app.blobs.local_copy(&upload.blob_key).await?;
-        let shown =
-            pdf_pages::show(app, &upload.owner, &upload.sha256, source.path(), pages).await?;
+        let document = pdf_pages::Document::stored(&upload.sha256, &upload.blob_key);
+        let shown = pdf_pages::show(app, &upload.owner, &document, pages).await?;
         let mut blocks = vec![note];
         blocks.extend(page_blocks(&upload.file_name, shown, pages.is_none()));
         return Ok(blocks);

@@ -10,13 +10,18 @@
 //!
 //! The preview panel also shows a presentation's slides this way: the office renderer exports
 //! the deck as a PDF (kept in the cache by the deck's hash), whose pages are drawn as above.
+//!
+//! The cache is asked before the document's bytes are fetched ([`Document`]): on an object
+//! store, a page already kept costs no download of the whole document.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ferry_core::pages::{PageSelection, PagesError};
 use ferry_extract::{ExtractError, PdfPage};
+use ferry_store::blobs::LocalCopy;
 use futures::future::try_join_all;
 use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
 
 use crate::App;
 use crate::error::{Error, Result};
@@ -31,6 +36,57 @@ pub(crate) enum Pages {
     Refused { reason: String },
 }
 
+/// A document whose pages are shown: its content hash, which names everything kept of it, and
+/// where its bytes are, fetched from the blob store only when a page must be drawn.
+pub(crate) struct Document<'a> {
+    sha256: &'a str,
+    bytes: Bytes<'a>,
+    /// The stored blob as a local file, once a page needed it (shared by the pages drawn
+    /// together, so a document is downloaded at most once per request).
+    fetched: OnceCell<LocalCopy>,
+}
+
+enum Bytes<'a> {
+    /// A blob in the store, by key.
+    Stored(&'a str),
+    /// A file on this machine.
+    File(&'a Path),
+}
+
+impl<'a> Document<'a> {
+    /// The blob with key `blob_key` in the store, whose content hash is `sha256`.
+    pub(crate) fn stored(sha256: &'a str, blob_key: &'a str) -> Self {
+        Self::new(sha256, Bytes::Stored(blob_key))
+    }
+
+    /// The file at `path`, whose content hash is `sha256`.
+    pub(crate) fn file(sha256: &'a str, path: &'a Path) -> Self {
+        Self::new(sha256, Bytes::File(path))
+    }
+
+    fn new(sha256: &'a str, bytes: Bytes<'a>) -> Self {
+        Self {
+            sha256,
+            bytes,
+            fetched: OnceCell::new(),
+        }
+    }
+
+    /// The document's bytes as a file the worker can read.
+    async fn path(&self, app: &App) -> Result<&Path> {
+        match self.bytes {
+            Bytes::File(path) => Ok(path),
+            Bytes::Stored(key) => {
+                let copy = self
+                    .fetched
+                    .get_or_try_init(|| app.blobs.local_copy(key))
+                    .await?;
+                Ok(copy.path())
+            }
+        }
+    }
+}
+
 /// What the cache keeps of one page: the page, or why the document cannot be drawn (so that a
 /// hostile file costs the worker once, not on every ask).
 #[derive(Debug, Serialize, Deserialize)]
@@ -40,20 +96,19 @@ enum Kept {
     Refused { reason: String },
 }
 
-/// The PDF with content hash `sha256` (its bytes at `source`), owned by `owner` (whose share
-/// of the workers the drawing takes), shown at the pages `selection` asks for: without one the
-/// first pages (`ferry_core::pages::DEFAULT_PAGES`). A page the document does not have is an
-/// invalid request, said with the document's page count.
+/// The PDF `document`, owned by `owner` (whose share of the workers the drawing takes), shown
+/// at the pages `selection` asks for: without one the first pages
+/// (`ferry_core::pages::DEFAULT_PAGES`). A page the document does not have is an invalid
+/// request, said with the document's page count.
 pub(crate) async fn show(
     app: &App,
     owner: &str,
-    sha256: &str,
-    source: &Path,
+    document: &Document<'_>,
     selection: Option<&PageSelection>,
 ) -> Result<Pages> {
     // Opening the document at the first page asked for tells how many it has.
     let first = PageSelection::first(selection);
-    let opened = match page(app, owner, sha256, source, first).await? {
+    let opened = match page(app, owner, document, first).await? {
         Kept::Page(page) => page,
         Kept::Refused { reason } => return Ok(Pages::Refused { reason }),
     };
@@ -66,7 +121,7 @@ pub(crate) async fn show(
             if let Some(known) = known {
                 return Ok::<PdfPage, Error>(known);
             }
-            match page(app, owner, sha256, source, number).await? {
+            match page(app, owner, document, number).await? {
                 Kept::Page(page) => Ok(page),
                 // The document opened for its first page; failing later is this page's failure.
                 Kept::Refused { reason } => Ok(PdfPage {
@@ -90,12 +145,13 @@ fn out_of_range(e: &PagesError) -> Error {
     Error::invalid_request(e.to_string())
 }
 
-async fn page(app: &App, owner: &str, sha256: &str, source: &Path, number: u32) -> Result<Kept> {
+async fn page(app: &App, owner: &str, document: &Document<'_>, number: u32) -> Result<Kept> {
     let max_chars = app.limits.preview_max_chars;
-    let entry = format!("pdf-pages/{sha256}/{number}.{max_chars}.json");
+    let entry = format!("pdf-pages/{}/{number}.{max_chars}.json", document.sha256);
     if let Some(kept) = app.cache.read_json::<Kept>(&entry).await {
         return Ok(kept);
     }
+    let source = document.path(app).await?;
     let kept = match app
         .extractor
         .pdf_page(owner, source, number, max_chars)
@@ -181,16 +237,8 @@ pub async fn upload_page(
     number: u32,
 ) -> Result<PageImage> {
     let upload = crate::uploads::get(app, principal, thread_id, upload_id).await?;
-    let source = app.blobs.local_copy(&upload.blob_key).await?;
-    drawn(
-        app,
-        principal,
-        &upload.file_name,
-        &upload.sha256,
-        source.path(),
-        number,
-    )
-    .await
+    let document = Document::stored(&upload.sha256, &upload.blob_key);
+    drawn(app, principal, &upload.file_name, &document, number).await
 }
 
 /// Page `number` of a published file's revision (the latest when `revision` is `None`) that
@@ -204,40 +252,33 @@ pub async fn published_page(
     number: u32,
 ) -> Result<PageImage> {
     let revision = crate::publish::revision(app, principal, thread_id, file_id, revision).await?;
-    let source = app.blobs.local_copy(&revision.blob_key).await?;
-    drawn(
-        app,
-        principal,
-        &revision.filename,
-        &revision.sha256,
-        source.path(),
-        number,
-    )
-    .await
+    let document = Document::stored(&revision.sha256, &revision.blob_key);
+    drawn(app, principal, &revision.filename, &document, number).await
 }
 
 async fn drawn(
     app: &App,
     principal: &Principal,
     file_name: &str,
-    sha256: &str,
-    source: &Path,
+    document: &Document<'_>,
     number: u32,
 ) -> Result<PageImage> {
     if number == 0 {
         return Err(out_of_range(&PagesError::Zero(number.to_string())));
     }
     let owner = principal.identity_key();
-    let pdf = if ferry_extract::is_pdf(file_name) {
-        source.to_owned()
+    let kept = if ferry_extract::is_pdf(file_name) {
+        page(app, &owner, document, number).await?
     } else if ferry_extract::is_slides(file_name) {
-        slides_pdf(app, &owner, file_name, sha256, source).await?
+        // The slides' PDF is kept under the deck's hash, and so are its pages.
+        let pdf = slides_pdf(app, &owner, file_name, document).await?;
+        page(app, &owner, &Document::file(document.sha256, &pdf), number).await?
     } else {
         return Err(Error::UnsupportedFileType(format!(
             "{file_name} is neither a PDF nor a presentation; only their pages are drawn"
         )));
     };
-    let page = match page(app, &owner, sha256, &pdf, number).await? {
+    let page = match kept {
         Kept::Page(page) => page,
         Kept::Refused { reason } => {
             return Err(Error::UnsupportedFileType(format!(
@@ -262,7 +303,7 @@ async fn drawn(
         bytes,
         mime_type: image.mime_type,
         pages: page.pages,
-        sha256: sha256.to_owned(),
+        sha256: document.sha256.to_owned(),
     })
 }
 
@@ -275,16 +316,15 @@ async fn slides_pdf(
     app: &App,
     owner: &str,
     file_name: &str,
-    sha256: &str,
-    deck: &Path,
-) -> Result<std::path::PathBuf> {
+    deck: &Document<'_>,
+) -> Result<PathBuf> {
     let cannot = |reason: &str| {
         Error::UnsupportedFileType(format!(
             "the slides of {file_name} cannot be drawn: {reason}"
         ))
     };
-    let entry = format!("slides-pdf/{sha256}.pdf");
-    let refused = format!("slides-pdf/{sha256}.refused");
+    let entry = format!("slides-pdf/{}.pdf", deck.sha256);
+    let refused = format!("slides-pdf/{}.refused", deck.sha256);
     if let Some(pdf) = app.cache.path_of(&entry).await {
         return Ok(pdf);
     }
@@ -294,7 +334,7 @@ async fn slides_pdf(
     // The renderer names its PDF after the deck and writes beside it, in a folder of its own.
     let scratch = app.cache.scratch_dir().await?;
     let copy = scratch.path().join("deck.pptx");
-    tokio::fs::copy(deck, &copy).await?;
+    tokio::fs::copy(deck.path(app).await?, &copy).await?;
     let made = app.extractor.slides_pdf(owner, &copy).await;
     let kept = match made {
         Ok(pdf) if pdf == copy.with_extension("pdf") => app
@@ -321,4 +361,68 @@ async fn slides_pdf(
     // The profile LibreOffice leaves is many small files: removed off the request's thread.
     let _ = tokio::task::spawn_blocking(move || drop(scratch)).await;
     kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::app_on_object_store;
+
+    const SHA: &str = "5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef";
+
+    /// A document whose blob is not in the store: fetching it is an error, so an answer
+    /// proves nothing was fetched.
+    fn missing() -> Document<'static> {
+        Document::stored(SHA, "no-such-blob")
+    }
+
+    #[tokio::test]
+    async fn a_kept_page_is_answered_without_fetching_the_document() {
+        let (app, _dir) = app_on_object_store().await;
+        let kept = Kept::Page(PdfPage {
+            number: 1,
+            pages: 3,
+            image: None,
+            image_error: Some("kept".to_owned()),
+            text: "the kept page".to_owned(),
+        });
+        let max_chars = app.limits.preview_max_chars;
+        let entry = format!("pdf-pages/{SHA}/1.{max_chars}.json");
+        app.cache.write_json(&entry, &kept).await;
+
+        let document = missing();
+        let Kept::Page(page_one) = page(&app, "alice", &document, 1).await.unwrap() else {
+            panic!("the kept page was not answered");
+        };
+        assert_eq!(page_one.text, "the kept page");
+        assert!(document.fetched.get().is_none());
+        // A page not kept needs the bytes (without them the worker is never asked).
+        assert!(page(&app, "alice", &document, 2).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_decks_kept_pdf_or_refusal_is_answered_without_fetching_the_deck() {
+        let (app, _dir) = app_on_object_store().await;
+        let deck = missing();
+        let refused = format!("slides-pdf/{SHA}.refused");
+        app.cache.write(&refused, b"not a deck".to_vec()).await;
+        let err = slides_pdf(&app, "alice", "d.pptx", &deck)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not a deck"), "{err}");
+
+        let scratch = app.cache.scratch_dir().await.unwrap();
+        let made = scratch.path().join("deck.pdf");
+        std::fs::write(&made, b"%PDF-1.7").unwrap();
+        let kept = app
+            .cache
+            .keep_file(&format!("slides-pdf/{SHA}.pdf"), &made)
+            .await
+            .unwrap();
+        assert_eq!(
+            slides_pdf(&app, "alice", "d.pptx", &deck).await.unwrap(),
+            kept
+        );
+        assert!(deck.fetched.get().is_none());
+    }
 }

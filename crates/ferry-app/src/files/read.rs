@@ -239,8 +239,8 @@ async fn pdf_pages(
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let scratch = caller.app.cache.scratch(bytes).await?;
     let owner = caller.principal.identity_key();
-    let shown =
-        crate::pdf_pages::show(caller.app, &owner, &sha256, &scratch, Some(selection)).await?;
+    let document = crate::pdf_pages::Document::file(&sha256, &scratch);
+    let shown = crate::pdf_pages::show(caller.app, &owner, &document, Some(selection)).await?;
     let total_pages = match &shown {
         Pages::Shown { count, .. } => Some(*count),
         Pages::Refused { .. } => None,
