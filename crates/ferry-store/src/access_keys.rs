@@ -1,12 +1,10 @@
 //! S3 access keys: which principal each key acts as. The key's secret is not stored here
 //! (it is derived from the server's secret by the door that checks signatures).
 
-use ferry_core::Timestamp;
-use sqlx::Row;
-use sqlx::any::AnyRow;
-
 use crate::Error;
 use crate::db::{Db, now_millis};
+use crate::sqlite_reads::Columns;
+use ferry_core::Timestamp;
 
 /// One access key and the principal it acts as, in the columns the table keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,16 +59,16 @@ impl KeyScope<'_> {
 const COLUMNS: &str =
     "access_key_id, made_by, kind, sub, thread_id, agent_id, created_at, expires_at";
 
-fn key_from_row(row: &AnyRow) -> Result<AccessKey, sqlx::Error> {
+fn key_from_row<R: Columns>(row: &R) -> Result<AccessKey, R::Error> {
     Ok(AccessKey {
-        access_key_id: row.try_get("access_key_id")?,
-        made_by: row.try_get("made_by")?,
-        kind: row.try_get("kind")?,
-        sub: row.try_get("sub")?,
-        thread_id: row.try_get("thread_id")?,
-        agent_id: row.try_get("agent_id")?,
-        created_at: Timestamp(row.try_get("created_at")?),
-        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(Timestamp),
+        access_key_id: row.get("access_key_id")?,
+        made_by: row.get("made_by")?,
+        kind: row.get("kind")?,
+        sub: row.get("sub")?,
+        thread_id: row.get("thread_id")?,
+        agent_id: row.get("agent_id")?,
+        created_at: Timestamp(row.get("created_at")?),
+        expires_at: row.get::<Option<i64>>("expires_at")?.map(Timestamp),
     })
 }
 
@@ -97,21 +95,10 @@ impl Db {
     pub async fn access_key(&self, access_key_id: &str) -> Result<Option<AccessKey>, Error> {
         let sql = format!("SELECT {COLUMNS} FROM s3_keys WHERE access_key_id = $1");
         // On every S3 request signed with a key: on SQLite, read where the request runs
-        // (crate::sqlite_reads), the columns in COLUMNS' order.
+        // (crate::sqlite_reads).
         if let Some(sqlite) = self.sqlite() {
             return sqlite.readers.with(|conn| {
-                crate::sqlite_reads::one(conn, &sql, &[&access_key_id], |row| {
-                    Ok(AccessKey {
-                        access_key_id: row.get(0)?,
-                        made_by: row.get(1)?,
-                        kind: row.get(2)?,
-                        sub: row.get(3)?,
-                        thread_id: row.get(4)?,
-                        agent_id: row.get(5)?,
-                        created_at: Timestamp(row.get(6)?),
-                        expires_at: row.get::<_, Option<i64>>(7)?.map(Timestamp),
-                    })
-                })
+                crate::sqlite_reads::one(conn, &sql, &[&access_key_id], |row| key_from_row(row))
             });
         }
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))

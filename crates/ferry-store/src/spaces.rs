@@ -8,7 +8,6 @@ use ferry_core::change::ChangeKind;
 use ferry_core::door::Door;
 use ferry_core::{SpaceName, Timestamp, ValidPath};
 // Dynamic SQL here is only ever assembled from the constant fragments of this module.
-use sqlx::any::AnyRow;
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::Error;
@@ -16,6 +15,7 @@ use crate::blobs::StoredBlob;
 use crate::db::{Db, now_millis};
 use crate::record_cache::{self, Lookup};
 use crate::space_events::{Change, recorded};
+use crate::sqlite_reads::Columns;
 use crate::write_plan::{Plan, Statement, Value};
 
 pub use crate::space_file::SpaceFile;
@@ -138,15 +138,15 @@ const FILE_COLUMNS: &str = "path, blob_key, size, content_type, sha256, updated_
 const SPACE_FILE: &str = "SELECT path, blob_key, size, content_type, sha256, updated_at, attributes \
      FROM space_files WHERE owner = $1 AND space = $2 AND path = $3";
 
-fn file_from_row(row: &AnyRow) -> Result<SpaceFile, sqlx::Error> {
+fn file_from_row<R: Columns>(row: &R) -> Result<SpaceFile, R::Error> {
     Ok(SpaceFile {
-        path: row.try_get("path")?,
-        blob_key: row.try_get("blob_key")?,
-        size: row.try_get::<i64, _>("size")? as u64,
-        content_type: row.try_get("content_type")?,
-        sha256: row.try_get("sha256")?,
-        updated_at: Timestamp(row.try_get("updated_at")?),
-        attributes: row.try_get("attributes")?,
+        path: row.get("path")?,
+        blob_key: row.get("blob_key")?,
+        size: row.get::<i64>("size")? as u64,
+        content_type: row.get("content_type")?,
+        sha256: row.get("sha256")?,
+        updated_at: Timestamp(row.get("updated_at")?),
+        attributes: row.get("attributes")?,
     })
 }
 
@@ -168,15 +168,7 @@ impl Db {
             };
             let found = readers.with(|conn| {
                 crate::sqlite_reads::one(conn, SPACE_FILE, &[&owner, &space, &path], |row| {
-                    Ok(SpaceFile {
-                        path: row.get(0)?,
-                        blob_key: row.get(1)?,
-                        size: row.get::<_, i64>(2)? as u64,
-                        content_type: row.get(3)?,
-                        sha256: row.get(4)?,
-                        updated_at: Timestamp(row.get(5)?),
-                        attributes: row.get(6)?,
-                    })
+                    file_from_row(row)
                 })
             })?;
             records.fill(key, ticket, &found);

@@ -93,3 +93,37 @@ pub(crate) fn one<T>(
 ) -> rusqlite::Result<Option<T>> {
     conn.prepare_cached(sql)?.query_row(params, row).optional()
 }
+
+/// A row read by column name, whichever driver read it: the pool's (sqlx's `Any` rows) or
+/// a point read's here (rusqlite). A record read both ways then has one mapper, generic over
+/// this, and the two reads cannot come to disagree.
+pub(crate) trait Columns {
+    type Error;
+    /// The value of column `name`.
+    fn get<T: Column>(&self, name: &str) -> Result<T, Self::Error>;
+}
+
+/// A value both drivers decode (integers, text, and either as `Option`).
+pub(crate) trait Column:
+    for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any> + rusqlite::types::FromSql
+{
+}
+
+impl<T> Column for T where
+    T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any> + rusqlite::types::FromSql
+{
+}
+
+impl Columns for sqlx::any::AnyRow {
+    type Error = sqlx::Error;
+    fn get<T: Column>(&self, name: &str) -> Result<T, sqlx::Error> {
+        sqlx::Row::try_get(self, name)
+    }
+}
+
+impl Columns for Row<'_> {
+    type Error = rusqlite::Error;
+    fn get<T: Column>(&self, name: &str) -> Result<T, rusqlite::Error> {
+        Row::get(self, name)
+    }
+}

@@ -1,12 +1,10 @@
 //! Threads: a conversation between one user and their agent, with its own sandbox and
 //! event channel.
 
-use ferry_core::Timestamp;
-use sqlx::Row;
-use sqlx::any::AnyRow;
-
 use crate::Error;
 use crate::db::{Db, now_millis};
+use crate::sqlite_reads::Columns;
+use ferry_core::Timestamp;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thread {
@@ -19,13 +17,13 @@ pub struct Thread {
     pub last_event: i64,
 }
 
-fn thread_from_row(row: &AnyRow) -> Result<Thread, sqlx::Error> {
+fn thread_from_row<R: Columns>(row: &R) -> Result<Thread, R::Error> {
     Ok(Thread {
-        id: row.try_get("id")?,
-        owner: row.try_get("owner")?,
-        title: row.try_get("title")?,
-        created_at: Timestamp(row.try_get("created_at")?),
-        last_event: row.try_get("last_event")?,
+        id: row.get("id")?,
+        owner: row.get("owner")?,
+        title: row.get("title")?,
+        created_at: Timestamp(row.get("created_at")?),
+        last_event: row.get("last_event")?,
     })
 }
 
@@ -55,15 +53,7 @@ impl Db {
     pub async fn thread(&self, id: &str) -> Result<Option<Thread>, Error> {
         if let Some(sqlite) = self.sqlite() {
             return sqlite.readers.with(|conn| {
-                crate::sqlite_reads::one(conn, THREAD, &[&id], |row| {
-                    Ok(Thread {
-                        id: row.get(0)?,
-                        owner: row.get(1)?,
-                        title: row.get(2)?,
-                        created_at: Timestamp(row.get(3)?),
-                        last_event: row.get(4)?,
-                    })
-                })
+                crate::sqlite_reads::one(conn, THREAD, &[&id], |row| thread_from_row(row))
             });
         }
         let row = sqlx::query(THREAD)
