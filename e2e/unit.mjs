@@ -1,13 +1,13 @@
 // Unit tests of the web app's pure parts, in node: the SSE parser, the size format,
-// the 413 wording, token claims, and the spaces tree. Run by run.mjs (and on their own with
+// the 413 wording, token claims, the spaces tree, and how a command's row says how it ended. Run by run.mjs (and on their own with
 // `node --test e2e/unit.mjs`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SseParser } from '../web/assets/sse.js';
-import { formatSize, typeLabel, tooLargeText, extensionOf, describeLimit } from '../web/assets/format.js';
+import { formatSize, typeLabel, tooLargeText, extensionOf, describeLimit, formatDuration, terminalText } from '../web/assets/format.js';
 import { claimsOf, tokenState } from '../web/assets/auth.js';
 import { buildTree } from '../web/assets/spaces.js';
-import { fileSendBytes } from '../web/assets/cards.js';
+import { fileSendBytes, commandStatus, commandSummary } from '../web/assets/cards.js';
 
 test('unit: the SSE parser follows the event-stream rules, across chunk boundaries', () => {
   const got = [];
@@ -90,4 +90,46 @@ test('unit: a limit is said in words, as the server says it', () => {
   assert.equal(describeLimit(512 * 1024), '512 KiB');
   assert.equal(describeLimit(200000), '200,000 bytes');
   assert.equal(tooLargeText('the body is larger than the limit of 32 MiB (33554432 bytes)'), 'Too large — the limit is 32 MiB');
+});
+
+test('unit: a command\'s duration is short and readable', () => {
+  assert.equal(formatDuration(0), '0 ms');
+  assert.equal(formatDuration(42), '42 ms');
+  assert.equal(formatDuration(100), '0.1 s');
+  assert.equal(formatDuration(412), '0.4 s');
+  assert.equal(formatDuration(9949), '9.9 s');
+  assert.equal(formatDuration(9950), '10 s');
+  assert.equal(formatDuration(59_400), '59 s');
+  assert.equal(formatDuration(125_000), '2 min 5 s');
+  assert.equal(formatDuration(120_000), '2 min');
+  assert.equal(formatDuration(7_200_000), '2 h');
+  assert.equal(formatDuration(3_780_000), '1 h 3 min');
+  assert.equal(formatDuration(undefined), '');
+  assert.equal(formatDuration(-1), '');
+});
+
+test('unit: a command\'s row says how it ended', () => {
+  assert.deepEqual(commandStatus({ exitCode: 0, timedOut: false, stoppedBy: null }), { kind: 'ok', icon: 'check', text: 'exit 0' });
+  assert.deepEqual(commandStatus({ exitCode: 2, timedOut: false, stoppedBy: null }), { kind: 'failed', icon: 'cross', text: 'exit 2' });
+  assert.equal(commandStatus({ exitCode: null, timedOut: true, stoppedBy: 'timeout' }).text, 'timed out');
+  assert.equal(commandStatus({ exitCode: null, timedOut: true, stoppedBy: null }).text, 'timed out');
+  assert.equal(commandStatus({ exitCode: null, timedOut: false, stoppedBy: 'memory' }).text, 'stopped: out of memory');
+  assert.equal(commandStatus({ exitCode: null, timedOut: false, stoppedBy: 'disk' }).kind, 'stopped');
+  assert.equal(commandStatus({ exitCode: null, timedOut: false, stoppedBy: 'something new' }).text, 'stopped: something new');
+  assert.deepEqual(commandStatus({ exitCode: null, timedOut: false, stoppedBy: null }), { kind: 'failed', icon: 'stop', text: 'ended by a signal' });
+  assert.equal(commandSummary('echo hi; exit 3'), 'echo hi; exit 3');
+  assert.equal(commandSummary('\n  \ncd /tmp && \\\n  make all\n'), 'cd /tmp && \\ …');
+  assert.equal(commandSummary('ls   \n\n'), 'ls');
+  assert.equal(commandSummary(''), '');
+});
+
+test('unit: a command\'s output is shown as a terminal leaves it, as text', () => {
+  assert.equal(terminalText('\x1b[1;31merror\x1b[0m: no such file\n'), 'error: no such file\n');
+  assert.equal(terminalText('a\r\nb\r\n'), 'a\nb\n');
+  assert.equal(terminalText(' 10%\r 50%\r100%\ndone'), '100%\ndone');
+  assert.equal(terminalText('abcdef\rXY'), 'XYcdef');
+  assert.equal(terminalText('\x1b]0;title\x07ok\x1b(B\x1b[m'), 'ok');
+  assert.equal(terminalText('bell\x07 and tab\tkept'), 'bell and tab\tkept');
+  assert.equal(terminalText('<b>not markup</b> & é 😀'), '<b>not markup</b> & é 😀');
+  assert.equal(terminalText(null), '');
 });

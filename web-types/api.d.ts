@@ -582,6 +582,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/threads/{id}/execute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Runs a shell command in the thread's sandbox (the thread's agent, or service_role).
+         * @description The command runs as `sh -c COMMAND`, confined to the sandbox: it sees `/sandbox`
+         *     (`user_uploads/` and `skills/` read-only), a read-only runtime, its own `/tmp`, no network,
+         *     and no secret of the server. What it creates, changes or deletes is seen at once through
+         *     every door, and the thread is told (`file_written`, `file_deleted`, then
+         *     `command_executed`). With `Accept: text/event-stream` the answer is a stream of
+         *     `event: output` messages (data `{"text": "…"}`) while it runs, then one `event: result`
+         *     whose data is the answer below (or `event: error` with the error envelope).
+         */
+        post: operations["execute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/threads/{id}/fs/delete_file": {
         parameters: {
             query?: never;
@@ -1179,6 +1205,37 @@ export interface components {
          * @enum {string}
          */
         ChangeKind: "file_written" | "file_deleted" | "file_moved";
+        /**
+         * @description A command that ran, as the person is shown it: what ran, how it ended, and its output
+         *     within the event's size.
+         */
+        CommandExecuted: {
+            /** @description The command, whole up to 4 KiB, else cut with `…`. */
+            command: string;
+            /** @description The folder it ran in, e.g. `/sandbox/workspace`. */
+            cwd: string;
+            /** Format: int64 */
+            durationMs: number;
+            /**
+             * Format: int32
+             * @description `sh`'s exit status; null when a signal or the timeout ended it.
+             */
+            exitCode: number | null;
+            /**
+             * @description Its output (standard output and standard error as written): whole up to 8 KiB, else
+             *     its head and tail around a line saying how much was left out.
+             */
+            output: string;
+            /**
+             * Format: int64
+             * @description Every byte it wrote to its output.
+             */
+            outputBytes: number;
+            /** @description Whether `output` leaves some of it out. */
+            outputTruncated: boolean;
+            stoppedBy: components["schemas"]["StopReason"] | null;
+            timedOut: boolean;
+        };
         ConnectorList: {
             connectors: components["schemas"]["ConnectorView"][];
         };
@@ -1222,10 +1279,10 @@ export interface components {
             path: string;
         };
         /**
-         * @description The door a change came through: `http`, `mcp` or `s3`.
+         * @description The door a change came through: `http`, `mcp`, `s3`, or `command` for a command's changes.
          * @enum {string}
          */
-        Door: "http" | "mcp" | "s3";
+        Door: "http" | "mcp" | "s3" | "command";
         /** @description `download_files`: several files' bytes in one request, each read (or refused) on its own. */
         DownloadFilesInput: {
             /** @description The files to read, in the order their results come back (1 to 1,000). */
@@ -1285,11 +1342,12 @@ export interface components {
                  *
                  *     Beside the codes every use case answers with, five that HTTP itself needs: a wrong method,
                  *     an unsatisfiable `Range`, a client over its share (too many open streams or unfinished
-                 *     uploads), a busy server, and a full disk; and two of resumable uploads (tus): a `PATCH` at
+                 *     uploads), a busy server, a full disk, and an operation this server does not offer (commands turned
+                 *     off); and two of resumable uploads (tus): a `PATCH` at
                  *     the wrong offset, and a body that does not match its checksum.
                  * @enum {string}
                  */
-                code: "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_PATH" | "INVALID_REQUEST" | "ALREADY_EXISTS" | "PRECONDITION_FAILED" | "REQUEST_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "UNSUPPORTED_FILE_TYPE" | "TOO_MANY_REQUESTS" | "OFFSET_MISMATCH" | "CHECKSUM_MISMATCH" | "INTERNAL" | "UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                code: "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_PATH" | "INVALID_REQUEST" | "ALREADY_EXISTS" | "PRECONDITION_FAILED" | "REQUEST_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "UNSUPPORTED_FILE_TYPE" | "TOO_MANY_REQUESTS" | "OFFSET_MISMATCH" | "CHECKSUM_MISMATCH" | "INTERNAL" | "UNAVAILABLE" | "INSUFFICIENT_STORAGE" | "NOT_IMPLEMENTED";
                 /** @description What went wrong, in words meant for a person. */
                 message: string;
             };
@@ -1299,11 +1357,12 @@ export interface components {
          *
          *     Beside the codes every use case answers with, five that HTTP itself needs: a wrong method,
          *     an unsatisfiable `Range`, a client over its share (too many open streams or unfinished
-         *     uploads), a busy server, and a full disk; and two of resumable uploads (tus): a `PATCH` at
+         *     uploads), a busy server, a full disk, and an operation this server does not offer (commands turned
+         *     off); and two of resumable uploads (tus): a `PATCH` at
          *     the wrong offset, and a body that does not match its checksum.
          * @enum {string}
          */
-        ErrorCode: "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_PATH" | "INVALID_REQUEST" | "ALREADY_EXISTS" | "PRECONDITION_FAILED" | "REQUEST_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "UNSUPPORTED_FILE_TYPE" | "TOO_MANY_REQUESTS" | "OFFSET_MISMATCH" | "CHECKSUM_MISMATCH" | "INTERNAL" | "UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+        ErrorCode: "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_PATH" | "INVALID_REQUEST" | "ALREADY_EXISTS" | "PRECONDITION_FAILED" | "REQUEST_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "UNSUPPORTED_FILE_TYPE" | "TOO_MANY_REQUESTS" | "OFFSET_MISMATCH" | "CHECKSUM_MISMATCH" | "INTERNAL" | "UNAVAILABLE" | "INSUFFICIENT_STORAGE" | "NOT_IMPLEMENTED";
         /** @description An error as the envelope states it. */
         EventError: {
             code: components["schemas"]["ErrorCode"];
@@ -1363,12 +1422,80 @@ export interface components {
         }) | (components["schemas"]["FileChange"] & {
             /** @enum {string} */
             type: "file_moved";
+        }) | (components["schemas"]["CommandExecuted"] & {
+            /** @enum {string} */
+            type: "command_executed";
         });
         /**
          * @description Who an event speaks for.
          * @enum {string}
          */
         EventRole: "user" | "agent";
+        /** @description `execute`: one shell command in the thread's sandbox. */
+        ExecuteInput: {
+            /**
+             * @description The command, run as `sh -c COMMAND` in the sandbox, e.g.
+             *     `python3 -c "import pandas as pd; print(pd.read_excel('/sandbox/user_uploads/q3.xlsx'))"`.
+             * @example ls -la /sandbox/user_uploads
+             */
+            command: string;
+            /**
+             * @description The folder it starts in: a sandbox folder such as /sandbox/outputs, or a path relative
+             *     to /sandbox/workspace (the default).
+             * @example /sandbox/workspace
+             */
+            cwd?: string | null;
+            /**
+             * Format: int64
+             * @description Seconds it may run before it is stopped (default 120; at most the server's maximum,
+             *     900 unless configured otherwise).
+             * @example 120
+             */
+            timeout?: number | null;
+        };
+        /** @description How a command ended. */
+        ExecuteResult: {
+            /** Format: int64 */
+            durationMs: number;
+            /**
+             * Format: int32
+             * @description `sh`'s exit status; null when a signal or the timeout ended it.
+             */
+            exitCode: number | null;
+            /**
+             * @description Standard output and standard error, interleaved as written: at most the output limit
+             *     (1 MiB by default), beyond which its head and tail are kept around a line saying how
+             *     much was left out; ferry's note on a limit the command hit comes last, in brackets.
+             */
+            output: string;
+            /**
+             * Format: int64
+             * @description Every byte it wrote.
+             */
+            outputBytes: number;
+            stoppedBy: components["schemas"]["StopReason"] | null;
+            /** @description Whether it was stopped at its timeout. */
+            timedOut: boolean;
+            /** @description Whether `output` leaves some of the output out. */
+            truncated: boolean;
+        };
+        /** @description Whether commands run on this server, and their limits (`GET /api/limits`, `execute`). */
+        ExecuteView: {
+            /** Format: int64 */
+            defaultTimeoutSeconds?: number | null;
+            /** @description Whether `execute` runs commands here. */
+            enabled: boolean;
+            /** Format: int64 */
+            maxTimeoutSeconds?: number | null;
+            /** Format: int64 */
+            memoryBytes?: number | null;
+            /** Format: int64 */
+            outputBytes?: number | null;
+            /** Format: int64 */
+            processes?: number | null;
+            /** @description Why not, when it does not. */
+            reason?: string | null;
+        };
         /** @description A file of a batch that was refused. */
         Failed: {
             error: components["schemas"]["FileError"];
@@ -1545,6 +1672,8 @@ export interface components {
          *     each in bytes.
          */
         LimitsView: {
+            /** @description Whether commands run here (`execute`), and their limits. */
+            execute: components["schemas"]["ExecuteView"];
             /**
              * Format: int64
              * @description Largest file an agent may publish (or attach in say mode).
@@ -1823,6 +1952,11 @@ export interface components {
             size: number;
             updatedAt: string;
         };
+        /**
+         * @description Why ferry stopped a command before it ended by itself.
+         * @enum {string}
+         */
+        StopReason: "timeout" | "memory" | "disk";
         /** @description One message of the stream: the event's number and the event as JSON */
         StreamedEvent: {
             /** @description The event as JSON */
@@ -4440,6 +4574,95 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    execute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExecuteInput"];
+            };
+        };
+        responses: {
+            /** @description How the command ended (as JSON), or with Accept: text/event-stream its output as written and then this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecuteResult"];
+                };
+            };
+            /** @description INVALID_REQUEST: an empty command, a NUL byte, a timeout out of range; INVALID_PATH: a cwd outside the sandbox */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: no bearer token, or one that was refused (WWW-Authenticate says why) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: only the thread's agent or service_role runs commands */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: no such thread, or the cwd is not a folder */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description REQUEST_TOO_LARGE: a command over 100,000 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: the thread already runs a command, or the server runs as many as it may (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: commands are turned off or cannot run on this server (the message says why) */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };

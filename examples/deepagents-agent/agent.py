@@ -13,6 +13,12 @@ The agent uses deepagents' own file tools, which act on the thread's sandbox thr
 lists the user's uploads, reads the CSV among them with `read_file`, writes a Markdown report to
 `/sandbox/outputs/` with `write_file` (create-only; if the name is taken it picks the next one),
 corrects one line with `edit_file`, and delivers the report with `publish_file_to_user`.
+
+For a spreadsheet (XLSX) among the uploads it uses deepagents' `execute` tool, which runs a shell
+command in the thread's sandbox through ferry: a Python script reads the sheet with pandas and
+draws a bar chart with matplotlib into `/sandbox/outputs/` (or, where the sandbox has no
+matplotlib, writes a CSV summary there), and the agent publishes that too. Where the server runs
+no commands (`execute` answers 501) it says so and delivers the report alone.
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ import ast
 import asyncio
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from deepagents import create_deep_agent
 from langchain_core.language_models import BaseChatModel
@@ -38,7 +45,50 @@ except ImportError:  # run from a checkout without installing the package
     from ferry_deepagents import FerryBackend, ferry_tools
 
 USES = {"ls", "read_file", "write_file", "edit_file", "publish_file_to_user"}
+"""The tools the script calls. `execute` is called too when offered: deepagents offers it for a
+backend that runs commands (a `SandboxBackendProtocol`, as `FerryBackend` is)."""
 NUMBERED = re.compile(r"^\s*\d+\t(.*)$")
+SPREADSHEETS = (".xlsx", ".xlsm")
+TURNED_OFF = "(NOT_IMPLEMENTED)"
+"""How FerryBackend's `execute` ends the first sentence of its answer when the server runs no
+commands (ferry answered 501)."""
+
+# The program the agent runs in the sandbox: python3 reads it from the here-document. It prints
+# what it found and the path it wrote, on a line of its own after `WROTE `.
+SHEET_SCRIPT = """\
+import sys
+
+import pandas as pd
+
+source, stem = sys.argv[1], sys.argv[2]
+frame = pd.read_excel(source)
+numeric = frame.select_dtypes("number")
+print(f"{len(frame)} rows; columns: {', '.join(map(str, frame.columns))}")
+summary = numeric.agg(["sum", "mean", "max"]).T
+print(summary.to_string())
+try:
+    import matplotlib
+except ImportError:
+    out = f"/sandbox/outputs/{stem}-summary.csv"
+    summary.to_csv(out, index_label="column")
+else:
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    label, column = frame.columns[0], numeric.columns[0]
+    axes = frame.plot.bar(x=label, y=column, legend=False, title=f"{column} by {label}", rot=0)
+    axes.set_ylabel(column)
+    plt.tight_layout()
+    out = f"/sandbox/outputs/{stem}-chart.png"
+    plt.savefig(out, dpi=100)
+print("WROTE", out)
+"""
+
+
+def sheet_command(source: str, stem: str) -> str:
+    """The shell command: the script above, on the sheet, with matplotlib's cache in /tmp (the
+    sandbox's home need not be writable)."""
+    return f"MPLCONFIGDIR=/tmp/matplotlib python3 - {shlex.quote(source)} {shlex.quote(stem)} <<'PY'\n{SHEET_SCRIPT}PY"
 
 
 def rows_of(numbered: str) -> list[list[str]]:
@@ -63,6 +113,9 @@ def report(name: str, rows: list[list[str]]) -> str:
 class ScriptedChatModel(BaseChatModel):
     """Decides the next step from the conversation so far, by rules instead of weights."""
 
+    offered: frozenset[str] = frozenset()
+    """The tools it was given (set by `bind_tools`)."""
+
     @property
     def _llm_type(self) -> str:
         return "scripted"
@@ -70,10 +123,11 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         # A real model receives the tools' names, descriptions and schemas here; the script only
         # checks that the ones it calls were offered.
-        missing = USES - {tool.name for tool in tools}
+        offered = frozenset(tool.name for tool in tools)
+        missing = USES - offered
         if missing:
             raise ValueError(f"the agent was not given {sorted(missing)}")
-        return self
+        return self.model_copy(update={"offered": offered})
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self.decide(messages))])
@@ -91,12 +145,53 @@ class ScriptedChatModel(BaseChatModel):
             return call("ls", {"path": "/sandbox/user_uploads"})
         uploads = ast.literal_eval(str(results[0].content)) if results[0].status != "error" else []
         csvs = [path for path in uploads if path.lower().endswith(".csv")]
-        if not csvs:
-            return AIMessage(content="Upload a CSV and I will write a report on it.")
-        source = csvs[-1]
+        sheets = [path for path in uploads if path.lower().endswith(SPREADSHEETS)]
+        if not csvs and not sheets:
+            return AIMessage(content="Upload a CSV or a spreadsheet and I will write a report on it.")
+        last = results[-1]
+        delivered = [m for m in results if m.name == "publish_file_to_user" and m.status != "error"]
+
+        # First the CSV: read it, write a report, mark it final, publish it.
+        if csvs and not delivered:
+            return self.report_step(call, results, last, csvs[-1])
+        if last.name == "publish_file_to_user" and last.status == "error":
+            return AIMessage(content=f"Stopped after {last.name}: {last.content}")
+        done = "Done: " + " ".join(str(m.content) for m in delivered)
+
+        # Then the spreadsheet, with code: deepagents' execute tool runs it in the sandbox.
+        if not sheets:
+            return AIMessage(content=done)
+        if "execute" not in self.offered:
+            return AIMessage(content=f"{done} (No execute tool was offered, so the spreadsheet was left alone.)")
+        source = sheets[-1]
+        name = source.rsplit("/", 1)[-1]
+        ran = [m for m in results if m.name == "execute"]
+        if not ran:
+            return call("execute", {"command": sheet_command(source, name.rsplit(".", 1)[0].lower().replace(" ", "-"))})
+        output = str(ran[-1].content)
+        if TURNED_OFF in output:
+            reason = output.removeprefix("Error: ").split(TURNED_OFF, 1)[0] + TURNED_OFF
+            return AIMessage(content=f"{done} I could not chart {name}: {reason}.")
+        wrote = re.search(r"^WROTE (/\S+)$", output, re.MULTILINE)
+        if "[Command succeeded with exit code 0]" not in output or wrote is None:
+            return AIMessage(content=f"Stopped: the script on {name} failed:\n{output}")
+        if last.name == "execute":
+            path = wrote.group(1)
+            chart = path.endswith(".png")
+            return call(
+                "publish_file_to_user",
+                {
+                    "file_path": path,
+                    "display_name": f"{'Chart' if chart else 'Summary'} of {name}",
+                    "description": f"{'A bar chart of' if chart else 'The totals, means and highest values of'} {name}, made with pandas in the sandbox.",
+                },
+            )
+        return AIMessage(content=done)
+
+    def report_step(self, call: Callable[[str, dict[str, Any]], AIMessage], results: list[ToolMessage], last: ToolMessage, source: str) -> AIMessage:
+        """The next step of the CSV report, until it is published."""
         name = source.rsplit("/", 1)[-1]
         stem = name.rsplit(".", 1)[0].lower().replace(" ", "-")
-        last = results[-1]
         writes = [m for m in results if m.name == "write_file"]
 
         if last.name == "ls":
@@ -118,8 +213,6 @@ class ScriptedChatModel(BaseChatModel):
                 "publish_file_to_user",
                 {"file_path": written, "display_name": f"Report on {name}", "description": f"Totals of each numeric column of {name}."},
             )
-        if last.name == "publish_file_to_user" and last.status != "error":
-            return AIMessage(content=f"Done: {last.content}")
         return AIMessage(content=f"Stopped after {last.name}: {last.content}")
 
     @staticmethod
@@ -128,7 +221,7 @@ class ScriptedChatModel(BaseChatModel):
         return {"file_path": f"/sandbox/outputs/{stem}-report{suffix}.md", "content": report(name, rows)}
 
 
-ASK = "Please write a report on the CSV I uploaded and send it to me."
+ASK = "Please write a report on the CSV I uploaded, chart the spreadsheet, and send them to me."
 
 
 async def main() -> int:

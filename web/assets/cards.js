@@ -1,9 +1,10 @@
 // What agents deliver, as docs/reference/web-ui.md describes it: a card per published file (publishing, error
 // and ready states; icon by type, display name, `DOCX · 44.6 KB`, description, Download),
-// say-mode attachments, `file_send` contents inline, and the chips of a user's uploads.
+// say-mode attachments, `file_send` contents inline, the chips of a user's uploads, and the
+// commands the agent ran in its sandbox.
 import { h } from './dom.js';
 import { icon, fileIcon } from './icons.js';
-import { formatSize, typeLabel, extensionOf } from './format.js';
+import { formatSize, typeLabel, extensionOf, formatDuration, terminalText } from './format.js';
 import { route, getBlob } from './api.js';
 import { downloadTo, saveBlob, showInlineError } from './download.js';
 
@@ -223,6 +224,98 @@ export function fileSendView(contents) {
     h('div', { class: 'file-send-head' }, toggle, download),
     isBase64 ? h('p', { class: 'note', text: 'This file is not valid UTF-8; characters that could not be read are shown as �. Download it for the exact bytes.' }) : null,
     pre);
+}
+
+/** Why ferry stopped a command (`stoppedBy`), as its row says it. */
+const STOPPED_BY = {
+  timeout: 'timed out',
+  memory: 'stopped: out of memory',
+  disk: 'stopped: out of disk space',
+};
+
+/**
+ * How a command ended, for its row: `kind` is 'ok' (exit 0), 'failed' (another exit code, or
+ * a signal) or 'stopped' (ferry stopped it: a timeout or a limit), with an icon and a few words.
+ * @param {{ exitCode?: number | null, timedOut?: boolean, stoppedBy?: string | null }} command
+ * @returns {{ kind: 'ok' | 'failed' | 'stopped', icon: string, text: string }}
+ */
+export function commandStatus({ exitCode, timedOut, stoppedBy }) {
+  if (stoppedBy === 'timeout' || (timedOut && !stoppedBy)) return { kind: 'stopped', icon: 'clock', text: STOPPED_BY.timeout };
+  if (stoppedBy) return { kind: 'stopped', icon: 'stop', text: STOPPED_BY[stoppedBy] || `stopped: ${stoppedBy}` };
+  if (exitCode === 0) return { kind: 'ok', icon: 'check', text: 'exit 0' };
+  if (typeof exitCode === 'number') return { kind: 'failed', icon: 'cross', text: `exit ${exitCode}` };
+  return { kind: 'failed', icon: 'stop', text: 'ended by a signal' };
+}
+
+/**
+ * The line a collapsed command shows: its first line that is not blank, with `…` after it when
+ * more lines follow.
+ * @param {string} command
+ */
+export function commandSummary(command) {
+  const lines = String(command ?? '').split('\n').map((line) => line.trimEnd());
+  const first = lines.findIndex((line) => line.trim() !== '');
+  if (first < 0) return '';
+  const more = lines.slice(first + 1).some((line) => line.trim() !== '');
+  return more ? `${lines[first].trim()} …` : lines[first].trim();
+}
+
+let commandCounter = 0;
+
+/** The line the server puts where it cut a long output (`… N bytes left out …`), set apart. */
+function outputParts(output, truncated) {
+  const cut = truncated ? /^… [\d,.]+ bytes left out …$/m.exec(output) : null;
+  if (!cut) return [output];
+  return [output.slice(0, cut.index), h('span', { class: 'command-cut', text: cut[0] }), output.slice(cut.index + cut[0].length)];
+}
+
+/**
+ * A command the agent ran in its sandbox (`command_executed`), as a chat app shows a code run:
+ * one compact row (the command's first line, how it ended, how long it took) that opens, by
+ * click, Enter or Space, on the whole command and its output. Everything is text, never markup.
+ * @param {ThreadEventOf<'command_executed'>} event
+ */
+export function commandView(event) {
+  const id = `command-${++commandCounter}`;
+  const status = commandStatus(event);
+  const duration = formatDuration(event.durationMs);
+  const output = terminalText(event.output);
+  const body = h('div', { class: 'command-body', id, hidden: true },
+    h('p', { class: 'command-label' },
+      h('span', { text: 'Command' }),
+      event.cwd ? h('span', { class: 'command-cwd', text: `in ${event.cwd}` }) : null),
+    h('pre', { class: 'command-text', tabindex: '0', 'aria-label': 'Command' }, h('code', {}, event.command || '')),
+    h('p', { class: 'command-label' },
+      h('span', { text: 'Output' }),
+      h('span', { class: 'command-bytes', text: formatSize(event.outputBytes) })),
+    output
+      ? h('pre', { class: 'command-output', tabindex: '0', 'aria-label': 'Output' }, h('code', {}, outputParts(output, event.outputTruncated)))
+      : h('p', { class: 'command-empty', text: 'No output' }),
+    event.outputTruncated
+      ? h('p', { class: 'command-truncated' }, icon('alert', 'icon icon-sm'),
+        h('span', { text: `Output truncated: the start and the end of ${formatSize(event.outputBytes)} are shown.` }))
+      : null);
+  const summary = commandSummary(event.command);
+  const named = summary.length > 200 ? `${summary.slice(0, 200)}…` : summary;
+  const toggle = h('button', {
+    type: 'button',
+    class: 'command-toggle',
+    'aria-expanded': 'false',
+    'aria-controls': id,
+    'aria-label': `Ran ${named || 'an empty command'}, ${status.text}${duration ? `, took ${duration}` : ''}`,
+    onclick: () => {
+      const open = toggle.getAttribute('aria-expanded') !== 'true';
+      toggle.setAttribute('aria-expanded', String(open));
+      body.hidden = !open;
+    },
+  },
+  icon('chevron', 'icon chevron'),
+  icon('terminal', 'icon command-icon'),
+  h('code', { class: 'command-line', text: summary || '(empty command)' }),
+  h('span', { class: 'command-meta' },
+    h('span', { class: `command-status status-${status.kind}` }, icon(status.icon, 'icon icon-sm'), status.text),
+    duration ? h('span', { class: 'command-duration', text: duration }) : null));
+  return h('div', { class: `command command-${status.kind}` }, toggle, body);
 }
 
 /**

@@ -61,3 +61,48 @@ export function tooLargeText(message) {
   if (m) return `Too large — the limit is ${m[1].trim()}`;
   return message ? `Too large — ${message}` : 'Too large for the server';
 }
+
+/**
+ * How long something ran, short: `12 ms` under a tenth of a second, `0.4 s` and `9.9 s` under
+ * ten, `42 s` under a minute, then `2 min 5 s`, `3 min` and `1 h 3 min`.
+ */
+export function formatDuration(ms) {
+  const n = Number(ms);
+  if (!Number.isFinite(n) || n < 0) return '';
+  if (n < 100) return `${Math.round(n)} ms`;
+  if (n < 9950) return `${(n / 1000).toFixed(1)} s`;
+  const seconds = Math.round(n / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return seconds % 60 ? `${minutes} min ${seconds % 60} s` : `${minutes} min`;
+  return minutes % 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min` : `${Math.floor(minutes / 60)} h`;
+}
+
+// A terminal's control sequences: CSI (colours, cursor moves), OSC (titles, links; ended by BEL
+// or ESC \), character set choices (`ESC ( B`), and the two-character escapes. None of them is
+// text to show.
+const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()*+][ -~]|\x1b[@-Z\\-_]/g;
+// Other control characters, but for the tab and the line feed.
+const CONTROLS = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g;
+
+/**
+ * A program's output as a terminal would have left it on screen, as plain text: without
+ * colour and cursor codes, and of a line rewritten after carriage returns (a progress bar) only
+ * what was last written over it. Line endings may be `\r\n`.
+ */
+export function terminalText(output) {
+  return String(output ?? '')
+    .replace(ESCAPES, '')
+    .split('\n')
+    .map((line) => {
+      const passes = (line.endsWith('\r') ? line.slice(0, -1) : line).split('\r');
+      // Each pass after a carriage return writes over the start of the line.
+      let shown = Array.from(passes[0]);
+      for (const pass of passes.slice(1)) {
+        const chars = Array.from(pass);
+        shown = chars.concat(shown.slice(chars.length));
+      }
+      return shown.join('').replace(CONTROLS, '');
+    })
+    .join('\n');
+}

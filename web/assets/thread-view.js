@@ -9,7 +9,7 @@ import { renderMarkdown } from './markdown.js';
 import { ThreadEvents } from './sse.js';
 import { Composer } from './composer.js';
 import { confirmDialog } from './confirm.js';
-import { publishedCard, attachmentView, fileSendView, uploadChips } from './cards.js';
+import { publishedCard, attachmentView, fileSendView, uploadChips, commandView } from './cards.js';
 
 /** Events of one sender this close together share one header. */
 const GROUP_MS = 5 * 60 * 1000;
@@ -282,7 +282,8 @@ export class ThreadView {
   }
 
   /**
-   * The entry of an event the log shows, or null (sandbox changes are for agents).
+   * The entry of an event the log shows, or null (sandbox file changes are for agents, and a
+   * type this page does not know is left out rather than shown raw).
    * @param {ThreadEvent} event
    */
   render(event) {
@@ -293,6 +294,10 @@ export class ThreadView {
       case 'file_publishing': return this.renderPublishing(event);
       case 'file_publish_failed': return this.renderPublishFailed(event);
       case 'upload': return this.renderUpload(event);
+      case 'command_executed': return this.renderCommand(event);
+      case 'file_written':
+      case 'file_deleted':
+      case 'file_moved':
       default: return null;
     }
   }
@@ -406,6 +411,15 @@ export class ThreadView {
     return this.frame(event, 'event-file-send',
       event.content ? h('p', { class: 'event-caption', text: event.content }) : null,
       fileSendView(contents));
+  }
+
+  /**
+   * A command the agent ran: a compact row that opens on the command and its output. A run of
+   * them sits close together under one header, as the steps of one piece of work.
+   * @param {ThreadEventOf<'command_executed'>} event
+   */
+  renderCommand(event) {
+    return this.frame(event, 'event-command', commandView(event));
   }
 
   /** @param {ThreadEventOf<'file_publishing'>} event */

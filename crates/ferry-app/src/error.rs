@@ -54,6 +54,9 @@ pub enum Error {
     /// A resumable upload's bytes that do not match the checksum sent with them.
     #[error("{0}")]
     ChecksumMismatch(String),
+    /// An operation this server does not offer (commands turned off, or impossible here).
+    #[error("{0}")]
+    NotImplemented(String),
     /// The disk is full: nothing was stored, and the request succeeds once there is room.
     #[error("the server's disk is full; nothing was stored. Try again once space is freed")]
     DiskFull,
@@ -116,6 +119,7 @@ impl Error {
             Error::OffsetMismatch(_) => ErrorCode::OffsetMismatch,
             Error::ChecksumMismatch(_) => ErrorCode::ChecksumMismatch,
             Error::DiskFull => ErrorCode::InsufficientStorage,
+            Error::NotImplemented(_) => ErrorCode::NotImplemented,
             Error::Internal => ErrorCode::Internal,
         }
     }

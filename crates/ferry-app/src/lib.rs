@@ -17,6 +17,7 @@ pub mod cache;
 pub mod connectors;
 pub mod error;
 pub mod events;
+pub mod execute;
 pub mod files;
 pub mod markdown;
 pub mod messages;
@@ -43,7 +44,8 @@ mod testing;
 
 pub use access::Action;
 pub use error::{Error, Result, describe_bytes};
-pub use open::{OpenError, SandboxLimits, Settings};
+pub use ferry_exec::{ExecLimits, Runtime as ExecRuntime};
+pub use open::{ExecuteSettings, OpenError, SandboxLimits, Settings};
 pub use principal::{Principal, Recorded};
 
 use ferry_extract::Extractor;
@@ -114,16 +116,21 @@ pub struct LimitsView {
     pub publish_max_bytes: u64,
     /// Largest file `send_file` sends inline.
     pub send_file_max_bytes: u64,
+    /// Whether commands run here (`execute`), and their limits.
+    pub execute: execute::ExecuteView,
 }
 
-impl From<&Limits> for LimitsView {
-    fn from(limits: &Limits) -> Self {
+impl App {
+    /// The limits a client can check a file or a command against before sending it.
+    pub fn limits_view(&self) -> LimitsView {
+        let limits = &self.limits;
         LimitsView {
             upload_max_bytes: limits.upload_max_bytes,
             space_max_bytes: limits.space_max_bytes,
             sandbox_max_bytes: limits.sandbox_max_bytes,
             publish_max_bytes: limits.publish_max_bytes,
             send_file_max_bytes: ferry_core::send_file::MAX_SEND_FILE_BYTES,
+            execute: self.commands.view(),
         }
     }
 }
@@ -142,6 +149,7 @@ pub(crate) struct Parts {
     pub(crate) limits: Limits,
     pub(crate) skills_dir: Option<PathBuf>,
     pub(crate) cache: cache::DerivedCache,
+    pub(crate) commands: execute::Commands,
 }
 
 /// The stores are this crate's alone: a door reaches them only through a use case (the
@@ -162,6 +170,8 @@ pub struct Inner {
     pub skills_dir: Option<PathBuf>,
     /// Derived files (HTML renderings, images for models), kept by content.
     pub cache: cache::DerivedCache,
+    /// Commands run in sandboxes (`execute`).
+    pub(crate) commands: execute::Commands,
 }
 
 impl std::ops::Deref for App {
@@ -184,7 +194,13 @@ impl App {
             deliveries_due: Notify::new(),
             skills_dir: parts.skills_dir,
             cache: parts.cache,
+            commands: parts.commands,
         }))
+    }
+
+    /// Whether commands run on this server (`ferry serve` says so when it starts).
+    pub fn command_availability(&self) -> (&execute::Availability, Option<String>) {
+        (self.commands.availability(), self.commands.describe())
     }
 
     /// Stores nothing: wakes this node's subscribers with an event that is already stored.

@@ -5,12 +5,16 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use ferry_exec::{Availability, Bubblewrap, ExecLimits, Runtime, cgroup::Cgroups};
 use ferry_extract::{Extractor, ExtractorConfig};
 use ferry_store::sandbox::Sandboxes;
 use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 
 pub use ferry_store::sandbox::SandboxLimits;
 
+use crate::execute::Commands;
 use crate::{App, Limits, Parts, cache};
 
 /// Where an [`App`] keeps what it keeps, and the limits it enforces.
@@ -36,6 +40,28 @@ pub struct Settings {
     pub skills_dir: Option<PathBuf>,
     /// How document previews are extracted: the worker program and its limits.
     pub extract: ExtractorConfig,
+    /// Whether and how agents' commands run in their sandboxes (`execute`).
+    pub execute: ExecuteSettings,
+}
+
+/// How commands run (docs/reference/execute.md).
+#[derive(Debug, Clone)]
+pub enum ExecuteSettings {
+    /// Turned off by a setting: `execute` answers 501.
+    Off,
+    /// Cannot run here (no bubblewrap, say): why, in words; `execute` answers 501 with it.
+    Unavailable(String),
+    /// Run under bubblewrap, if a trial command works when the server opens.
+    Bubblewrap {
+        /// bubblewrap's `bwrap`.
+        bwrap: PathBuf,
+        /// The ferry binary, started as `ferry __exec` for each command.
+        helper: PathBuf,
+        runtime: Runtime,
+        limits: ExecLimits,
+        /// A cgroup v2 folder delegated to ferry for the commands' groups; found when `None`.
+        cgroup: Option<PathBuf>,
+    },
 }
 
 impl Settings {
@@ -52,6 +78,7 @@ impl Settings {
             skills_dir: None,
             extract: ExtractorConfig::current_exe()
                 .unwrap_or_else(|_| ExtractorConfig::worker("ferry")),
+            execute: ExecuteSettings::Off,
         }
     }
 }
@@ -100,6 +127,7 @@ impl App {
             (None, Blobs::Local(_)) => local(&data_dir.join("sandboxes"))?,
             (None, Blobs::Object(_)) => Sandboxes::stored(db.clone(), blobs.clone()),
         };
+        let commands = commands(&settings.execute, &sandboxes, data_dir).await;
         Ok(App::new(Parts {
             db,
             blobs,
@@ -108,8 +136,48 @@ impl App {
             limits: settings.limits,
             skills_dir: settings.skills_dir,
             cache: cache::DerivedCache::new(data_dir.join("cache")),
+            commands,
         }))
     }
+}
+
+/// The commands of a server with `settings`: a runner that ran a trial command, or why none.
+async fn commands(settings: &ExecuteSettings, sandboxes: &Sandboxes, data_dir: &Path) -> Commands {
+    let (bwrap, helper, runtime, limits, cgroup) = match settings {
+        ExecuteSettings::Off => return Commands::off(),
+        ExecuteSettings::Unavailable(why) => {
+            return Commands::new(None, Availability::Unavailable(why.clone()));
+        }
+        ExecuteSettings::Bubblewrap {
+            bwrap,
+            helper,
+            runtime,
+            limits,
+            cgroup,
+        } => (bwrap, helper, runtime, limits, cgroup),
+    };
+    if matches!(sandboxes, Sandboxes::Stored { .. }) {
+        return Commands::new(
+            None,
+            Availability::Unavailable(
+                "sandboxes live in the object store here, and commands run only in sandbox                  folders (set --sandbox-dir to a folder every node mounts)"
+                    .to_owned(),
+            ),
+        );
+    }
+    let cgroups = match Cgroups::detect(cgroup.as_deref()) {
+        Ok(found) => found,
+        Err(why) => return Commands::new(None, Availability::Unavailable(why)),
+    };
+    let runner = Bubblewrap::new(
+        helper.clone(),
+        bwrap.clone(),
+        runtime,
+        limits.clone(),
+        cgroups,
+    );
+    let availability = ferry_exec::probe(&runner, &data_dir.join("scratch")).await;
+    Commands::new(Some(Arc::new(runner)), availability)
 }
 
 #[cfg(test)]

@@ -73,6 +73,7 @@ async fn build(dir: &tempfile::TempDir, blobs: Blobs, sandboxes: Where) -> App {
         },
         skills_dir: None,
         cache: crate::cache::DerivedCache::new(dir.path().join("cache")),
+        commands: crate::execute::Commands::off(),
     })
 }
 

@@ -88,6 +88,46 @@ pub enum EventKind {
     FileDeleted(FileChange),
     /// A sandbox file moved through ferry (one event per file of a moved folder).
     FileMoved(FileChange),
+    /// A command the agent ran in the sandbox (`execute`), once it ended.
+    CommandExecuted(CommandExecuted),
+}
+
+/// A command that ran, as the person is shown it: what ran, how it ended, and its output
+/// within the event's size.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandExecuted {
+    /// The command, whole up to 4 KiB, else cut with `…`.
+    pub command: String,
+    /// The folder it ran in, e.g. `/sandbox/workspace`.
+    pub cwd: String,
+    /// `sh`'s exit status; null when a signal or the timeout ended it.
+    #[schema(required = true)]
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// Every byte it wrote to its output.
+    pub output_bytes: u64,
+    pub timed_out: bool,
+    /// Its output (standard output and standard error as written): whole up to 8 KiB, else
+    /// its head and tail around a line saying how much was left out.
+    pub output: String,
+    /// Whether `output` leaves some of it out.
+    pub output_truncated: bool,
+    /// Why ferry stopped it, when it did: `timeout`, `memory` or `disk`.
+    #[schema(required = true)]
+    pub stopped_by: Option<StopReason>,
+}
+
+/// Why ferry stopped a command before it ended by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StopReason {
+    /// Its wall time ran out.
+    Timeout,
+    /// A process of it used more memory than a command may.
+    Memory,
+    /// The sandbox came to hold more than commands may leave in it.
+    Disk,
 }
 
 /// The file a `file_send` event carries.
@@ -196,6 +236,7 @@ impl ThreadEvent {
             EventKind::FileWritten(_) => "file_written",
             EventKind::FileDeleted(_) => "file_deleted",
             EventKind::FileMoved(_) => "file_moved",
+            EventKind::CommandExecuted(_) => "command_executed",
         }
     }
 }
@@ -352,6 +393,17 @@ mod tests {
             EventKind::FileWritten(change.clone()),
             EventKind::FileDeleted(change.clone()),
             EventKind::FileMoved(change),
+            EventKind::CommandExecuted(CommandExecuted {
+                command: "ls".into(),
+                cwd: "/sandbox/workspace".into(),
+                exit_code: None,
+                duration_ms: 1,
+                output_bytes: 0,
+                timed_out: true,
+                output: String::new(),
+                output_truncated: false,
+                stopped_by: Some(StopReason::Timeout),
+            }),
         ];
         for kind in kinds {
             // The enum's own serde tag is what the OpenAPI schema names.

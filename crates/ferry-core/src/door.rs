@@ -2,7 +2,7 @@
 //! so with the `X-Ferry-Door: mcp` header), or the S3 protocol. Change feeds report it, so a
 //! watcher can tell an agent's edit from a sync client's upload.
 
-/// The door a change came through: `http`, `mcp` or `s3`.
+/// The door a change came through: `http`, `mcp`, `s3`, or `command` for a command's changes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -11,6 +11,8 @@ pub enum Door {
     Http,
     Mcp,
     S3,
+    /// A command run in the sandbox (`execute`): what it created, changed or removed.
+    Command,
 }
 
 /// The header with which MCP's tools mark the HTTP requests they make. It only labels a
@@ -18,18 +20,19 @@ pub enum Door {
 pub const DOOR_HEADER: &str = "x-ferry-door";
 
 impl Door {
-    /// `http`, `mcp` or `s3`.
+    /// `http`, `mcp`, `s3` or `command`.
     pub fn as_str(self) -> &'static str {
         match self {
             Door::Http => "http",
             Door::Mcp => "mcp",
             Door::S3 => "s3",
+            Door::Command => "command",
         }
     }
 
     /// The door named `name`, as [`Door::as_str`] writes it.
     pub fn parse(name: &str) -> Option<Door> {
-        [Door::Http, Door::Mcp, Door::S3]
+        [Door::Http, Door::Mcp, Door::S3, Door::Command]
             .into_iter()
             .find(|door| door.as_str() == name)
     }

@@ -9,7 +9,8 @@ use serde::Serialize;
 ///
 /// Beside the codes every use case answers with, five that HTTP itself needs: a wrong method,
 /// an unsatisfiable `Range`, a client over its share (too many open streams or unfinished
-/// uploads), a busy server, and a full disk; and two of resumable uploads (tus): a `PATCH` at
+/// uploads), a busy server, a full disk, and an operation this server does not offer (commands turned
+/// off); and two of resumable uploads (tus): a `PATCH` at
 /// the wrong offset, and a body that does not match its checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -33,11 +34,12 @@ pub enum ErrorCode {
     Internal,
     Unavailable,
     InsufficientStorage,
+    NotImplemented,
 }
 
 impl ErrorCode {
     /// Every code, in the order of docs/reference/errors.md.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::Unauthenticated,
         ErrorCode::Forbidden,
         ErrorCode::NotFound,
@@ -56,6 +58,7 @@ impl ErrorCode {
         ErrorCode::Internal,
         ErrorCode::Unavailable,
         ErrorCode::InsufficientStorage,
+        ErrorCode::NotImplemented,
     ];
 
     /// The code as it is written in the envelope, e.g. `INVALID_PATH`.
@@ -79,6 +82,7 @@ impl ErrorCode {
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::InsufficientStorage => "INSUFFICIENT_STORAGE",
+            ErrorCode::NotImplemented => "NOT_IMPLEMENTED",
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod conditions;
 pub mod content_type;
 pub mod door;
 pub mod error_code;
+pub mod execute;
 pub mod mime;
 pub mod pages;
 pub mod path;

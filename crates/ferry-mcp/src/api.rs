@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
+
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -34,6 +35,22 @@ pub struct ApiResponse {
     pub body: Bytes,
 }
 
+/// The server's answer as it arrives: its head, and its body as a stream of chunks (an event
+/// stream read while it is written).
+pub struct ApiStream {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: futures::stream::BoxStream<'static, anyhow::Result<Bytes>>,
+}
+
+impl std::fmt::Debug for ApiStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiStream")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Sends one request to ferry's HTTP API.
 ///
 /// An `Err` means no answer came at all (the server is unreachable, the connection broke);
@@ -41,6 +58,10 @@ pub struct ApiResponse {
 #[async_trait]
 pub trait Api: Send + Sync + std::fmt::Debug + 'static {
     async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse>;
+
+    /// The same exchange, answered as soon as its head arrives; dropping the body's stream
+    /// abandons the request (the server sees its client go).
+    async fn call_streaming(&self, request: ApiRequest) -> anyhow::Result<ApiStream>;
 }
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -112,6 +133,20 @@ impl HttpApi {
 #[async_trait]
 impl Api for HttpApi {
     async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
+        let streamed = self.call_streaming(request).await?;
+        let mut body = Vec::new();
+        let mut chunks = streamed.body;
+        while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+            body.extend_from_slice(&chunk?);
+        }
+        Ok(ApiResponse {
+            status: streamed.status,
+            headers: streamed.headers,
+            body: body.into(),
+        })
+    }
+
+    async fn call_streaming(&self, request: ApiRequest) -> anyhow::Result<ApiStream> {
         let url = format!("{}{}", self.base, request.path_and_query);
         let mut outgoing = http::Request::builder()
             .method(request.method)
@@ -125,15 +160,15 @@ impl Api for HttpApi {
             .await
             .with_context(|| format!("ferry did not answer at {}", self.base))?;
         let (parts, body) = response.into_parts();
-        let body = body
-            .collect()
-            .await
-            .with_context(|| format!("the answer from {} broke off", self.base))?
-            .to_bytes();
-        Ok(ApiResponse {
+        let base = self.base.clone();
+        let body = futures::StreamExt::filter_map(body.into_data_stream(), move |chunk| {
+            let chunk = chunk.with_context(|| format!("the answer from {base} broke off"));
+            std::future::ready(Some(chunk))
+        });
+        Ok(ApiStream {
             status: parts.status,
             headers: parts.headers,
-            body,
+            body: Box::pin(body),
         })
     }
 }

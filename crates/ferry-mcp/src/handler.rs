@@ -13,16 +13,16 @@ use ferry_core::agent_files::bare_etag;
 use ferry_core::conditions::quoted_etag;
 use ferry_core::error_code::ErrorCode;
 use ferry_core::timestamp::Timestamp;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
 use http::{HeaderMap, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -33,6 +33,7 @@ use std::sync::Arc;
 use tokio::task::AbortHandle;
 
 use crate::api::{Api, ApiRequest, ApiResponse};
+use crate::execute_tool;
 use crate::file_card;
 use crate::file_tools;
 use crate::resources::{self, Named, RevisionPart};
@@ -163,9 +164,22 @@ impl FerryMcp {
         caller: &Caller,
         method: Method,
         path_and_query: String,
-        mut headers: HeaderMap,
+        headers: HeaderMap,
         body: Bytes,
     ) -> Result<ApiResponse, Stop> {
+        let request = self.request(caller, method, path_and_query, headers, body)?;
+        self.api.call(request).await.map_err(unreachable)
+    }
+
+    /// One request as `caller`: its token, and the header that labels the door.
+    fn request(
+        &self,
+        caller: &Caller,
+        method: Method,
+        path_and_query: String,
+        mut headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<ApiRequest, Stop> {
         let authorization =
             HeaderValue::try_from(format!("Bearer {}", caller.token)).map_err(|_| {
                 envelope(
@@ -179,17 +193,11 @@ impl FerryMcp {
             ferry_core::door::DOOR_HEADER,
             HeaderValue::from_static("mcp"),
         );
-        let request = ApiRequest {
+        Ok(ApiRequest {
             method,
             path_and_query,
             headers,
             body,
-        };
-        self.api.call(request).await.map_err(|e| {
-            tracing::warn!(error = %format!("{e:#}"), "the ferry API did not answer");
-            Box::new(CallToolResult::error(vec![ContentBlock::text(format!(
-                "could not reach the ferry server: {e:#}"
-            ))]))
         })
     }
 
@@ -478,6 +486,100 @@ impl FerryMcp {
 }
 
 impl FerryMcp {
+    /// Whether the server runs commands for `caller` (its limits say so).
+    async fn runs_commands(&self, caller: &Caller) -> bool {
+        let Ok(response) = self.get(caller, "/api/limits".to_owned()).await else {
+            return false;
+        };
+        response.status.is_success()
+            && serde_json::from_slice::<Value>(&response.body)
+                .is_ok_and(|limits| limits["execute"]["enabled"] == true)
+    }
+
+    /// `execute`: the route's JSON answer, or — when the call carries a progress token — its
+    /// event stream, each piece of output passed on as a progress notification.
+    async fn execute(
+        &self,
+        caller: &Caller,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Outcome {
+        let _: ferry_core::execute::ExecuteInput = parse(execute_tool::EXECUTE, arguments.clone())?;
+        let thread = thread_of(caller)?;
+        let path = format!("/api/threads/{}/execute", encode(thread));
+        let Some(token) = context.meta.get_progress_token() else {
+            let response = self.post_json(caller, path, arguments).await?;
+            return Ok(self.execute_answer(response));
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let request = self.request(
+            caller,
+            Method::POST,
+            path,
+            headers,
+            arguments.to_string().into(),
+        )?;
+        let streamed = self
+            .api
+            .call_streaming(request)
+            .await
+            .map_err(unreachable)?;
+        if !streamed.status.is_success() {
+            let mut body = Vec::new();
+            let mut chunks = streamed.body;
+            while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+                body.extend_from_slice(&chunk.map_err(unreachable)?);
+            }
+            return Ok(answer(ApiResponse {
+                status: streamed.status,
+                headers: streamed.headers,
+                body: body.into(),
+            }));
+        }
+        let mut reader = execute_tool::EventReader::default();
+        let mut chunks = streamed.body;
+        let mut sent = 0u64;
+        while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+            for message in reader.push(&chunk.map_err(unreachable)?) {
+                let data: Value = serde_json::from_str(&message.data).unwrap_or_default();
+                match message.event.as_str() {
+                    "output" => {
+                        let text = data["text"].as_str().unwrap_or_default();
+                        sent += text.len() as u64;
+                        let progress = ProgressNotificationParam::new(token.clone(), sent as f64)
+                            .with_message(text);
+                        // A client that stopped listening still gets its result.
+                        let _ = context.peer.notify_progress(progress).await;
+                    }
+                    "result" => return Ok(execute_tool::result(data)),
+                    "error" => {
+                        let mut result =
+                            CallToolResult::error(vec![ContentBlock::text(message.data.clone())]);
+                        result.structured_content = Some(data);
+                        return Ok(result);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Err(envelope(
+            ErrorCode::Internal,
+            "the command's stream ended before its result",
+        ))
+    }
+
+    fn execute_answer(&self, response: ApiResponse) -> CallToolResult {
+        if !response.status.is_success() {
+            return answer(response);
+        }
+        match serde_json::from_slice::<Value>(&response.body) {
+            Ok(body) => execute_tool::result(body),
+            Err(_) => answer(response),
+        }
+    }
+
     /// A file tool: its arguments are the body of the route of the same name — in the token's
     /// thread, or in the thread `ferry mcp` was given for a token that names none.
     async fn file_tool(&self, caller: &Caller, tool: &str, arguments: Value) -> Outcome {
@@ -564,6 +666,14 @@ fn mcp_content(block: &Value) -> Option<ContentBlock> {
 
 /// The error result that ends a tool call early (boxed: results are large).
 type Stop = Box<CallToolResult>;
+
+/// No answer from the server at all, as an error result.
+fn unreachable(e: anyhow::Error) -> Stop {
+    tracing::warn!(error = %format!("{e:#}"), "the ferry API did not answer");
+    Box::new(CallToolResult::error(vec![ContentBlock::text(format!(
+        "could not reach the ferry server: {e:#}"
+    ))]))
+}
 
 /// A tool's result, or the error result that ended it early.
 type Outcome = Result<CallToolResult, Stop>;
@@ -988,9 +1098,15 @@ impl ServerHandler for FerryMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::all()))
+        let mut listed = tools::all();
+        if let Ok(caller) = self.caller(&context)
+            && self.runs_commands(&caller).await
+        {
+            listed.push(execute_tool::tool());
+        }
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn list_resource_templates(
@@ -1205,7 +1321,7 @@ impl ServerHandler for FerryMcp {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::find(name)
+        tools::find(name).or_else(|| (name == execute_tool::EXECUTE).then(execute_tool::tool))
     }
 
     async fn call_tool(
@@ -1213,7 +1329,7 @@ impl ServerHandler for FerryMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if tools::find(&request.name).is_none() {
+        if self.get_tool(&request.name).is_none() {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool '{}'", request.name),
                 None,
@@ -1224,6 +1340,18 @@ impl ServerHandler for FerryMcp {
             Err(error) => return Ok((*error).into()),
         };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        if request.name == execute_tool::EXECUTE {
+            // A cancelled call is dropped, and with it the request that runs the command.
+            let cancelled = context.ct.clone();
+            let ran = tokio::select! {
+                ran = self.execute(&caller, arguments, &context) => ran,
+                () = cancelled.cancelled() => Err(envelope(
+                    ErrorCode::InvalidRequest,
+                    "the call was cancelled: the command was stopped",
+                )),
+            };
+            return Ok(ran.unwrap_or_else(|stop| *stop).into());
+        }
         Ok(self.run(&caller, &request.name, arguments).await.into())
     }
 }

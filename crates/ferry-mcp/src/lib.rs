@@ -17,6 +17,7 @@
 //! status as a result with `isError: true` whose text is the error envelope.
 
 pub mod api;
+pub mod execute_tool;
 pub mod file_card;
 pub mod file_tools;
 mod handler;
@@ -25,7 +26,7 @@ pub mod stdio;
 pub mod tools;
 mod watch;
 
-pub use api::{Api, ApiRequest, ApiResponse, HttpApi};
+pub use api::{Api, ApiRequest, ApiResponse, ApiStream, HttpApi};
 /// For implementing [`Api`] without depending on `async-trait` directly.
 pub use async_trait::async_trait;
 pub use handler::FerryMcp;

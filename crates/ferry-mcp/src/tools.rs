@@ -37,6 +37,11 @@ etag: pass it as ifMatch to edit_file, write_file or delete_file to change only 
 - Prefer edit_file for changing part of a file: old_string must match exactly and occur once.
 - /sandbox/skills/ is read-only.
 
+Running code: when the execute tool is listed, it runs a shell command in your sandbox \
+(python3, and the document libraries the server has, such as pandas, openpyxl, python-docx and \
+pypdf). Read uploads from /sandbox/user_uploads/ (read-only), write results under \
+/sandbox/outputs/, then deliver them. Commands have no network.
+
 Spaces: the user's own storage (list_space_files, read_space_file, write_space_file, \
 delete_space_file, or the file tools on /spaces/{space}/...)
 - Ask the user to confirm before overwriting or deleting an existing file.

@@ -26,6 +26,7 @@ pub(crate) fn to_s3(e: Error) -> S3Error {
         Error::OffsetMismatch(_) => S3ErrorCode::InvalidRequest,
         Error::ChecksumMismatch(_) => S3ErrorCode::BadDigest,
         Error::DiskFull => S3ErrorCode::ServiceUnavailable,
+        Error::NotImplemented(_) => S3ErrorCode::NotImplemented,
         Error::Internal => S3ErrorCode::InternalError,
     };
     S3Error::with_message(code, message)

@@ -163,6 +163,13 @@ impl IntoResponse for ApiError {
         if self.code == ErrorCode::Unauthenticated {
             headers.insert(header::WWW_AUTHENTICATE, self.challenge());
         }
+        // A refusal that passes with time says when to ask again (RFC 9110 §10.2.3).
+        if matches!(
+            self.code,
+            ErrorCode::TooManyRequests | ErrorCode::Unavailable
+        ) {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         response
     }
 }

@@ -34,6 +34,7 @@ impl HttpStatus for ErrorCode {
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
+            ErrorCode::NotImplemented => StatusCode::NOT_IMPLEMENTED,
         }
     }
 }

@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::extract::FromRequestParts;
 use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
-use ferry_mcp::{Api, ApiRequest, ApiResponse, HttpOptions};
+use ferry_mcp::{Api, ApiRequest, ApiResponse, ApiStream, HttpOptions};
 use futures::future::BoxFuture;
 use http_body_util::BodyExt;
 use std::convert::Infallible;
@@ -152,6 +152,28 @@ struct InProcess {
 
 #[ferry_mcp::async_trait]
 impl Api for InProcess {
+    async fn call_streaming(&self, request: ApiRequest) -> anyhow::Result<ApiStream> {
+        let router = self.router.clone();
+        let mut outgoing = Request::builder()
+            .method(request.method)
+            .uri(request.path_and_query)
+            .body(Body::from(request.body))?;
+        *outgoing.headers_mut() = request.headers;
+        let response = match router.oneshot(outgoing).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        let (parts, body) = response.into_parts();
+        let body = futures::StreamExt::map(body.into_data_stream(), |chunk| {
+            chunk.map_err(anyhow::Error::from)
+        });
+        Ok(ApiStream {
+            status: parts.status,
+            headers: parts.headers,
+            body: Box::pin(body),
+        })
+    }
+
     async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
         let router = self.router.clone();
         let mut outgoing = Request::builder()

@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, fs, fs_transfer, markdown, model_content, pages, published, resumable, s3_keys,
-    sandbox, say, send_file, spaces, system, threads, uploads,
+    events, execute, fs, fs_transfer, markdown, model_content, pages, published, resumable,
+    s3_keys, sandbox, say, send_file, spaces, system, threads, uploads,
 };
 use crate::state::AppState;
 
@@ -93,6 +93,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(published::preview))
         .routes(routes!(published::thread_file))
         .routes(routes!(send_file::send_file))
+        .routes(routes!(execute::execute))
         .routes(routes!(say::say))
         .routes(routes!(say::attachment_content))
         .routes(routes!(say::signed_attachment))

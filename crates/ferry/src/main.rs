@@ -76,6 +76,13 @@ fn main() -> ExitCode {
     {
         return ferry_extract::worker_main();
     }
+    // Likewise the helper that starts each agent command (it reads its orders on stdin).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == ferry_exec::HELPER_ARG)
+    {
+        return ferry_exec::helper::main();
+    }
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -149,6 +156,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "ferry is listening"
         );
         let state = AppState::open(config).await?;
+        match state.app.command_availability() {
+            (availability, Some(how)) if availability.is_on() => {
+                tracing::info!(confinement = %how, "agents' commands (execute) are on")
+            }
+            (availability, _) => tracing::info!(
+                why = availability.why_not().unwrap_or_default(),
+                "agents' commands (execute) are off"
+            ),
+        }
         if resolved.generated_secret {
             sign_in_link(&state, &base, &data, resolved.created_secret);
         }

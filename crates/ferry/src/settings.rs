@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use ferry_app::{
     DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
-    DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES,
+    DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES, ExecLimits, ExecRuntime, ExecuteSettings,
 };
 use ferry_extract::OfficeRenderer;
 use ferry_server::{Config, IdentityProvider, KeySource};
@@ -189,6 +189,52 @@ pub struct ServeArgs {
     /// accepted [default: us-east-1]
     #[arg(long, env = "FERRY_S3_REGION")]
     pub s3_region: Option<String>,
+
+    /// Run agents' commands in their sandboxes (execute), confined by bubblewrap: on or off
+    /// [default: on, where bubblewrap and user namespaces work]
+    #[arg(long, env = "FERRY_EXECUTE")]
+    pub execute: Option<String>,
+
+    /// A prepared root file system commands run on (an unpacked image with Python and the
+    /// document libraries), instead of the host's /usr [default: the host's]
+    #[arg(long, env = "FERRY_EXECUTE_ROOT")]
+    pub execute_root: Option<PathBuf>,
+
+    /// Seconds a command may run when the caller names no timeout [default: 120]
+    #[arg(long, env = "FERRY_EXECUTE_TIMEOUT_SECS")]
+    pub execute_timeout_secs: Option<u64>,
+
+    /// The longest timeout a caller may ask for, in seconds [default: 900]
+    #[arg(long, env = "FERRY_EXECUTE_MAX_TIMEOUT_SECS")]
+    pub execute_max_timeout_secs: Option<u64>,
+
+    /// Memory of one command, all its processes and its /tmp together, in bytes
+    /// [default: 2147483648]
+    #[arg(long, env = "FERRY_EXECUTE_MEMORY_BYTES")]
+    pub execute_memory_bytes: Option<u64>,
+
+    /// Processes one command may have at once [default: 256]
+    #[arg(long, env = "FERRY_EXECUTE_PROCESSES")]
+    pub execute_processes: Option<u64>,
+
+    /// Output of one command kept for its answer, in bytes; beyond it the head and the tail
+    /// are kept [default: 1048576]
+    #[arg(long, env = "FERRY_EXECUTE_OUTPUT_BYTES")]
+    pub execute_output_bytes: Option<u64>,
+
+    /// What a sandbox may hold while a command runs, in bytes: past it the command is stopped
+    /// [default: 1073741824]
+    #[arg(long, env = "FERRY_EXECUTE_SANDBOX_BYTES")]
+    pub execute_sandbox_bytes: Option<u64>,
+
+    /// Commands running at once on this server [default: the number of CPUs]
+    #[arg(long, env = "FERRY_EXECUTE_CONCURRENT")]
+    pub execute_concurrent: Option<usize>,
+
+    /// A cgroup v2 folder delegated to ferry, under which each command gets a control group
+    /// [default: found: cgroup v2 beside the server's own group, else the v1 hierarchies]
+    #[arg(long, env = "FERRY_EXECUTE_CGROUP")]
+    pub execute_cgroup: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -237,6 +283,18 @@ impl ServeArgs {
             webhook_allow_private: self.webhook_allow_private.or(other.webhook_allow_private),
             webhook_timeout_secs: self.webhook_timeout_secs.or(other.webhook_timeout_secs),
             s3_region: self.s3_region.or(other.s3_region),
+            execute: self.execute.or(other.execute),
+            execute_root: self.execute_root.or(other.execute_root),
+            execute_timeout_secs: self.execute_timeout_secs.or(other.execute_timeout_secs),
+            execute_max_timeout_secs: self
+                .execute_max_timeout_secs
+                .or(other.execute_max_timeout_secs),
+            execute_memory_bytes: self.execute_memory_bytes.or(other.execute_memory_bytes),
+            execute_processes: self.execute_processes.or(other.execute_processes),
+            execute_output_bytes: self.execute_output_bytes.or(other.execute_output_bytes),
+            execute_sandbox_bytes: self.execute_sandbox_bytes.or(other.execute_sandbox_bytes),
+            execute_concurrent: self.execute_concurrent.or(other.execute_concurrent),
+            execute_cgroup: self.execute_cgroup.or(other.execute_cgroup),
         }
     }
 }
@@ -254,6 +312,12 @@ impl ServeArgs {
     pub fn resolve(self) -> anyhow::Result<Resolved> {
         let file = read_file_settings(self.config.as_deref())?;
         let settings = self.or(file);
+        let execute = execute_settings(
+            &settings,
+            settings
+                .sandbox_max_bytes
+                .unwrap_or(DEFAULT_SANDBOX_MAX_BYTES),
+        )?;
         let data = settings.data.unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
         std::fs::create_dir_all(&data)
             .with_context(|| format!("cannot create the data directory {}", data.display()))?;
@@ -354,6 +418,7 @@ impl ServeArgs {
         if let Some(region) = settings.s3_region.filter(|r| !r.trim().is_empty()) {
             config.s3_region = region.trim().to_owned();
         }
+        config.app.execute = execute;
         Ok(Resolved {
             config,
             generated_secret,
@@ -439,6 +504,74 @@ fn office_renderer(named: Option<&str>) -> anyhow::Result<Option<OfficeRenderer>
             Ok(Some(OfficeRenderer { program, sandbox }))
         }
     }
+}
+
+/// How agents' commands run: off when turned off; under bubblewrap when it is installed (the
+/// server then runs a trial command, and says whether commands are on); unavailable, with the
+/// reason, when it is not — unless `on` was asked for, which then stops the server.
+fn execute_settings(
+    settings: &ServeArgs,
+    sandbox_max_bytes: u64,
+) -> anyhow::Result<ExecuteSettings> {
+    let asked = match settings.execute.as_deref().map(str::trim) {
+        Some("off") => return Ok(ExecuteSettings::Off),
+        Some("on") => true,
+        None | Some("") => false,
+        Some(other) => anyhow::bail!("--execute must be on or off, not '{other}'"),
+    };
+    let Some(bwrap) = on_path(Path::new("bwrap")) else {
+        let why = "bubblewrap (bwrap) is not installed (Debian: bubblewrap)";
+        anyhow::ensure!(!asked, "--execute on needs {why}");
+        return Ok(ExecuteSettings::Unavailable(why.to_owned()));
+    };
+    let helper = std::env::current_exe().context("cannot find this program to run commands")?;
+    let runtime = match &settings.execute_root {
+        Some(root) => {
+            anyhow::ensure!(
+                root.is_dir(),
+                "--execute-root {} is not a folder (give an unpacked root file system)",
+                root.display()
+            );
+            ExecRuntime::Root(root.clone())
+        }
+        None => ExecRuntime::Host,
+    };
+    let defaults = ExecLimits::default();
+    let secs = Duration::from_secs;
+    let max_timeout = settings
+        .execute_max_timeout_secs
+        .map_or(defaults.max_timeout, |t| secs(t.max(1)));
+    let limits = ExecLimits {
+        default_timeout: settings
+            .execute_timeout_secs
+            .map_or(defaults.default_timeout, |t| secs(t.max(1)))
+            .min(max_timeout),
+        max_timeout,
+        memory_bytes: settings
+            .execute_memory_bytes
+            .unwrap_or(defaults.memory_bytes),
+        processes: settings
+            .execute_processes
+            .map_or(defaults.processes, |n| n.max(1)),
+        output_bytes: settings
+            .execute_output_bytes
+            .map_or(defaults.output_bytes, |n| n.max(1024) as usize),
+        file_bytes: sandbox_max_bytes,
+        sandbox_bytes: settings
+            .execute_sandbox_bytes
+            .unwrap_or(defaults.sandbox_bytes),
+        tmp_bytes: defaults.tmp_bytes,
+        concurrent: settings
+            .execute_concurrent
+            .map_or(defaults.concurrent, |n| n.max(1)),
+    };
+    Ok(ExecuteSettings::Bubblewrap {
+        bwrap,
+        helper,
+        runtime,
+        limits,
+        cgroup: settings.execute_cgroup.clone(),
+    })
 }
 
 /// `program` as an absolute path: itself when it has a folder, else the first executable file
@@ -686,6 +819,54 @@ mod tests {
         );
     }
 
+    /// The limits commands run with under `c`, or the defaults where bubblewrap is missing
+    /// (the numbers the help gives are the same either way).
+    fn execute_limits(c: &Config) -> ExecLimits {
+        match &c.app.execute {
+            ExecuteSettings::Bubblewrap { limits, .. } => limits.clone(),
+            _ => ExecLimits::default(),
+        }
+    }
+
+    #[test]
+    fn commands_are_turned_off_or_bounded_by_the_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let off = ServeArgs {
+            data: Some(dir.path().join("data")),
+            execute: Some("off".into()),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        assert!(matches!(off.config.app.execute, ExecuteSettings::Off));
+        let wrong = ServeArgs {
+            data: Some(dir.path().join("data")),
+            execute: Some("maybe".into()),
+            ..Default::default()
+        }
+        .resolve();
+        assert!(wrong.is_err());
+        if on_path(Path::new("bwrap")).is_none() {
+            ferry_test_support::peers::skip("bubblewrap (bwrap), which confines commands");
+            return;
+        }
+        let bounded = ServeArgs {
+            data: Some(dir.path().join("data")),
+            execute_timeout_secs: Some(2000),
+            execute_max_timeout_secs: Some(60),
+            execute_processes: Some(0),
+            execute_concurrent: Some(3),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let limits = execute_limits(&bounded.config);
+        // A default over the maximum is cut to it; a count is at least one.
+        assert_eq!(limits.default_timeout, Duration::from_secs(60));
+        assert_eq!(limits.processes, 1);
+        assert_eq!(limits.concurrent, 3);
+    }
+
     #[test]
     fn the_office_renderer_is_found_named_or_turned_off() {
         assert_eq!(office_renderer(Some("off")).unwrap(), None);
@@ -766,6 +947,21 @@ mod tests {
                 c.app.limits.resumable_max_unfinished,
             ),
             ("webhook-timeout-secs", c.webhooks.timeout.as_secs()),
+            (
+                "execute-timeout-secs",
+                execute_limits(&c).default_timeout.as_secs(),
+            ),
+            (
+                "execute-max-timeout-secs",
+                execute_limits(&c).max_timeout.as_secs(),
+            ),
+            ("execute-memory-bytes", execute_limits(&c).memory_bytes),
+            ("execute-processes", execute_limits(&c).processes),
+            (
+                "execute-output-bytes",
+                execute_limits(&c).output_bytes as u64,
+            ),
+            ("execute-sandbox-bytes", execute_limits(&c).sandbox_bytes),
         ];
         let mut checked = 0;
         for arg in Serve::command().get_arguments() {

@@ -1,4 +1,4 @@
-"""ferry as the file system of a deepagents agent.
+"""ferry as the file system, and the shell, of a deepagents agent.
 
     from deepagents import create_deep_agent
     from ferry_deepagents import FerryBackend, ferry_tools

@@ -1,9 +1,10 @@
 """The HTTP side of the package: one ferry server, one token, requests and their refusals.
 
 Each operation is written once, as a generator that yields `Request`s and receives what each
-one answered (a dict for JSON, bytes for a raw GET). `Connection.run` drives such a plan with a
-blocking `httpx.Client`, `Connection.arun` with an `httpx.AsyncClient`, so the sync and async
-methods of the backend share every line of their logic.
+one answered (a dict for JSON, bytes for a raw GET); it may also yield a `Pause` to wait before
+its next request. `Connection.run` drives such a plan with a blocking `httpx.Client` (and
+`time.sleep`), `Connection.arun` with an `httpx.AsyncClient` (and `asyncio.sleep`), so the sync
+and async methods of the backend share every line of their logic.
 """
 
 from __future__ import annotations
@@ -34,14 +35,16 @@ class FerryError(Exception):
 
     `status` is the HTTP status (0 when no answer came), `code` the envelope's code
     (`NOT_FOUND`, `ALREADY_EXISTS`, `INVALID_PATH`, `FORBIDDEN`, ..., or `UNREACHABLE`),
-    `message` the envelope's message.
+    `message` the envelope's message, `retry_after` the seconds of a `Retry-After` header
+    (a 429 or 503 carries one), else `None`.
     """
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after = retry_after
 
     def describe(self) -> str:
         """The refusal as one sentence a model can act on."""
@@ -72,9 +75,19 @@ class Request:
     idempotent: bool = False
     """Safe to send again after a network failure (reads only)."""
     absolute: bool = False
+    read_timeout: float | None = None
+    """Seconds to wait for the answer, when not the connection's own `timeout` (a command's
+    answer comes when the command ends). Connecting and sending keep the connection's."""
 
 
-Plan = Generator[Request, Any, T]
+@dataclass
+class Pause:
+    """A wait of a plan before its next request (e.g. for a `Retry-After`); answered `None`."""
+
+    seconds: float
+
+
+Plan = Generator[Request | Pause, Any, T]
 
 
 def token_claims(token: str) -> dict[str, Any]:
@@ -99,13 +112,23 @@ def quote_path(path: str) -> str:
     return "/".join(segments)
 
 
+def _retry_after(response: httpx.Response) -> float | None:
+    """A `Retry-After` header's seconds; `None` without one (or with the HTTP-date form)."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
 def _refusal(response: httpx.Response) -> FerryError:
+    retry_after = _retry_after(response)
     try:
         envelope = response.json()["error"]
-        return FerryError(response.status_code, str(envelope["code"]), str(envelope["message"]))
+        return FerryError(response.status_code, str(envelope["code"]), str(envelope["message"]), retry_after)
     except (ValueError, KeyError, TypeError):
         text = response.text.strip()[:300] or response.reason_phrase
-        return FerryError(response.status_code, f"HTTP_{response.status_code}", text)
+        return FerryError(response.status_code, f"HTTP_{response.status_code}", text, retry_after)
 
 
 def _answer(request: Request, response: httpx.Response) -> Any:
@@ -191,6 +214,9 @@ class Connection:
     def _url(self, request: Request) -> str:
         return request.route if request.absolute else self.url + request.route
 
+    def _timeout(self, request: Request) -> httpx.Timeout:
+        return httpx.Timeout(self.timeout, read=self.timeout if request.read_timeout is None else request.read_timeout)
+
     def _unreachable(self, exc: Exception) -> FerryError:
         return FerryError(0, "UNREACHABLE", f"could not reach ferry at {self.url}: {type(exc).__name__}: {exc}")
 
@@ -221,7 +247,7 @@ class Connection:
                     json=request.json,
                     content=request.content,
                     headers=self._headers(request),
-                    timeout=self.timeout,
+                    timeout=self._timeout(request),
                 )
             except httpx.TransportError as exc:
                 if last:
@@ -246,7 +272,7 @@ class Connection:
                         json=request.json,
                         content=request.content,
                         headers=self._headers(request),
-                        timeout=self.timeout,
+                        timeout=self._timeout(request),
                     )
                 else:
                     # A client of its own for each call: an AsyncClient belongs to the event loop
@@ -258,6 +284,7 @@ class Connection:
                             json=request.json,
                             content=request.content,
                             headers=self._headers(request),
+                            timeout=self._timeout(request),
                         )
             except httpx.TransportError as exc:
                 if last:
@@ -278,6 +305,10 @@ class Connection:
         try:
             request = next(plan)
             while True:
+                if isinstance(request, Pause):
+                    time.sleep(request.seconds)
+                    request = plan.send(None)
+                    continue
                 try:
                     answer = self.send(request)
                 except FerryError as exc:
@@ -292,6 +323,10 @@ class Connection:
         try:
             request = next(plan)
             while True:
+                if isinstance(request, Pause):
+                    await asyncio.sleep(request.seconds)
+                    request = plan.send(None)
+                    continue
                 try:
                     answer = await self.asend(request)
                 except FerryError as exc:

@@ -1,4 +1,5 @@
-"""`FerryBackend`: deepagents' file system on a ferry server, through its agent file operations.
+"""`FerryBackend`: deepagents' file system on a ferry server, through its agent file operations,
+and its shell: commands run in the thread's sandbox through ferry's `execute` operation.
 
 Paths are ferry's own: `/sandbox/...` is the thread's sandbox and `/spaces/{space}/...` the
 user's spaces. The backend does not check them: ferry validates every path and its refusals come
@@ -16,8 +17,8 @@ from typing import Any, TypeVar
 
 import httpx
 from deepagents.backends.protocol import (
-    BackendProtocol,
     EditResult,
+    ExecuteResponse,
     FileData,
     FileDownloadResponse,
     FileInfo,
@@ -27,11 +28,12 @@ from deepagents.backends.protocol import (
     GrepResult,
     LsResult,
     ReadResult,
+    SandboxBackendProtocol,
     WriteResult,
 )
 from wcmatch import fnmatch as wcfnmatch
 
-from ferry_deepagents._http import Connection, FerryError, Plan, Request
+from ferry_deepagents._http import Connection, FerryError, Pause, Plan, Request
 
 try:  # The classifier deepagents' read_file tool routes on, so that both sides agree.
     from deepagents.backends.utils import _get_file_type
@@ -53,6 +55,21 @@ BATCH_BYTES = 8 << 20
 larger file is sent on its own, as raw bytes."""
 BATCH_FILES = 1000
 """Files one batch request names at most: ferry's own bound."""
+EXECUTE_MAX_TIMEOUT = 900
+"""ferry's default for the longest time limit a command may be given, in seconds. A command sent
+without one runs for the server's default (120 s unless configured), which is at most this."""
+EXECUTE_GRACE = 30.0
+"""Seconds the answer to `execute` may take beyond the command's own time limit. Waiting less
+would end the command early: ferry stops a command whose caller has gone away."""
+BUSY_PAUSE_MIN = 0.1
+"""The shortest wait before asking again after a 429, whatever its `Retry-After`."""
+FAILED_EXIT_CODE = 1
+"""The exit code of an `execute` that ran no command (a refusal), as deepagents' own shell
+backend gives one."""
+TIMED_OUT_EXIT_CODE = 124
+"""The exit code of a command stopped at its time limit (`timeout(1)`'s, and deepagents')."""
+SIGNAL_NOTE = "[the command was ended by a signal: it has no exit code]\n"
+"""Added to the output of a command a signal ended, which ferry answers with no exit code."""
 
 
 def _exists_message(path: str) -> str:
@@ -141,8 +158,41 @@ def _is_root(path: str | None) -> bool:
     return path is not None and path.strip("/") == ""
 
 
-class FerryBackend(BackendProtocol):
-    """deepagents' `BackendProtocol` over ferry's HTTP API.
+def _ran(answer: dict[str, Any]) -> ExecuteResponse:
+    """ferry's answer to `execute` as deepagents' `ExecuteResponse`. ferry gives a command it
+    stopped at its time limit no exit code, and says so at the end of the output: here its exit
+    code is 124, as deepagents' own shell backend gives one. A command ended by a signal has no
+    exit code either, and ferry no note: the output says so."""
+    output = str(answer.get("output") or "")
+    exit_code = answer.get("exitCode")
+    if exit_code is None and answer.get("timedOut"):
+        exit_code = TIMED_OUT_EXIT_CODE
+    elif exit_code is None and not answer.get("stoppedBy"):
+        if output and not output.endswith("\n"):
+            output += "\n"
+        output += SIGNAL_NOTE
+    return ExecuteResponse(output=output, exit_code=exit_code, truncated=bool(answer.get("truncated")))
+
+
+def _not_run(exc: FerryError) -> ExecuteResponse:
+    """A refusal of `execute` as the result deepagents' shell backends give when no command ran:
+    the reason in the output, after `Error: `, and a non-zero exit code."""
+    if exc.code == "NOT_IMPLEMENTED" or exc.status == 501:
+        text = (
+            f"Error: commands cannot run on this ferry server: {exc.message} ({exc.code}). "
+            "The file tools (ls, read_file, write_file, edit_file, glob, grep) still work."
+        )
+    elif exc.code == "TOO_MANY_REQUESTS" or exc.status == 429:
+        later = f" in {exc.retry_after:g} seconds" if exc.retry_after is not None else " later"
+        text = f"Error: {exc.describe()}. The command did not run; run it again{later}."
+    else:
+        text = f"Error: {exc.describe()}"
+    return ExecuteResponse(output=text, exit_code=FAILED_EXIT_CODE, truncated=False)
+
+
+class FerryBackend(SandboxBackendProtocol):
+    """deepagents' `SandboxBackendProtocol` (a `BackendProtocol` with a shell) over ferry's HTTP
+    API.
 
     Args:
         url: the ferry server's base URL, e.g. `http://127.0.0.1:8080`.
@@ -154,13 +204,17 @@ class FerryBackend(BackendProtocol):
             read what the agent did (the owner may not change the sandbox).
         timeout: seconds one request may take.
         retries: how many times a read (`ls`, `read`, `glob`, `grep`, a download) is sent again
-            after a network failure or a 502/503/504. Changes are never sent twice.
+            after a network failure or a 502/503/504. Changes, and commands, are never sent twice.
+        busy_timeout: seconds `execute` waits in all, following ferry's `Retry-After`, when
+            ferry answers that the thread already runs a command or the server runs as many as
+            it may (429). 0 answers the 429 at once.
         http_client, async_http_client: clients to send through (proxies, TLS settings, test
             transports). By default the backend makes its own.
 
     Every method answers the protocol's result type. A refusal from ferry (its
     `{"error": {"code", "message"}}` envelope) becomes the result's `error`, written as
-    `"<message> (<CODE>)"`; nothing is raised into the agent's loop.
+    `"<message> (<CODE>)"` (for `execute`, the output, after `Error: `, with exit code 1);
+    nothing is raised into the agent's loop.
     """
 
     def __init__(
@@ -171,9 +225,11 @@ class FerryBackend(BackendProtocol):
         *,
         timeout: float = 30.0,
         retries: int = 2,
+        busy_timeout: float = 60.0,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
+        self.busy_timeout = max(0.0, busy_timeout)
         self._conn = Connection(
             url,
             token,
@@ -192,6 +248,12 @@ class FerryBackend(BackendProtocol):
     def thread(self) -> str | None:
         """The thread whose sandbox `/sandbox` is, when one is known."""
         return self._conn.thread
+
+    @property
+    def id(self) -> str:
+        """The sandbox's id: its thread's id (the same for every backend on that thread), or,
+        with no thread known, the server's URL."""
+        return self._conn.thread or self._conn.url
 
     def close(self) -> None:
         """Close the backend's own HTTP client (a client passed in is left open)."""
@@ -223,6 +285,53 @@ class FerryBackend(BackendProtocol):
             return fail(exc)
         except Exception as exc:  # noqa: BLE001
             return fail(_unexpected(exc))
+
+    # -- execute ---------------------------------------------------------------------------
+
+    def _execute(self, command: str, timeout: int | None) -> Plan[ExecuteResponse]:
+        body: dict[str, Any] = {"command": command}
+        if timeout is not None:
+            body["timeout"] = timeout
+        # The answer comes when the command ends: wait for its whole time limit, and then some;
+        # without one, for the longest the server's default can be. (A timeout ferry refuses,
+        # such as 0, is answered at once.)
+        wait = (timeout or EXECUTE_MAX_TIMEOUT) + max(self._conn.timeout, EXECUTE_GRACE)
+        request = Request("POST", self._conn.thread_route("execute"), json=body, read_timeout=wait)
+        waited = 0.0
+        while True:
+            try:
+                answer = yield request
+            except FerryError as exc:
+                if exc.status != 429:
+                    raise
+                # Busy: the thread runs a command already, or the server runs all it may. Nothing
+                # ran, so asking again is safe, when ferry says to.
+                pause = max(BUSY_PAUSE_MIN, exc.retry_after if exc.retry_after is not None else 1.0)
+                if waited + pause > self.busy_timeout:
+                    raise
+            else:
+                return _ran(answer)
+            yield Pause(pause)
+            waited += pause
+
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        """Run `command` with `sh -c` in the thread's sandbox, confined by ferry (bubblewrap),
+        in `/sandbox/workspace`; the sandbox is at `/sandbox` (`workspace/` and `outputs/`
+        writable). `timeout` is in seconds (ferry's default, 120, when `None`; at most the
+        server's maximum). The output is stdout and stderr as written, at most 1 MiB (beyond
+        it, the head and the tail, and `truncated`), then ferry's note on a limit it stopped
+        the command at; a command stopped at its time limit has exit code 124. A refusal (commands turned off on the
+        server, 501; the sandbox busy past `busy_timeout`, 429; ...) is the output, after
+        `Error: `, with exit code 1."""
+        return self._do(self._execute(command, timeout), _not_run)
+
+    async def aexecute(
+        self,
+        command: str,
+        *,
+        timeout: int | None = None,  # noqa: ASYNC109 - the command's time limit, sent to ferry
+    ) -> ExecuteResponse:
+        return await self._ado(self._execute(command, timeout), _not_run)
 
     # -- ls ----------------------------------------------------------------------------------
 

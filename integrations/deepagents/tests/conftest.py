@@ -6,6 +6,10 @@ instead, so that CI cannot pass by skipping.
 
 Each test gets a thread of its own, owned by a user of its own (so spaces never collide), with
 the owner's token and an agent token from `POST /api/threads/{id}/agent-token`.
+
+A test that runs commands takes `executing` instead of `thread`: where the server answers
+`execute` with 501 (commands are turned off, or cannot be confined on this machine) it is skipped
+with ferry's reason; with `FERRY_CI` set that is a failure instead.
 """
 
 from __future__ import annotations
@@ -163,3 +167,20 @@ def thread(server: Server) -> Thread:
     minted = httpx.post(f"{server.url}/api/threads/{thread_id}/agent-token", headers=headers, timeout=30)
     assert minted.status_code in (200, 201), minted.text
     return Thread(url=server.url, id=thread_id, user=user, user_token=user_token, agent_token=minted.json()["token"])
+
+
+@pytest.fixture
+def executing(thread: Thread) -> Thread:
+    """`thread`, on a server that runs commands (see the module's note)."""
+    response = thread.http("POST", f"/api/threads/{thread.id}/execute", token=thread.agent_token, json={"command": "true"})
+    if response.status_code == 501:
+        try:
+            reason = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            reason = response.text
+        message = f"this ferry server runs no commands (execute answered 501: {reason})"
+        if os.environ.get("FERRY_CI"):
+            pytest.fail(f"FERRY_CI is set and {message}", pytrace=False)
+        pytest.skip(message)
+    assert response.status_code == 200, f"POST /api/threads/{{id}}/execute answered {response.status_code}: {response.text}"
+    return thread

@@ -1,4 +1,5 @@
 pub mod events;
+pub mod execute;
 pub mod fs;
 pub mod fs_transfer;
 pub mod markdown;

@@ -44,7 +44,7 @@ pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiE
     security(("bearer" = []))
 )]
 pub async fn limits(State(state): State<AppState>, _principal: Principal) -> Json<LimitsView> {
-    Json(LimitsView::from(&state.app.limits))
+    Json(state.app.limits_view())
 }
 
 /// Prometheus metrics in the text exposition format.

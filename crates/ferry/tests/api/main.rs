@@ -8,6 +8,7 @@ mod thread_support;
 
 mod agent_files;
 mod events;
+mod execute;
 mod folder_zip;
 mod hardening;
 mod identity_provider;
