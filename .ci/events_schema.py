@@ -78,6 +78,8 @@ def main() -> None:
     call("POST", f"{t}/published", agent, (404,), json={"file_path": "/sandbox/outputs/gone.md", "display_name": "Gone"})
     call("POST", f"{t}/say", agent, (200,), json={"text": '<say>Done.</say><file mode="doc">/sandbox/outputs/report.md</file>'})
     call("POST", f"{t}/fs/delete_file", agent, (200,), json={"path": "/sandbox/outputs/report.md"})
+    # A command (CI runs commands: bubblewrap is installed), which writes a file as it goes.
+    call("POST", f"{t}/execute", agent, (200,), json={"command": "echo done > /sandbox/outputs/ran.txt; echo ok"})
 
     space = "/api/spaces/notes"
     call("PUT", f"{space}/files/a.md", user, (200, 201), content=b"# a\n", headers={"content-type": "text/markdown"})

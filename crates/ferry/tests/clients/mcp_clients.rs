@@ -26,6 +26,7 @@ async fn the_python_sdk_drives_both_transports() {
     let server = binary::start(data.path(), &[]);
     let user = binary::token(&["--user", "mcp-tester"]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_clients.py");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferry-extract/tests/fixtures");
     let url = format!("http://{}", server.addr);
     let out = python::run(
         &python,
@@ -37,6 +38,8 @@ async fn the_python_sdk_drives_both_transports() {
             &url,
             "--token",
             &user,
+            "--fixtures",
+            fixtures.to_str().unwrap(),
         ],
         &[],
         Duration::from_secs(240),
@@ -44,6 +47,12 @@ async fn the_python_sdk_drives_both_transports() {
     .await;
     assert!(out.contains("stdio: ok"), "{out}");
     assert!(out.contains("http: ok"), "{out}");
+    // The seed's checklist, where the server runs commands (else said loudly, and a failure
+    // under FERRY_CI).
+    assert!(
+        out.contains("seed checklist over http: ok") || out.contains("SKIPPED: the seed's checklist"),
+        "{out}"
+    );
     assert!(out.contains("all MCP client checks passed"), "{out}");
 }
 

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import base64
 import json
+import os
 import struct
 import sys
 import uuid
@@ -64,6 +65,8 @@ FILE_TOOL_FIELDS: dict[str, tuple[list[str], set[str]]] = {
     "move_file": (["source", "destination"], {"overwrite"}),
     "delete_file": (["path"], {"recursive", "ifMatch"}),
     "file_url": (["path", "method"], {"expiresIn"}),
+    # The command tool takes the body of POST /api/threads/{id}/execute.
+    "execute": (["command"], {"timeout", "cwd"}),
 }
 
 # The tool schemas docs/mcp.md documents, with the descriptions left out (they are
@@ -169,7 +172,8 @@ def _png_1x1() -> bytes:
 ONE_PIXEL_PNG = _png_1x1()
 
 READ_ONLY = {"list_space_files", "read_space_file", "list_uploads", "read_upload", "ls", "read_file", "glob", "grep"}
-DESTRUCTIVE = {"delete_space_file", "write_file", "move_file", "delete_file"}
+# A command can remove or overwrite any file it may write.
+DESTRUCTIVE = {"delete_space_file", "write_file", "move_file", "delete_file", "execute"}
 
 # Phrases of the spaces guidance and the delivery rule the instructions must carry.
 INSTRUCTION_PHRASES = [
@@ -255,6 +259,20 @@ class Ferry:
         check(reply.status_code in (200, 201), "minting an agent token", reply.text)
         return thread, reply.json()["token"]
 
+    async def runs_commands(self, token: str) -> bool:
+        reply = await self.request("GET", "/api/limits", token)
+        check(reply.status_code == 200, "reading the limits", reply.text)
+        return reply.json()["execute"]["enabled"] is True
+
+    async def upload(self, thread: str, path: str) -> dict[str, Any]:
+        name = path.rsplit("/", 1)[-1]
+        with open(path, "rb") as file:
+            reply = await self.request(
+                "POST", f"/api/threads/{thread}/uploads", self.user, files={"file": (name, file.read())}
+            )
+        check(reply.status_code == 201, f"uploading {name}", reply.text)
+        return reply.json()["uploads"][0]
+
     async def events(self, thread: str) -> list[dict[str, Any]]:
         reply = await self.request(
             "GET", f"/api/threads/{thread}/events", self.user, params={"after": 0, "format": "json"}
@@ -298,7 +316,9 @@ async def exercise(name: str, ferry: Ferry, session: ClientSession, thread: str,
 
     # Discovery: exactly the eight tools, with the documented schemas and honest annotations.
     listed = (await session.list_tools()).tools
-    check([t.name for t in listed] == TOOLS, "the tools, in order", [t.name for t in listed])
+    # `execute` is listed last, where the server runs commands.
+    expected = TOOLS + (["execute"] if await ferry.runs_commands(agent) else [])
+    check([t.name for t in listed] == expected, "the tools, in order", [t.name for t in listed])
     for tool in listed:
         if tool.name in FILE_TOOL_FIELDS:
             required, optional = FILE_TOOL_FIELDS[tool.name]
@@ -763,6 +783,101 @@ async def user_token_without_thread(ferry_exe: str, ferry: Ferry) -> None:
     print("user token over stdio: ok")
 
 
+# The seed's checklist, as an agent holding only an agent token does it through MCP: its code
+# reads the person's uploads with the document libraries, changes the Word document into
+# outputs/, and publishes it; the person downloads the change, and the upload stays as it was.
+CHECKLIST = {
+    "pandas/openpyxl read an uploaded XLSX": (
+        "python3 -c \"import pandas as pd; d = pd.read_excel('/sandbox/user_uploads/seed.xlsx', "
+        "sheet_name='Sheet1'); print(int(d.loc[d.Revenue == 'North', 'Q4'].iloc[0]))\"",
+        "156000",
+    ),
+    "openpyxl reads the sheets": (
+        "python3 -c \"import openpyxl; print(openpyxl.load_workbook('/sandbox/user_uploads/seed.xlsx').sheetnames)\"",
+        "['Sheet1', 'Orders', 'Kinds']",
+    ),
+    "pypdf reads an uploaded PDF": (
+        "python3 -c \"import pypdf; r = pypdf.PdfReader('/sandbox/user_uploads/two-pages.pdf'); "
+        "print(len(r.pages), r.pages[1].extract_text().strip())\"",
+        "2 Page two says hello.",
+    ),
+}
+
+EDIT_DOCX = '''import docx
+d = docx.Document("/sandbox/user_uploads/report.docx")
+d.paragraphs[0].text = "Quarterly Report (reviewed)"
+d.add_paragraph("Checked by the agent.")
+d.save("/sandbox/outputs/report-reviewed.docx")
+print("saved")
+'''
+
+
+async def seed_checklist(
+    name: str, ferry: Ferry, session: ClientSession, thread: str, fixtures: str
+) -> None:
+    if not await ferry.runs_commands(ferry.user):
+        reason = (await ferry.request("GET", "/api/limits", ferry.user)).json()["execute"].get("reason")
+        print(f"SKIPPED: the seed's checklist over {name}: {reason}", file=sys.stderr)
+        check(os.environ.get("FERRY_CI") != "1", "commands must run in CI", reason)
+        return
+    for upload in ("seed.xlsx", "two-pages.pdf", "report.docx"):
+        await ferry.upload(thread, f"{fixtures}/{upload}")
+    original = await ferry.request("GET", f"/api/threads/{thread}/sandbox/user_uploads/report.docx", ferry.user)
+    for what, (command, expected) in CHECKLIST.items():
+        result = await session.call_tool("execute", {"command": command})
+        answer = result.structuredContent or {}
+        check(not result.isError and answer.get("exitCode") == 0, what, result)
+        check(answer["output"].strip() == expected, what, answer["output"])
+        check(text_of(result).endswith("[exit code 0]"), f"{what}: the text says how it ended", result)
+    # python-docx changes the upload into outputs/, its output streamed as progress.
+    script = await session.call_tool("write_file", {"path": "/sandbox/workspace/edit.py", "content": EDIT_DOCX})
+    ok(script, "writing the script")
+    told: list[str] = []
+
+    async def progress(_progress: float, _total: float | None, message: str | None) -> None:
+        told.append(message or "")
+
+    result = await session.call_tool("execute", {"command": "python3 edit.py"}, progress_callback=progress)
+    check(result.structuredContent["exitCode"] == 0, "python-docx edits the document", result)
+    check("saved" in "".join(told), "the output came as progress", told)
+    published = await session.call_tool(
+        "publish_file_to_user",
+        {"file_path": "/sandbox/outputs/report-reviewed.docx", "display_name": "Reviewed report"},
+    )
+    check(not published.isError, "publishing the changed document", published)
+    file_id = published.structuredContent["id"]
+    # The person downloads it with the change; the upload is unchanged.
+    download = await ferry.request("GET", f"/api/threads/{thread}/published/{file_id}/content", ferry.user)
+    check(download.status_code == 200, "downloading the published file", download.text)
+    reread = await session.call_tool(
+        "execute",
+        {
+            "command": "python3 -c \"import docx; d = docx.Document('/sandbox/outputs/report-reviewed.docx'); "
+            "print(d.paragraphs[0].text); print(d.paragraphs[-1].text)\""
+        },
+    )
+    check(
+        reread.structuredContent["output"] == "Quarterly Report (reviewed)\nChecked by the agent.\n",
+        "the change is in the document",
+        reread.structuredContent,
+    )
+    check(zip_entry(download.content, "word/document.xml").count(b"(reviewed)") == 1, "the download has it", download.headers)
+    after = await ferry.request("GET", f"/api/threads/{thread}/sandbox/user_uploads/report.docx", ferry.user)
+    check(after.content == original.content, "the upload is unchanged")
+    # The person sees each command in the thread.
+    ran = [e for e in await ferry.events(thread) if e["type"] == "command_executed"]
+    check(len(ran) == len(CHECKLIST) + 2, "every command is an event", [e["command"] for e in ran])
+    print(f"seed checklist over {name}: ok")
+
+
+def zip_entry(archive: bytes, name: str) -> bytes:
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(archive)) as z:
+        return z.read(name)
+
+
 async def unreachable_server(ferry_exe: str) -> None:
     # Port 9 (discard) on loopback: nothing listens there. The tool says so; nothing crashes.
     async with stdio_session(ferry_exe, "http://127.0.0.1:9", "token") as session:
@@ -796,6 +911,7 @@ async def main() -> int:
     parser.add_argument("--url", required=True, help="the running server, e.g. http://127.0.0.1:8080")
     parser.add_argument("--token", required=True, help="a user token for that server")
     parser.add_argument("--transport", choices=["stdio", "http", "both"], default="both")
+    parser.add_argument("--fixtures", help="the folder of seed.xlsx, two-pages.pdf and report.docx")
     args = parser.parse_args()
     ferry = Ferry(args.url, args.token)
     try:
@@ -804,6 +920,11 @@ async def main() -> int:
             thread, agent = await ferry.new_thread("mcp over stdio")
             async with stdio_session(args.ferry, ferry.url, agent) as session:
                 await exercise("stdio", ferry, session, thread, agent)
+            if args.fixtures:
+                thread, agent = await ferry.new_thread("the seed's checklist over stdio")
+                async with stdio_session(args.ferry, ferry.url, agent) as session:
+                    await session.initialize()
+                    await seed_checklist("stdio", ferry, session, thread, args.fixtures)
             await subscriptions_over_stdio(args.ferry, ferry, thread, agent)
             await user_token_without_thread(args.ferry, ferry)
             await unreachable_server(args.ferry)
@@ -818,6 +939,11 @@ async def main() -> int:
                     raise
                 except Exception as error:  # noqa: BLE001 - the SDK raises McpError
                     check("no session" in str(error), "the refusal says why", str(error))
+            if args.fixtures:
+                thread, agent = await ferry.new_thread("the seed's checklist over http")
+                async with http_session(ferry.url, agent) as session:
+                    await session.initialize()
+                    await seed_checklist("http", ferry, session, thread, args.fixtures)
     except BaseException as error:  # noqa: BLE001 - report a check's failure plainly
         failures = failures_in(error)
         if not failures:
