@@ -127,7 +127,7 @@ impl App {
             (None, Blobs::Local(_)) => local(&data_dir.join("sandboxes"))?,
             (None, Blobs::Object(_)) => Sandboxes::stored(db.clone(), blobs.clone()),
         };
-        let commands = commands(&settings.execute, &sandboxes, data_dir).await;
+        let commands = commands(&settings.execute, data_dir).await;
         Ok(App::new(Parts {
             db,
             blobs,
@@ -142,7 +142,7 @@ impl App {
 }
 
 /// The commands of a server with `settings`: a runner that ran a trial command, or why none.
-async fn commands(settings: &ExecuteSettings, sandboxes: &Sandboxes, data_dir: &Path) -> Commands {
+async fn commands(settings: &ExecuteSettings, data_dir: &Path) -> Commands {
     let (bwrap, helper, runtime, limits, cgroup) = match settings {
         ExecuteSettings::Off => return Commands::off(),
         ExecuteSettings::Unavailable(why) => {
@@ -156,15 +156,6 @@ async fn commands(settings: &ExecuteSettings, sandboxes: &Sandboxes, data_dir: &
             cgroup,
         } => (bwrap, helper, runtime, limits, cgroup),
     };
-    if matches!(sandboxes, Sandboxes::Stored { .. }) {
-        return Commands::new(
-            None,
-            Availability::Unavailable(
-                "sandboxes live in the object store here, and commands run only in sandbox                  folders (set --sandbox-dir to a folder every node mounts)"
-                    .to_owned(),
-            ),
-        );
-    }
     let cgroups = match Cgroups::detect(cgroup.as_deref()) {
         Ok(found) => found,
         Err(why) => return Commands::new(None, Availability::Unavailable(why)),

@@ -278,7 +278,9 @@ impl Runner for Bubblewrap {
             Some(g) => (g.ran_out_of_memory(), g.hit_process_limit()),
             None => (false, false),
         };
-        group.release().await;
+        // The group is removed off the answer's path (its processes are gone with the
+        // namespace; removing it can still wait for the kernel to let go of them).
+        drop(group);
         let sandbox = job.sandbox.clone();
         let changed = tokio::task::spawn_blocking(move || walk::drop_set_id_bits(&sandbox))
             .await
@@ -371,21 +373,13 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// A command's control group, removed (its processes killed first) when dropped or released.
+/// A command's control group, removed (its processes killed first) when dropped.
 struct GroupGuard(Option<RunGroup>);
-
-impl GroupGuard {
-    async fn release(mut self) {
-        if let Some(group) = self.0.take() {
-            let _ = tokio::task::spawn_blocking(move || drop(group)).await;
-        }
-    }
-}
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        // A run that was abandoned (its caller went away): clean up on the blocking pool,
-        // or here when there is no runtime any more.
+        // On the blocking pool (or here when there is no runtime any more): a run that ended,
+        // or one that was abandoned because its caller went away.
         if let Some(group) = self.0.take() {
             match tokio::runtime::Handle::try_current() {
                 Ok(runtime) => {

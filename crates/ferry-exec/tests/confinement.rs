@@ -8,23 +8,17 @@ use std::time::{Duration, Instant};
 use ferry_exec::cgroup::Cgroups;
 use ferry_exec::{Bubblewrap, ExecLimits, Finished, Job, Runner, Runtime, StopReason};
 
-fn bwrap() -> Option<PathBuf> {
-    let found = ["/usr/bin/bwrap", "/bin/bwrap"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file());
-    if found.is_none() {
-        ferry_test_support::peers::skip("bubblewrap (bwrap), which confines commands");
-    }
-    found
-}
+use ferry_test_support::peers::bwrap;
 
 fn runner_with(limits: ExecLimits) -> Option<Bubblewrap> {
-    let bwrap = bwrap()?;
     let cgroups = Cgroups::detect(None).unwrap_or(Cgroups::None);
+    runner_in(cgroups, limits)
+}
+
+fn runner_in(cgroups: Cgroups, limits: ExecLimits) -> Option<Bubblewrap> {
     Some(Bubblewrap::new(
         PathBuf::from(env!("CARGO_BIN_EXE_ferry-exec-helper")),
-        bwrap,
+        bwrap()?,
         &Runtime::Host,
         limits,
         cgroups,
@@ -249,17 +243,13 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
         );
         return;
     };
-    let Some(bwrap) = bwrap() else { return };
-    let runner = Bubblewrap::new(
-        PathBuf::from(env!("CARGO_BIN_EXE_ferry-exec-helper")),
-        bwrap,
-        &Runtime::Host,
-        ExecLimits {
-            processes: 64,
-            ..ExecLimits::default()
-        },
-        cgroups,
-    );
+    let limits = ExecLimits {
+        processes: 64,
+        ..ExecLimits::default()
+    };
+    let Some(runner) = runner_in(cgroups, limits) else {
+        return;
+    };
     let dir = sandbox();
     let done = run(
         &runner,
@@ -285,17 +275,13 @@ async fn a_memory_bomb_is_stopped_and_said() {
         ferry_test_support::peers::skip("a control group for memory (cgroup v2 or v1 memory)");
         return;
     };
-    let Some(bwrap) = bwrap() else { return };
-    let runner = Bubblewrap::new(
-        PathBuf::from(env!("CARGO_BIN_EXE_ferry-exec-helper")),
-        bwrap,
-        &Runtime::Host,
-        ExecLimits {
-            memory_bytes: 128 * 1024 * 1024,
-            ..ExecLimits::default()
-        },
-        cgroups,
-    );
+    let limits = ExecLimits {
+        memory_bytes: 128 * 1024 * 1024,
+        ..ExecLimits::default()
+    };
+    let Some(runner) = runner_in(cgroups, limits) else {
+        return;
+    };
     let dir = sandbox();
     let done = run(
         &runner,

@@ -43,6 +43,22 @@ pub struct ApiStream {
     pub body: futures::stream::BoxStream<'static, anyhow::Result<Bytes>>,
 }
 
+impl ApiStream {
+    /// The answer with its whole body read.
+    pub async fn whole(self) -> anyhow::Result<ApiResponse> {
+        let mut body = Vec::new();
+        let mut chunks = self.body;
+        while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+            body.extend_from_slice(&chunk?);
+        }
+        Ok(ApiResponse {
+            status: self.status,
+            headers: self.headers,
+            body: body.into(),
+        })
+    }
+}
+
 impl std::fmt::Debug for ApiStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiStream")
@@ -57,11 +73,14 @@ impl std::fmt::Debug for ApiStream {
 /// every answer, an error status included, is an `Ok`.
 #[async_trait]
 pub trait Api: Send + Sync + std::fmt::Debug + 'static {
-    async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse>;
-
-    /// The same exchange, answered as soon as its head arrives; dropping the body's stream
-    /// abandons the request (the server sees its client go).
+    /// The exchange, answered as soon as its head arrives; dropping the body's stream abandons
+    /// the request (the server sees its client go).
     async fn call_streaming(&self, request: ApiRequest) -> anyhow::Result<ApiStream>;
+
+    /// The exchange, answered whole.
+    async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
+        self.call_streaming(request).await?.whole().await
+    }
 }
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -132,20 +151,6 @@ impl HttpApi {
 
 #[async_trait]
 impl Api for HttpApi {
-    async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
-        let streamed = self.call_streaming(request).await?;
-        let mut body = Vec::new();
-        let mut chunks = streamed.body;
-        while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
-            body.extend_from_slice(&chunk?);
-        }
-        Ok(ApiResponse {
-            status: streamed.status,
-            headers: streamed.headers,
-            body: body.into(),
-        })
-    }
-
     async fn call_streaming(&self, request: ApiRequest) -> anyhow::Result<ApiStream> {
         let url = format!("{}{}", self.base, request.path_and_query);
         let mut outgoing = http::Request::builder()

@@ -527,16 +527,7 @@ impl FerryMcp {
             .await
             .map_err(unreachable)?;
         if !streamed.status.is_success() {
-            let mut body = Vec::new();
-            let mut chunks = streamed.body;
-            while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
-                body.extend_from_slice(&chunk.map_err(unreachable)?);
-            }
-            return Ok(answer(ApiResponse {
-                status: streamed.status,
-                headers: streamed.headers,
-                body: body.into(),
-            }));
+            return Ok(answer(streamed.whole().await.map_err(unreachable)?));
         }
         let mut reader = execute_tool::EventReader::default();
         let mut chunks = streamed.body;

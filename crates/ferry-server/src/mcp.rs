@@ -10,9 +10,8 @@ use axum::body::Body;
 use axum::extract::FromRequestParts;
 use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
-use ferry_mcp::{Api, ApiRequest, ApiResponse, ApiStream, HttpOptions};
+use ferry_mcp::{Api, ApiRequest, ApiStream, HttpOptions};
 use futures::future::BoxFuture;
-use http_body_util::BodyExt;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -171,26 +170,6 @@ impl Api for InProcess {
             status: parts.status,
             headers: parts.headers,
             body: Box::pin(body),
-        })
-    }
-
-    async fn call(&self, request: ApiRequest) -> anyhow::Result<ApiResponse> {
-        let router = self.router.clone();
-        let mut outgoing = Request::builder()
-            .method(request.method)
-            .uri(request.path_and_query)
-            .body(Body::from(request.body))?;
-        *outgoing.headers_mut() = request.headers;
-        let response = match router.oneshot(outgoing).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
-        let (parts, body) = response.into_parts();
-        let body = body.collect().await?.to_bytes();
-        Ok(ApiResponse {
-            status: parts.status,
-            headers: parts.headers,
-            body,
         })
     }
 }

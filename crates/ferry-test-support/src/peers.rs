@@ -21,6 +21,18 @@ pub fn skip(what: &str) {
     let _ = std::io::stderr().write_all(message.as_bytes());
 }
 
+/// bubblewrap's `bwrap`, which confines agents' commands, or `None` (skipped).
+pub fn bwrap() -> Option<std::path::PathBuf> {
+    let found = ["/usr/bin/bwrap", "/bin/bwrap"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file());
+    if found.is_none() {
+        skip("bubblewrap (bwrap), which confines commands");
+    }
+    found
+}
+
 /// The office renderer that draws a presentation's slides: LibreOffice's `soffice`
 /// (`FERRY_TEST_OFFICE_RENDERER`, else `/usr/bin/soffice`) and bubblewrap's `bwrap`, which
 /// confines it (`/usr/bin/bwrap`), as `(soffice, bwrap)`; or `None` (skipped).

@@ -12,20 +12,9 @@ use serde_json::{Value, json};
 use crate::support::{Reply, TestApp, ferry_exe};
 use crate::thread_support::{Thread, put_file, stored_events, thread, upload_one};
 
-fn bwrap() -> Option<PathBuf> {
-    let found = ["/usr/bin/bwrap", "/bin/bwrap"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file());
-    if found.is_none() {
-        crate::support::peers::skip("bubblewrap (bwrap), which confines commands");
-    }
-    found
-}
-
 /// A server that runs commands with `limits`, or `None` (skipped) without bubblewrap.
 async fn app_with(limits: ExecLimits) -> Option<TestApp> {
-    let bwrap = bwrap()?;
+    let bwrap = crate::support::peers::bwrap()?;
     let app = TestApp::with(|c| {
         c.app.execute = ExecuteSettings::Bubblewrap {
             bwrap,
@@ -47,6 +36,25 @@ async fn app() -> Option<TestApp> {
 
 async fn execute(app: &TestApp, t: &Thread, token: &str, body: Value) -> Reply {
     app.post_json(&t.url("/execute"), token, body).await
+}
+
+/// Runs `body` as the thread's agent on a task of its own, through the use case, while the
+/// test goes on.
+fn execute_meanwhile(
+    app: &TestApp,
+    t: &Thread,
+    body: Value,
+) -> tokio::task::JoinHandle<ferry_app::Result<ferry_app::execute::ExecuteResult>> {
+    let (state, t) = (app.state.clone(), t.clone());
+    tokio::spawn(async move {
+        let principal = ferry_app::Principal::Agent {
+            sub: t.owner.clone(),
+            thread: t.id.clone(),
+            agent_id: "agent".to_owned(),
+        };
+        let input: ferry_core::execute::ExecuteInput = serde_json::from_value(body).unwrap();
+        ferry_app::execute::execute(&state.app, &principal, &t.id, &input).await
+    })
 }
 
 #[tokio::test]
@@ -194,19 +202,7 @@ async fn bad_input_gets_a_clear_answer_and_runs_nothing() {
 async fn one_command_runs_at_a_time_in_a_thread() {
     let Some(app) = app().await else { return };
     let t = thread(&app, "ann").await;
-    let first = {
-        let (app_state, t) = (app.state.clone(), t.clone());
-        tokio::spawn(async move {
-            let principal = ferry_app::Principal::Agent {
-                sub: t.owner.clone(),
-                thread: t.id.clone(),
-                agent_id: "agent".to_owned(),
-            };
-            let input: ferry_core::execute::ExecuteInput =
-                serde_json::from_value(json!({ "command": "sleep 2" })).unwrap();
-            ferry_app::execute::execute(&app_state.app, &principal, &t.id, &input).await
-        })
-    };
+    let first = execute_meanwhile(&app, &t, json!({ "command": "sleep 2" }));
     tokio::time::sleep(Duration::from_millis(500)).await;
     let second = execute(&app, &t, &t.agent, json!({ "command": "true" })).await;
     second.expect(429, Some("TOO_MANY_REQUESTS"));
@@ -428,25 +424,17 @@ async fn other_users_keep_working_while_a_thread_runs_bombs() {
         return;
     };
     let t = thread(&app, "mallory").await;
-    let bombs = {
-        let (state, t) = (app.state.clone(), t.clone());
-        tokio::spawn(async move {
-            let principal = ferry_app::Principal::Agent {
-                sub: t.owner.clone(),
-                thread: t.id.clone(),
-                agent_id: "agent".to_owned(),
-            };
-            let input: ferry_core::execute::ExecuteInput = serde_json::from_value(json!({
-                "command": "bomb() { bomb | bomb & }; bomb & \
-                            python3 -c 'x=[]\nwhile 1: x.append(bytearray(1<<24))' & \
-                            (i=0; while true; do i=$((i+1)); head -c 4000000 /dev/zero > f$i; done) & \
-                            sleep 6",
-                "timeout": 8
-            }))
-            .unwrap();
-            ferry_app::execute::execute(&state.app, &principal, &t.id, &input).await
-        })
-    };
+    let bombs = execute_meanwhile(
+        &app,
+        &t,
+        json!({
+            "command": "bomb() { bomb | bomb & }; bomb & \
+                        python3 -c 'x=[]\nwhile 1: x.append(bytearray(1<<24))' & \
+                        (i=0; while true; do i=$((i+1)); head -c 4000000 /dev/zero > f$i; done) & \
+                        sleep 6",
+            "timeout": 8
+        }),
+    );
     // Meanwhile another person writes and reads their notes, every one of them answered.
     let ann = app.user("ann");
     for i in 0..20 {

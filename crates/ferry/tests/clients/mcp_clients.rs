@@ -50,7 +50,8 @@ async fn the_python_sdk_drives_both_transports() {
     // The seed's checklist, where the server runs commands (else said loudly, and a failure
     // under FERRY_CI).
     assert!(
-        out.contains("seed checklist over http: ok") || out.contains("SKIPPED: the seed's checklist"),
+        out.contains("seed checklist over http: ok")
+            || out.contains("SKIPPED: the seed's checklist"),
         "{out}"
     );
     assert!(out.contains("all MCP client checks passed"), "{out}");

@@ -451,3 +451,169 @@ async fn the_agents_files_and_the_space_feed_are_one_across_nodes() {
         .collect();
     assert_eq!(changes, ["file_written", "file_written", "file_moved"]);
 }
+
+/// Commands where sandboxes live in the object store: the node that runs one copies the
+/// sandbox into a working folder, runs, and writes back what changed, conditionally, so a
+/// file changed meanwhile through another door is kept and reported, never overwritten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_command_runs_on_a_working_copy_and_writes_back_what_it_changed() {
+    let Some(cluster) = cluster().await else {
+        return;
+    };
+    let (a, b) = (&cluster.a, &cluster.b);
+    let user = token(&["--user", "alice"]);
+    let client = reqwest::Client::new();
+    let limits: Value = client
+        .get(url(b, "/api/limits"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    if limits["execute"]["enabled"] != true {
+        support::peers::skip(&format!("commands on this machine: {}", limits["execute"]));
+        return;
+    }
+    let made: Value = client
+        .post(url(a, "/api/threads"))
+        .bearer_auth(&user)
+        .json(&json!({"title": "commands"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = made["id"].as_str().unwrap().to_owned();
+    let agent = token(&["--agent", "--thread", &id, "--user", "alice"]);
+    let put = |node: &Running, rel: &str, body: &'static str| {
+        client
+            .put(url(node, &format!("/api/threads/{id}/sandbox/{rel}")))
+            .bearer_auth(&agent)
+            .header("content-type", "text/plain")
+            .body(body)
+            .send()
+    };
+    assert!(
+        put(a, "workspace/keep.txt", "v1\n")
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    assert!(
+        put(a, "workspace/old.txt", "old\n")
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    let execute = |node: &Running, command: &str| {
+        client
+            .post(url(node, &format!("/api/threads/{id}/execute")))
+            .bearer_auth(&agent)
+            .json(&json!({ "command": command }))
+            .send()
+    };
+    let ran: Value = execute(
+        b,
+        "cat keep.txt; echo more >> keep.txt; rm old.txt; echo new > /sandbox/outputs/made.txt",
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(ran["exitCode"], 0, "{ran}");
+    assert_eq!(ran["output"], "v1\n", "{ran}");
+    let read = |node: &Running, rel: &str| {
+        client
+            .get(url(node, &format!("/api/threads/{id}/sandbox/{rel}")))
+            .bearer_auth(&user)
+            .send()
+    };
+    // Read through the other node: the changes are in the shared store.
+    assert_eq!(
+        read(a, "workspace/keep.txt")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "v1\nmore\n"
+    );
+    assert_eq!(
+        read(a, "outputs/made.txt")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "new\n"
+    );
+    assert_eq!(
+        read(a, "workspace/old.txt")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        404
+    );
+
+    // A write through another door while the command runs wins; the command's is reported.
+    let slow = execute(b, "sleep 2; echo mine > keep.txt");
+    let meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(
+            put(a, "workspace/keep.txt", "theirs\n")
+                .await
+                .unwrap()
+                .status()
+                .is_success()
+        );
+    };
+    let (ran, ()) = tokio::join!(slow, meanwhile);
+    let ran: Value = ran.unwrap().json().await.unwrap();
+    assert!(
+        ran["output"]
+            .as_str()
+            .unwrap()
+            .contains("/sandbox/workspace/keep.txt was changed through another door"),
+        "{ran}"
+    );
+    assert_eq!(
+        read(a, "workspace/keep.txt")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "theirs\n"
+    );
+    // The thread was told of each change, as the command's.
+    let events: Value = client
+        .get(url(a, &format!("/api/threads/{id}/events?format=json")))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let events = events.as_array().unwrap();
+    assert!(events.iter().any(|e| e["type"] == "file_written"
+        && e["path"] == "/sandbox/outputs/made.txt"
+        && e["door"] == "command"));
+    assert!(events.iter().any(|e| e["type"] == "file_deleted"
+        && e["path"] == "/sandbox/workspace/old.txt"
+        && e["door"] == "command"));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "command_executed")
+            .count(),
+        2
+    );
+}

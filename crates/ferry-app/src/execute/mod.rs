@@ -7,6 +7,12 @@
 //! found by listing the sandbox before and after, and told on the thread's channel as the
 //! other doors' changes are (`file_written`, `file_deleted`, with `door: "command"`), followed
 //! by the `command_executed` event the person sees.
+//!
+//! A sandbox kept in the object store (several nodes, no shared folder) is copied into a
+//! working folder on this node for the command, and what the command changed is written back
+//! through the sandbox's own conditional writes ([`working_copy`]).
+
+mod working_copy;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -139,6 +145,9 @@ pub struct Prepared {
     thread_id: String,
     sandbox: ferry_store::sandbox::Sandbox,
     runner: Arc<dyn Runner>,
+    /// The sandbox's folder on this host, or `None` for a sandbox in the object store (run in
+    /// a working copy).
+    folder: Option<std::path::PathBuf>,
     job: Job,
     _turn: Turn,
     _slot: OwnedSemaphorePermit,
@@ -161,13 +170,7 @@ pub async fn prepare(
             })));
         }
     };
-    let Some(folder) = app.sandboxes.host_path(&thread.id) else {
-        return Err(Error::NotImplemented(
-            "commands run only where sandboxes are folders on the server; this deployment \
-             keeps them in the object store (set --sandbox-dir to a folder every node mounts)"
-                .to_owned(),
-        ));
-    };
+    let folder = app.sandboxes.host_path(&thread.id);
     let command = check_command(&input.command).map_err(|e| match e {
         ferry_core::execute::CommandError::TooLong(_) => Error::TooLarge(e.to_string()),
         _ => Error::invalid_request(e.to_string()),
@@ -188,7 +191,12 @@ pub async fn prepare(
     let cwd_text = input.cwd.as_deref().unwrap_or(DEFAULT_CWD);
     let cwd = SandboxPath::parse_dir(cwd_text)?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
+    // A working copy has every folder of the standard layout, even one that holds nothing.
+    let in_layout = |dir: &SandboxPath| {
+        folder.is_none() && ferry_core::path::SANDBOX_LAYOUT.contains(&dir.relative().as_str())
+    };
     if let Some(dir) = &cwd
+        && !in_layout(dir)
         && sandbox.find(dir.relative()).await.map_err(in_sandbox)? != Some(PathKind::Folder)
     {
         return Err(Error::not_found(format!(
@@ -223,11 +231,12 @@ pub async fn prepare(
         sandbox,
         runner,
         job: Job {
-            sandbox: folder,
+            sandbox: folder.clone().unwrap_or_default(),
             command: command.to_owned(),
             cwd,
             timeout,
         },
+        folder,
         _turn: turn,
         _slot: slot,
     })
@@ -239,23 +248,38 @@ impl Prepared {
     /// started.
     pub async fn run(self, live: Option<mpsc::UnboundedSender<Bytes>>) -> Result<ExecuteResult> {
         let (app, principal, thread_id) = (&self.app, &self.principal, &self.thread_id);
-        let before = listing(&self.sandbox).await;
-        let finished = self
-            .runner
-            .run(self.job.clone(), live)
-            .await
-            .map_err(Error::internal)?;
-        let after = listing(&self.sandbox).await;
-        if let (Some(before), Some(after)) = (before, after) {
-            announce(
-                app,
-                principal,
-                thread_id,
-                Door::Command,
-                changes(&before, &after),
-            )
-            .await;
-        }
+        let finished = match &self.folder {
+            Some(_) => {
+                let before = listing(&self.sandbox).await;
+                let finished = self
+                    .runner
+                    .run(self.job.clone(), live)
+                    .await
+                    .map_err(Error::internal)?;
+                let after = listing(&self.sandbox).await;
+                if let (Some(before), Some(after)) = (before, after) {
+                    let changed = changes(&before, &after);
+                    announce(app, principal, thread_id, Door::Command, changed).await;
+                }
+                finished
+            }
+            None => {
+                let limit = self.runner.limits().sandbox_bytes;
+                let copy = working_copy::WorkingCopy::make(app, &self.sandbox, limit).await?;
+                let job = Job {
+                    sandbox: copy.folder().to_owned(),
+                    ..self.job.clone()
+                };
+                let mut finished = self.runner.run(job, live).await.map_err(Error::internal)?;
+                for note in copy.write_back(app, principal, thread_id).await {
+                    if !finished.output.is_empty() && !finished.output.ends_with('\n') {
+                        finished.output.push('\n');
+                    }
+                    finished.output.push_str(&format!("[ferry: {note}]\n"));
+                }
+                finished
+            }
+        };
         let result = result_of(&finished);
         record(
             app,
