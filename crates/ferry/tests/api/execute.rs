@@ -470,3 +470,37 @@ async fn a_deleted_upload_folder_or_a_link_in_its_place_never_binds_the_host() {
     assert!(!reply.text().contains("proc"), "{}", reply.text());
     assert!(reply.status.as_u16() >= 400, "{}", reply.text());
 }
+
+#[tokio::test]
+async fn a_command_reaches_neither_the_data_folder_nor_the_servers_port() {
+    let Some(app) = app().await else { return };
+    let t = thread(&app, "ann").await;
+    let addr = app.spawn().await;
+    let data = app.dir.path().display().to_string();
+    let script = format!(
+        "import socket\n\
+         for host in ('127.0.0.1', 'localhost'):\n\
+         \x20   try:\n\
+         \x20       socket.create_connection((host, {port}), timeout=2)\n\
+         \x20       print(host, 'reached')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(host, 'refused:', e.__class__.__name__)\n",
+        port = addr.port()
+    );
+    put_file(&app, &t, "workspace/probe.py", script.as_bytes()).await;
+    let reply = execute(
+        &app,
+        &t,
+        &t.agent,
+        json!({ "command": format!("python3 probe.py; ls {data} 2>&1; ls {data}/sandboxes 2>&1") }),
+    )
+    .await;
+    let output = reply.json()["output"].as_str().unwrap().to_owned();
+    assert!(!output.contains("reached"), "{output}");
+    assert_eq!(output.matches("refused").count(), 2, "{output}");
+    assert_eq!(
+        output.matches("No such file or directory").count(),
+        2,
+        "{output}"
+    );
+}
