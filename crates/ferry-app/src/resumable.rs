@@ -7,6 +7,10 @@
 //! last byte is in, that file, or the parts read back in order into a spool, is given to the
 //! target's own use case (`uploads::Receiver::adopt` or `spaces::write_spooled`), so a
 //! finished resumable upload is exactly a plain one.
+//!
+//! Why one file (797 lines, 200 of them tests): the tus upload's life — create, append, finish,
+//! expire — shares one state record and one lock discipline, which are easier to hold correct read
+//! in one place than across files; its tests are the lower third.
 
 use std::collections::HashMap;
 use std::sync::Arc;

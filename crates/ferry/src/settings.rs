@@ -5,6 +5,10 @@
 //! snake case), and [`ServeArgs::or`] lets the file fill what both left unset. Every setting's
 //! default is written in its help text, so `ferry serve --help` is the full reference; a test
 //! holds the README's table to it.
+//!
+//! Why one file (1,045 lines, 380 of them tests): every setting is declared once in `ServeArgs`
+//! (flag, variable, file key, help with its default) and resolved in one function, and the tests
+//! that hold the help and the README's table to the code need the whole list in view.
 
 use anyhow::Context;
 use clap::Args;
