@@ -1481,6 +1481,11 @@ export interface components {
         };
         /** @description Whether commands run on this server, and their limits (`GET /api/limits`, `execute`). */
         ExecuteView: {
+            /**
+             * @description The hosts commands may reach (through ferry's proxy, as `http_proxy` and `https_proxy`
+             *     say inside); empty: commands have no network.
+             */
+            allowedHosts?: string[] | null;
             /** Format: int64 */
             defaultTimeoutSeconds?: number | null;
             /** @description Whether `execute` runs commands here. */

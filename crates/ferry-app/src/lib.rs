@@ -44,8 +44,8 @@ mod testing;
 
 pub use access::Action;
 pub use error::{Error, Result, describe_bytes};
-pub use ferry_exec::{ExecLimits, Runtime as ExecRuntime};
-pub use open::{ExecuteSettings, OpenError, SandboxLimits, Settings};
+pub use ferry_exec::{AllowedHost, ExecLimits, NetworkPolicy, Runtime as ExecRuntime};
+pub use open::{BubblewrapSettings, ExecuteSettings, OpenError, SandboxLimits, Settings};
 pub use principal::{Principal, Recorded};
 
 use ferry_extract::Extractor;

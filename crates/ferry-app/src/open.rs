@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use ferry_exec::{Availability, Bubblewrap, ExecLimits, Runtime, cgroup::Cgroups};
+use ferry_exec::{
+    Availability, Bubblewrap, ExecLimits, NetworkPolicy, Proxy, Runtime, cgroup::Cgroups,
+};
 use ferry_extract::{Extractor, ExtractorConfig};
 use ferry_store::sandbox::Sandboxes;
 use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
@@ -52,16 +54,22 @@ pub enum ExecuteSettings {
     /// Cannot run here (no bubblewrap, say): why, in words; `execute` answers 501 with it.
     Unavailable(String),
     /// Run under bubblewrap, if a trial command works when the server opens.
-    Bubblewrap {
-        /// bubblewrap's `bwrap`.
-        bwrap: PathBuf,
-        /// The ferry binary, started as `ferry __exec` for each command.
-        helper: PathBuf,
-        runtime: Runtime,
-        limits: ExecLimits,
-        /// A cgroup v2 folder delegated to ferry for the commands' groups; found when `None`.
-        cgroup: Option<PathBuf>,
-    },
+    Bubblewrap(Box<BubblewrapSettings>),
+}
+
+/// How commands run under bubblewrap.
+#[derive(Debug, Clone)]
+pub struct BubblewrapSettings {
+    /// bubblewrap's `bwrap`.
+    pub bwrap: PathBuf,
+    /// The ferry binary, started as `ferry __exec` for each command.
+    pub helper: PathBuf,
+    pub runtime: Runtime,
+    pub limits: ExecLimits,
+    /// A cgroup v2 folder delegated to ferry for the commands' groups; found when `None`.
+    pub cgroup: Option<PathBuf>,
+    /// The hosts commands may reach through ferry's proxy (none: no network).
+    pub network: NetworkPolicy,
 }
 
 impl Settings {
@@ -143,22 +151,39 @@ impl App {
 
 /// The commands of a server with `settings`: a runner that ran a trial command, or why none.
 async fn commands(settings: &ExecuteSettings, data_dir: &Path) -> Commands {
-    let (bwrap, helper, runtime, limits, cgroup) = match settings {
+    let BubblewrapSettings {
+        bwrap,
+        helper,
+        runtime,
+        limits,
+        cgroup,
+        network,
+    } = match settings {
         ExecuteSettings::Off => return Commands::off(),
         ExecuteSettings::Unavailable(why) => {
             return Commands::new(None, Availability::Unavailable(why.clone()));
         }
-        ExecuteSettings::Bubblewrap {
-            bwrap,
-            helper,
-            runtime,
-            limits,
-            cgroup,
-        } => (bwrap, helper, runtime, limits, cgroup),
+        ExecuteSettings::Bubblewrap(settings) => settings.as_ref(),
     };
     let cgroups = match Cgroups::detect(cgroup.as_deref()) {
         Ok(found) => found,
         Err(why) => return Commands::new(None, Availability::Unavailable(why)),
+    };
+    let proxy = if network.is_open() {
+        // Its socket in the system's temporary folder: a Unix socket's path must be short.
+        match Proxy::start(network.clone(), &std::env::temp_dir()) {
+            Ok(proxy) => Some(proxy),
+            Err(e) => {
+                return Commands::new(
+                    None,
+                    Availability::Unavailable(format!(
+                        "the proxy to the allowed hosts did not start: {e}"
+                    )),
+                );
+            }
+        }
+    } else {
+        None
     };
     let runner = Bubblewrap::new(
         helper.clone(),
@@ -166,6 +191,7 @@ async fn commands(settings: &ExecuteSettings, data_dir: &Path) -> Commands {
         runtime,
         limits.clone(),
         cgroups,
+        proxy,
     );
     let availability = ferry_exec::probe(&runner, &data_dir.join("scratch")).await;
     Commands::new(Some(Arc::new(runner)), availability)

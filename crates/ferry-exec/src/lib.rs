@@ -10,7 +10,8 @@
 //! - **Namespaces and mounts (bubblewrap).** Its own user, PID, IPC, UTS, network and mount
 //!   namespaces: it sees the sandbox at `/sandbox` (the uploads and skills read-only), a
 //!   read-only runtime, its own `/tmp`, `/proc` and `/dev`, and an environment of four
-//!   variables. No network but a loopback of its own.
+//!   variables. No network but a loopback of its own; where the operator allowed hosts, a
+//!   bridge on that loopback leads to ferry's filtering proxy ([`proxy`], [`network`]).
 //! - **A seccomp filter** refusing the system calls a confined program never needs ([`seccomp`]).
 //! - **A wall clock.** At the timeout the namespace's first process is killed, and with it every
 //!   process of the namespace: daemons and double forks included, nothing outlives a command.
@@ -20,17 +21,22 @@
 //! limits, joins the control groups, opens the folders to bind without following symlinks and
 //! then becomes `bwrap`, so that no code runs between `fork` and `exec` in the server itself.
 
+pub mod bridge;
 pub mod cgroup;
 pub mod helper;
 mod limits;
+pub mod network;
 pub mod output;
 mod probe;
+pub mod proxy;
 mod runner;
 pub mod seccomp;
 mod spec;
 mod walk;
 
 pub use limits::{ExecLimits, Runtime};
+pub use network::{AllowedHost, NetworkPolicy};
 pub use probe::{Availability, probe};
+pub use proxy::Proxy;
 pub use runner::{Bubblewrap, Finished, Job, Runner, StopReason};
 pub use spec::HELPER_ARG;

@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 
 use crate::cgroup::{Cgroups, RunGroup};
 use crate::output::HeadTail;
-use crate::spec::{HELPER_ARG, Mount, ProcessLimits, Spec, runtime_mounts};
-use crate::{ExecLimits, Runtime, helper, walk};
+use crate::spec::{HELPER_ARG, Mount, Network, ProcessLimits, Spec, runtime_mounts};
+use crate::{ExecLimits, NetworkPolicy, Proxy, Runtime, helper, walk};
 
 /// One command to run.
 #[derive(Debug, Clone)]
@@ -71,6 +71,11 @@ pub trait Runner: Send + Sync + std::fmt::Debug {
     /// How commands are confined and bounded, in words (for the server's start-up line).
     fn describe(&self) -> String;
 
+    /// The hosts commands may reach, where they may reach any.
+    fn network(&self) -> Option<&NetworkPolicy> {
+        None
+    }
+
     /// Runs `job`, sending its output to `live` as it comes (at most the output limit of it;
     /// the answer has the rest). Dropping the future stops the command and everything it
     /// started.
@@ -96,6 +101,8 @@ struct Setup {
     mounts: Vec<Mount>,
     limits: ExecLimits,
     cgroups: Cgroups,
+    /// The filtering proxy to the allowed hosts, where there are any.
+    proxy: Option<Proxy>,
 }
 
 /// The folders of a sandbox a command may read but not change.
@@ -113,13 +120,16 @@ const DISK_CHECK: Duration = Duration::from_secs(1);
 
 impl Bubblewrap {
     /// A runner that starts `helper` (the ferry binary) as `helper __exec`, which becomes
-    /// `bwrap`, over `runtime`, with `limits`, in control groups made under `cgroups`.
+    /// `bwrap`, over `runtime`, with `limits`, in control groups made under `cgroups`; with a
+    /// `proxy`, commands reach its allowed hosts through it (the same binary is the bridge to
+    /// it inside their namespace).
     pub fn new(
         helper: PathBuf,
         bwrap: PathBuf,
         runtime: &Runtime,
         limits: ExecLimits,
         cgroups: Cgroups,
+        proxy: Option<Proxy>,
     ) -> Bubblewrap {
         Bubblewrap {
             inner: Arc::new(Setup {
@@ -128,6 +138,7 @@ impl Bubblewrap {
                 mounts: runtime_mounts(runtime),
                 limits,
                 cgroups,
+                proxy,
             }),
         }
     }
@@ -151,6 +162,10 @@ impl Bubblewrap {
                 tmp_bytes: limits.tmp_bytes,
             },
             cgroups: group.map(|g| g.folders().to_vec()).unwrap_or_default(),
+            network: setup.proxy.as_ref().map(|proxy| Network {
+                proxy_socket: proxy.socket().to_owned(),
+                bridge: setup.helper.clone(),
+            }),
         }
     }
 }
@@ -162,11 +177,19 @@ impl Runner for Bubblewrap {
     }
 
     fn describe(&self) -> String {
+        let network = match &self.inner.proxy {
+            Some(proxy) => format!("network only to {}", proxy.policy().describe()),
+            None => "no network".to_owned(),
+        };
         format!(
-            "bubblewrap ({}), a seccomp filter, {}",
+            "bubblewrap ({}), a seccomp filter, {}, {network}",
             self.inner.bwrap.display(),
             self.inner.cgroups.describe()
         )
+    }
+
+    fn network(&self) -> Option<&NetworkPolicy> {
+        self.inner.proxy.as_ref().map(Proxy::policy)
     }
 
     async fn run(

@@ -71,7 +71,21 @@ pub(crate) struct Spec {
     pub limits: ProcessLimits,
     /// The control-group folders to join before bubblewrap starts.
     pub cgroups: Vec<PathBuf>,
+    /// The way out to the allowed hosts, where there are any.
+    pub network: Option<Network>,
 }
+
+/// What a command with a network needs: ferry's proxy socket, and the ferry binary, which
+/// runs inside as the bridge to it ([`crate::bridge`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Network {
+    pub proxy_socket: PathBuf,
+    pub bridge: PathBuf,
+}
+
+/// Where the bridge and the proxy socket are seen from inside.
+const BRIDGE_INSIDE: &str = "/run/ferry/bridge";
+const PROXY_INSIDE: &str = "/run/ferry/proxy.sock";
 
 /// The limits the helper sets on itself, which every process of the command inherits.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -249,6 +263,29 @@ pub(crate) fn bwrap_args(spec: &Spec, fds: &Fds) -> Vec<OsString> {
     for fd in &fds.seccomp {
         push(&["--add-seccomp-fd", &fd.to_string()]);
     }
+    let mut run: Vec<String> = Vec::new();
+    if let Some(network) = &spec.network {
+        args.push("--ro-bind".into());
+        args.push(network.bridge.clone().into());
+        args.push(BRIDGE_INSIDE.into());
+        args.push("--ro-bind".into());
+        args.push(network.proxy_socket.clone().into());
+        args.push(PROXY_INSIDE.into());
+        let proxy = format!("http://127.0.0.1:{}", crate::bridge::PROXY_PORT);
+        // Both spellings: curl reads only the lower-case `http_proxy`, others the upper.
+        for name in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"] {
+            run.extend(["--setenv".into(), name.into(), proxy.clone()]);
+        }
+        run.extend([
+            "--".into(),
+            BRIDGE_INSIDE.into(),
+            crate::bridge::BRIDGE_ARG.into(),
+            PROXY_INSIDE.into(),
+        ]);
+    } else {
+        run.push("--".into());
+    }
+    let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
     push(&[
         "--chdir",
         &spec.cwd,
@@ -265,11 +302,9 @@ pub(crate) fn bwrap_args(spec: &Spec, fds: &Fds) -> Vec<OsString> {
         "--setenv",
         "TMPDIR",
         "/tmp",
-        "--",
-        "/bin/sh",
-        "-c",
-        &spec.command,
     ]);
+    args.extend(run.into_iter().map(OsString::from));
+    args.extend(["/bin/sh", "-c", spec.command.as_str()].map(OsString::from));
     args
 }
 
@@ -303,6 +338,7 @@ mod tests {
                 tmp_bytes: 1024,
             },
             cgroups: Vec::new(),
+            network: None,
         }
     }
 
@@ -338,6 +374,36 @@ mod tests {
         let sandbox_at = joined.find("--bind-fd 5").unwrap();
         assert!(joined.find("--ro-bind-fd 6").unwrap() > sandbox_at);
         assert_eq!(args[args.len() - 3..], ["/bin/sh", "-c", "echo hi"]);
+    }
+
+    #[test]
+    fn with_a_network_the_bridge_runs_the_command_and_the_proxy_is_named() {
+        let fds = Fds {
+            sandbox: 5,
+            read_only: Vec::new(),
+            seccomp: Vec::new(),
+            etc: [(9, "/etc/passwd"), (10, "/etc/group"), (11, "/etc/hosts")],
+        };
+        let mut spec = spec();
+        spec.network = Some(Network {
+            proxy_socket: "/run/user/ferry-proxy/proxy.sock".into(),
+            bridge: "/usr/local/bin/ferry".into(),
+        });
+        let args: Vec<String> = bwrap_args(&spec, &fds)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        let joined = args.join(" ");
+        for expected in [
+            "--unshare-net",
+            "--ro-bind /usr/local/bin/ferry /run/ferry/bridge",
+            "--ro-bind /run/user/ferry-proxy/proxy.sock /run/ferry/proxy.sock",
+            "--setenv https_proxy http://127.0.0.1:3128",
+            "-- /run/ferry/bridge __exec-bridge /run/ferry/proxy.sock /bin/sh -c echo hi",
+        ] {
+            assert!(joined.contains(expected), "{expected} in {joined}");
+        }
+        assert!(joined.ends_with("/bin/sh -c echo hi"));
     }
 
     #[test]

@@ -22,6 +22,7 @@ fn runner_in(cgroups: Cgroups, limits: ExecLimits) -> Option<Bubblewrap> {
         &Runtime::Host,
         limits,
         cgroups,
+        None,
     ))
 }
 

@@ -83,6 +83,13 @@ fn main() -> ExitCode {
     {
         return ferry_exec::helper::main();
     }
+    // And the bridge that carries a command's connections to the proxy, inside its namespace.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == ferry_exec::bridge::BRIDGE_ARG)
+    {
+        return ferry_exec::bridge::main();
+    }
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -13,8 +13,9 @@
 use anyhow::Context;
 use clap::Args;
 use ferry_app::{
-    DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES, DEFAULT_SANDBOX_MAX_BYTES,
-    DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES, ExecLimits, ExecRuntime, ExecuteSettings,
+    AllowedHost, BubblewrapSettings, DEFAULT_PREVIEW_MAX_CHARS, DEFAULT_PUBLISH_MAX_BYTES,
+    DEFAULT_SANDBOX_MAX_BYTES, DEFAULT_SPACE_MAX_BYTES, DEFAULT_UPLOAD_MAX_BYTES, ExecLimits,
+    ExecRuntime, ExecuteSettings, NetworkPolicy,
 };
 use ferry_extract::OfficeRenderer;
 use ferry_server::{Config, IdentityProvider, KeySource};
@@ -239,6 +240,12 @@ pub struct ServeArgs {
     /// [default: found: cgroup v2 beside the server's own group, else the v1 hierarchies]
     #[arg(long, env = "FERRY_EXECUTE_CGROUP")]
     pub execute_cgroup: Option<PathBuf>,
+
+    /// Hosts commands may reach through ferry's filtering proxy, separated by commas:
+    /// `pypi.org`, `*.pythonhosted.org` (names under it), `mirror.internal:8443` (that port;
+    /// otherwise 80 and 443) [default: none, commands have no network]
+    #[arg(long, env = "FERRY_EXECUTE_ALLOW_HOSTS")]
+    pub execute_allow_hosts: Option<String>,
 }
 
 impl ServeArgs {
@@ -299,6 +306,7 @@ impl ServeArgs {
             execute_sandbox_bytes: self.execute_sandbox_bytes.or(other.execute_sandbox_bytes),
             execute_concurrent: self.execute_concurrent.or(other.execute_concurrent),
             execute_cgroup: self.execute_cgroup.or(other.execute_cgroup),
+            execute_allow_hosts: self.execute_allow_hosts.or(other.execute_allow_hosts),
         }
     }
 }
@@ -316,11 +324,17 @@ impl ServeArgs {
     pub fn resolve(self) -> anyhow::Result<Resolved> {
         let file = read_file_settings(self.config.as_deref())?;
         let settings = self.or(file);
+        let addr = settings.addr.unwrap_or_else(|| {
+            DEFAULT_ADDR
+                .parse()
+                .expect("the default address is well formed")
+        });
         let execute = execute_settings(
             &settings,
             settings
                 .sandbox_max_bytes
                 .unwrap_or(DEFAULT_SANDBOX_MAX_BYTES),
+            addr.port(),
         )?;
         let data = settings.data.unwrap_or_else(|| PathBuf::from(DEFAULT_DATA));
         std::fs::create_dir_all(&data)
@@ -340,11 +354,7 @@ impl ServeArgs {
         )?;
         let mut config = Config::embedded(data, secret);
         config.identity_provider = identity_provider;
-        config.addr = settings.addr.unwrap_or_else(|| {
-            DEFAULT_ADDR
-                .parse()
-                .expect("the default address is well formed")
-        });
+        config.addr = addr;
         if let Some(url) = settings.database_url {
             config.app.database_url = url;
         }
@@ -516,6 +526,7 @@ fn office_renderer(named: Option<&str>) -> anyhow::Result<Option<OfficeRenderer>
 fn execute_settings(
     settings: &ServeArgs,
     sandbox_max_bytes: u64,
+    own_port: u16,
 ) -> anyhow::Result<ExecuteSettings> {
     let asked = match settings.execute.as_deref().map(str::trim) {
         Some("off") => return Ok(ExecuteSettings::Off),
@@ -539,6 +550,19 @@ fn execute_settings(
             ExecRuntime::Root(root.clone())
         }
         None => ExecRuntime::Host,
+    };
+    let allowed = settings
+        .execute_allow_hosts
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .filter(|entry| !entry.trim().is_empty())
+        .map(|entry| entry.parse::<AllowedHost>())
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|why| anyhow::anyhow!("--execute-allow-hosts: {why}"))?;
+    let network = NetworkPolicy {
+        allowed,
+        own_ports: vec![own_port],
     };
     let defaults = ExecLimits::default();
     let secs = Duration::from_secs;
@@ -569,13 +593,14 @@ fn execute_settings(
             .execute_concurrent
             .map_or(defaults.concurrent, |n| n.max(1)),
     };
-    Ok(ExecuteSettings::Bubblewrap {
+    Ok(ExecuteSettings::Bubblewrap(Box::new(BubblewrapSettings {
         bwrap,
         helper,
         runtime,
         limits,
         cgroup: settings.execute_cgroup.clone(),
-    })
+        network,
+    })))
 }
 
 /// `program` as an absolute path: itself when it has a folder, else the first executable file
@@ -827,7 +852,7 @@ mod tests {
     /// (the numbers the help gives are the same either way).
     fn execute_limits(c: &Config) -> ExecLimits {
         match &c.app.execute {
-            ExecuteSettings::Bubblewrap { limits, .. } => limits.clone(),
+            ExecuteSettings::Bubblewrap(settings) => settings.limits.clone(),
             _ => ExecLimits::default(),
         }
     }
@@ -869,6 +894,39 @@ mod tests {
         assert_eq!(limits.default_timeout, Duration::from_secs(60));
         assert_eq!(limits.processes, 1);
         assert_eq!(limits.concurrent, 3);
+
+        let networked = ServeArgs {
+            data: Some(dir.path().join("data")),
+            addr: Some("0.0.0.0:9000".parse().unwrap()),
+            execute_allow_hosts: Some(
+                " pypi.org, *.pythonhosted.org,,mirror.internal:8443 ".into(),
+            ),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let ExecuteSettings::Bubblewrap(settings) = &networked.config.app.execute else {
+            panic!("commands run where bubblewrap is installed");
+        };
+        let network = &settings.network;
+        assert_eq!(
+            network.describe(),
+            "pypi.org, *.pythonhosted.org, mirror.internal:8443"
+        );
+        // The server's own port is never reached, on any address.
+        assert_eq!(network.own_ports, vec![9000]);
+        let refusing = ServeArgs {
+            data: Some(dir.path().join("data")),
+            execute_allow_hosts: Some("pypi.org, http://evil".into()),
+            ..Default::default()
+        };
+        let Err(refused) = refusing.resolve() else {
+            panic!("a URL is not a host");
+        };
+        assert!(
+            format!("{refused:#}").contains("'http://evil' is not an allowed host"),
+            "{refused:#}"
+        );
     }
 
     #[test]

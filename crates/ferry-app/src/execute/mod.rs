@@ -87,6 +87,11 @@ impl Commands {
             memory_bytes: limits.as_ref().map(|l| l.memory_bytes),
             processes: limits.as_ref().map(|l| l.processes),
             output_bytes: limits.as_ref().map(|l| l.output_bytes as u64),
+            allowed_hosts: self.runner.as_ref().map(|r| {
+                r.network()
+                    .map(|policy| policy.allowed.iter().map(ToString::to_string).collect())
+                    .unwrap_or_default()
+            }),
         }
     }
 }
@@ -110,6 +115,10 @@ pub struct ExecuteView {
     pub processes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_bytes: Option<u64>,
+    /// The hosts commands may reach (through ferry's proxy, as `http_proxy` and `https_proxy`
+    /// say inside); empty: commands have no network.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 /// How a command ended.

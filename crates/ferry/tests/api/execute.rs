@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ferry_app::{ExecLimits, ExecRuntime, ExecuteSettings};
+use ferry_app::{BubblewrapSettings, ExecLimits, ExecRuntime, ExecuteSettings, NetworkPolicy};
 use serde_json::{Value, json};
 
 use crate::support::{Reply, TestApp, ferry_exe};
@@ -14,15 +14,21 @@ use crate::thread_support::{Thread, put_file, stored_events, thread, upload_one}
 
 /// A server that runs commands with `limits`, or `None` (skipped) without bubblewrap.
 async fn app_with(limits: ExecLimits) -> Option<TestApp> {
+    app_in(limits, NetworkPolicy::default()).await
+}
+
+/// The same, whose commands may reach what `network` allows.
+async fn app_in(limits: ExecLimits, network: NetworkPolicy) -> Option<TestApp> {
     let bwrap = crate::support::peers::bwrap()?;
     let app = TestApp::with(|c| {
-        c.app.execute = ExecuteSettings::Bubblewrap {
+        c.app.execute = ExecuteSettings::Bubblewrap(Box::new(BubblewrapSettings {
             bwrap,
             helper: PathBuf::from(ferry_exe()),
             runtime: ExecRuntime::Host,
             limits,
             cgroup: None,
-        };
+            network,
+        }));
     })
     .await;
     let (availability, _) = app.state.app.command_availability();
@@ -409,6 +415,52 @@ async fn the_limits_say_whether_commands_run() {
     assert_eq!(execute["memoryBytes"], 2u64 * 1024 * 1024 * 1024);
     assert_eq!(execute["processes"], 256);
     assert_eq!(execute["outputBytes"], 1024 * 1024);
+    // No host is allowed by default: commands have no network.
+    assert_eq!(execute["allowedHosts"], json!([]));
+}
+
+#[tokio::test]
+async fn with_allowed_hosts_the_proxy_answers_and_never_reaches_ferry_itself() {
+    let network = NetworkPolicy {
+        allowed: ["pypi.org", "*.pythonhosted.org", "127.0.0.1:8080"]
+            .iter()
+            .map(|h| h.parse().unwrap())
+            .collect(),
+        own_ports: Vec::new(),
+    };
+    let Some(app) = app_in(ExecLimits::default(), network).await else {
+        return;
+    };
+    let t = thread(&app, "ann").await;
+    let limits = app.get("/api/limits", &t.agent).await.json();
+    assert_eq!(
+        limits["execute"]["allowedHosts"],
+        json!(["pypi.org", "*.pythonhosted.org", "127.0.0.1:8080"])
+    );
+    // The host's loopback (where ferry listens), even when listed, is refused by the proxy,
+    // before any traffic: the command reads why.
+    let port = 8080;
+    let script = format!(
+        "import os, socket\n\
+         s = socket.create_connection(('127.0.0.1', 3128))\n\
+         s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+         print(os.environ['https_proxy'], s.recv(4096).decode())\n"
+    );
+    let reply = execute(
+        &app,
+        &t,
+        &t.agent,
+        json!({"command": format!("python3 -c \"{script}\"")}),
+    )
+    .await;
+    let body = reply.expect(200, None).json();
+    let output = body["output"].as_str().unwrap();
+    assert!(output.contains("http://127.0.0.1:3128"), "{output}");
+    assert!(output.contains("403 Forbidden"), "{output}");
+    assert!(
+        output.contains("127.0.0.1 resolves to 127.0.0.1, a loopback address"),
+        "{output}"
+    );
 }
 
 #[tokio::test]
