@@ -206,6 +206,7 @@ impl Runner for Bubblewrap {
                 .await
                 .map_err(io::Error::other)??
         };
+        let grouped = started.elapsed();
         // Whatever happens from here on, the group's processes are killed and the group
         // removed (off the runtime's threads: that can wait for the kernel).
         let group = GroupGuard(group);
@@ -297,6 +298,7 @@ impl Runner for Bubblewrap {
             Some(status) => status,
             None => child.wait().await?,
         };
+        let exited = started.elapsed();
         let (out_of_memory, hit_process_limit) = match &group.0 {
             Some(g) => (g.ran_out_of_memory(), g.hit_process_limit()),
             None => (false, false),
@@ -314,6 +316,13 @@ impl Runner for Bubblewrap {
                 "a command left set-id bits; they were taken off"
             );
         }
+        // Where the runner's time goes (for tuning; debug level).
+        tracing::debug!(
+            group_us = grouped.as_micros() as u64,
+            until_exit_us = (exited - grouped).as_micros() as u64,
+            after_us = (started.elapsed() - exited).as_micros() as u64,
+            "a command's run"
+        );
         if status.code() == Some(i32::from(helper::CANNOT_START))
             && kept
                 .text()

@@ -16,7 +16,7 @@ mod working_copy;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferry_core::SandboxPath;
@@ -259,17 +259,28 @@ impl Prepared {
         let (app, principal, thread_id) = (&self.app, &self.principal, &self.thread_id);
         let finished = match &self.folder {
             Some(_) => {
+                let started = Instant::now();
                 let before = listing(&self.sandbox).await;
+                let listed = started.elapsed();
                 let finished = self
                     .runner
                     .run(self.job.clone(), live)
                     .await
                     .map_err(Error::internal)?;
+                let ran = started.elapsed();
                 let after = listing(&self.sandbox).await;
                 if let (Some(before), Some(after)) = (before, after) {
                     let changed = changes(&before, &after);
                     announce(app, principal, thread_id, Door::Command, changed).await;
                 }
+                // Where a command's time goes besides its own run (for tuning; debug level).
+                tracing::debug!(
+                    listing_us = listed.as_micros() as u64,
+                    run_us = (ran - listed).as_micros() as u64,
+                    command_us = finished.duration.as_micros() as u64,
+                    changes_us = (started.elapsed() - ran).as_micros() as u64,
+                    "a command's time"
+                );
                 finished
             }
             None => {
