@@ -6,10 +6,10 @@
 //! decided here is only what MCP needs: the shape of the request, base64 for bytes that JSON
 //! cannot carry, and the link to a published file.
 //!
-//! Why one file (1,328 lines, 60 of them tests): the `ServerHandler` implementation, its tool
-//! dispatch, resources and subscriptions share the caller and the API plumbing defined here.
-//! `execute` already lives in `execute_tool.rs` and the file tools in `file_tools.rs`; moving
-//! resources and subscriptions into modules of their own is the next seam, not yet done.
+//! Why one file: the `ServerHandler` implementation, its tool dispatch and resources share the
+//! caller and the API plumbing defined here. `execute` lives in `execute_tool.rs`, the file
+//! tools in `file_tools.rs`, following resources in `subscriptions.rs`; moving the resources
+//! into a module of their own is the next seam.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -42,8 +42,8 @@ use crate::execute_tool;
 use crate::file_card;
 use crate::file_tools;
 use crate::resources::{self, Named, RevisionPart};
+use crate::subscriptions::{LISTEN_LOOKBACK_MS, ListenSlots, MAX_LISTENED};
 use crate::tools::{self, INSTRUCTIONS};
-use crate::watch::{self, Feed};
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment or a query
 /// value, so the server decodes exactly what the agent wrote.
@@ -66,11 +66,18 @@ fn encode_path(path: &str) -> String {
 /// Who a tool call acts as, and where links point.
 #[derive(Clone)]
 pub(crate) struct Caller {
-    token: String,
+    pub(crate) token: String,
     /// Scheme, host and any prefix of the server, for links: `https://files.example.com`.
     base_url: String,
     /// The thread the thread tools act in.
     thread: Option<String>,
+}
+
+impl Caller {
+    /// The thread the thread tools act in.
+    pub(crate) fn thread(&self) -> Option<&str> {
+        self.thread.as_deref()
+    }
 }
 
 impl std::fmt::Debug for Caller {
@@ -100,6 +107,8 @@ pub struct FerryMcp {
     /// `ferry mcp` only: `/mcp` keeps no session to notify; a `subscriptions/listen` request
     /// follows its resources on its own stream, for as long as it stays open).
     subscriptions: Arc<std::sync::Mutex<HashMap<String, AbortHandle>>>,
+    /// The `subscriptions/listen` streams open per caller, across every request answered.
+    listens: Arc<ListenSlots>,
 }
 
 impl FerryMcp {
@@ -117,6 +126,7 @@ impl FerryMcp {
         FerryMcp {
             api,
             subscriptions: Arc::default(),
+            listens: Arc::default(),
             callers: Callers::Fixed(Caller {
                 token: token.trim().to_owned(),
                 base_url: base_url.trim_end_matches('/').to_owned(),
@@ -127,10 +137,11 @@ impl FerryMcp {
 
     /// Tools that act with the bearer token of the HTTP request each call arrived in
     /// (streamable HTTP at `/mcp`); links point at the host that request was sent to.
-    pub fn per_request(api: Arc<dyn Api>) -> FerryMcp {
+    pub fn per_request(api: Arc<dyn Api>, listens: Arc<ListenSlots>) -> FerryMcp {
         FerryMcp {
             api,
             subscriptions: Arc::default(),
+            listens,
             callers: Callers::PerRequest,
         }
     }
@@ -164,7 +175,7 @@ impl FerryMcp {
     }
 
     /// Sends one request as `caller`; no answer at all becomes an error result.
-    async fn exchange(
+    pub(crate) async fn exchange(
         &self,
         caller: &Caller,
         method: Method,
@@ -724,7 +735,7 @@ fn base_url_of(parts: &http::request::Parts) -> String {
 
 impl FerryMcp {
     /// The HTTP route that reads a resource.
-    fn route_of(caller: &Caller, named: &Named) -> Result<String, ErrorData> {
+    pub(crate) fn route_of(caller: &Caller, named: &Named) -> Result<String, ErrorData> {
         let thread = || {
             caller.thread.as_deref().ok_or_else(|| {
                 ErrorData::invalid_params(
@@ -792,163 +803,6 @@ impl FerryMcp {
             ErrorData::invalid_request(message, None)
         })
     }
-}
-
-impl FerryMcp {
-    /// The stored events of the feed at `route` after `after` (at most a page of them).
-    async fn events_after(&self, caller: &Caller, route: &str, after: i64) -> Option<Vec<Value>> {
-        let route = format!("{route}?after={after}&format=json&limit=1000");
-        let response = self.get(caller, route).await.ok()?;
-        if !response.status.is_success() {
-            return None;
-        }
-        serde_json::from_slice::<Vec<Value>>(&response.body).ok()
-    }
-
-    /// Where following a feed starts: the id of its newest event, or with `before` (an RFC 3339
-    /// time as events write theirs), of its newest event written before that time.
-    async fn newest(
-        &self,
-        caller: &Caller,
-        feed: &Feed,
-        before: Option<&str>,
-    ) -> Result<i64, ErrorData> {
-        let mut read_to = 0;
-        let mut start = 0;
-        loop {
-            let events = self
-                .events_after(caller, &feed.route, read_to)
-                .await
-                .ok_or_else(|| {
-                    ErrorData::invalid_params(
-                        "the resource's changes cannot be followed: its feed could not be read",
-                        None,
-                    )
-                })?;
-            for event in &events {
-                let Some(id) = event["id"].as_i64() else {
-                    continue;
-                };
-                read_to = read_to.max(id);
-                let earlier = match (before, event["createdAt"].as_str()) {
-                    // One format (milliseconds, UTC): the text orders as the time does.
-                    (Some(before), Some(at)) => at < before,
-                    _ => true,
-                };
-                if earlier {
-                    start = start.max(id);
-                }
-            }
-            if events.len() < 1000 {
-                return Ok(start);
-            }
-        }
-    }
-
-    /// Starts following `uri` for `caller`: the resource must be one of ferry's and one the
-    /// caller may read (a HEAD of its route: nothing is downloaded), and its feed is read from
-    /// its newest event on — or, with `since`, from its first event written at that time or
-    /// later (see `listen`).
-    async fn start_following(
-        &self,
-        caller: &Caller,
-        uri: &str,
-        since: Option<&str>,
-    ) -> Result<Followed, ErrorData> {
-        let named = Named::parse(uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
-        let feed = Feed::of(&named, caller.thread.as_deref(), encode).ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!("{uri} belongs to a thread, and the token names none: use an agent token"),
-                None,
-            )
-        })?;
-        let route = Self::route_of(caller, &named)?;
-        let response = self
-            .exchange(caller, Method::HEAD, route, HeaderMap::new(), Bytes::new())
-            .await
-            .map_err(|_| ErrorData::internal_error("could not reach the ferry server", None))?;
-        if response.status == http::StatusCode::FORBIDDEN
-            || response.status == http::StatusCode::UNAUTHORIZED
-        {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "{uri} may not be read with this token ({})",
-                    response.status
-                ),
-                None,
-            ));
-        }
-        let after = self.newest(caller, &feed, since).await?;
-        Ok(Followed {
-            uri: uri.to_owned(),
-            feed,
-            after,
-        })
-    }
-
-    /// Reads the feeds of `followed` about once a second — each feed once, however many of the
-    /// resources are on it — and calls `notify` with the URI of each resource one of the new
-    /// events concerns (once per reading), until `notify` answers that the client can no
-    /// longer be told (the session or the listen request ended).
-    async fn follow<F, Told>(self, caller: Caller, followed: Vec<Followed>, notify: F)
-    where
-        F: Fn(String) -> Told,
-        Told: std::future::Future<Output = bool>,
-    {
-        // Per feed route: where it has been read to (the earliest start of its resources), and
-        // its resources.
-        let mut feeds: Vec<(String, i64, Vec<Followed>)> = Vec::new();
-        for resource in followed {
-            match feeds
-                .iter_mut()
-                .find(|(route, ..)| *route == resource.feed.route)
-            {
-                Some((_, after, resources)) => {
-                    *after = (*after).min(resource.after);
-                    resources.push(resource);
-                }
-                None => feeds.push((resource.feed.route.clone(), resource.after, vec![resource])),
-            }
-        }
-        loop {
-            tokio::time::sleep(watch::POLL).await;
-            for (route, after, resources) in &mut feeds {
-                let Some(events) = self.events_after(&caller, route, *after).await else {
-                    continue;
-                };
-                *after = events
-                    .iter()
-                    .filter_map(|e| e["id"].as_i64())
-                    .fold(*after, i64::max);
-                for resource in resources.iter() {
-                    let changed = events
-                        .iter()
-                        .filter(|e| e["id"].as_i64().is_some_and(|id| id > resource.after))
-                        .any(|e| resource.feed.concerns(e));
-                    if changed && !notify(resource.uri.clone()).await {
-                        return;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// How long before a `subscriptions/listen` request is handled its changes are told from: far
-/// more than the moment between its acknowledgment and its handling, and than the clock drift
-/// between the nodes that write the feeds.
-const LISTEN_LOOKBACK_MS: i64 = 2_000;
-
-/// The most resources one `subscriptions/listen` request follows: each is checked (one HEAD)
-/// when it starts.
-const MAX_LISTENED: usize = 1000;
-
-/// A resource being followed: its URI, the feed its changes are stored on, and the last event
-/// of that feed that was already there when following began.
-struct Followed {
-    uri: String,
-    feed: Feed,
-    after: i64,
 }
 
 /// A successful GET as resource contents: text for text types that are UTF-8, base64 for the
@@ -1138,7 +992,9 @@ impl ServerHandler for FerryMcp {
             ));
         };
         // The answer is sent once following has begun: a change after it is always told.
-        let followed = self.start_following(caller, &request.uri, None).await?;
+        let followed = self
+            .start_following(caller, &request.uri, None, &mut HashMap::new())
+            .await?;
         let peer = context.peer.clone();
         let task = tokio::spawn(
             self.clone()
@@ -1187,6 +1043,8 @@ impl ServerHandler for FerryMcp {
         // too, which costs the client one read).
         let since = Timestamp(Timestamp::now().millis() - LISTEN_LOOKBACK_MS).rfc3339();
         let caller = self.resource_caller(subscription.request_context())?;
+        // Held while the stream is open: each caller has a bounded number at once.
+        let _slot = self.listens.take(&caller.token)?;
         let uris = subscription
             .accepted()
             .resource_subscriptions
@@ -1202,18 +1060,27 @@ impl ServerHandler for FerryMcp {
                 None,
             ));
         }
-        let mut followed = Vec::with_capacity(uris.len());
-        for uri in &uris {
-            followed.push(self.start_following(&caller, uri, Some(&since)).await?);
-        }
         let sink = subscription.sink().clone();
         let told = move |uri: String| {
             let sink = sink.clone();
             async move { sink.notify_resource_updated(uri).await.is_ok() }
         };
+        // Everything, the checks of each resource included, stops when the client leaves.
+        let work = async {
+            let mut followed = Vec::with_capacity(uris.len());
+            let mut starts = HashMap::new();
+            for uri in &uris {
+                followed.push(
+                    self.start_following(&caller, uri, Some(&since), &mut starts)
+                        .await?,
+                );
+            }
+            self.clone().follow(caller.clone(), followed, told).await;
+            Ok::<(), ErrorData>(())
+        };
         tokio::select! {
             () = subscription.cancelled() => {}
-            () = self.clone().follow(caller, followed, told) => {}
+            done = work => done?,
         }
         Ok(())
     }

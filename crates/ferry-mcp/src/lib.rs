@@ -23,6 +23,7 @@ pub mod file_tools;
 mod handler;
 pub mod resources;
 pub mod stdio;
+mod subscriptions;
 pub mod tools;
 mod watch;
 
@@ -117,8 +118,9 @@ pub fn http_service(api: Arc<dyn Api>, options: HttpOptions) -> HttpService {
         .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)))
         .with_max_request_body_bytes(options.max_request_body_bytes)
         .disable_allowed_hosts();
+    let listens = Arc::new(subscriptions::ListenSlots::default());
     StreamableHttpService::new(
-        move || Ok(FerryMcp::per_request(api.clone())),
+        move || Ok(FerryMcp::per_request(api.clone(), Arc::clone(&listens))),
         Arc::new(NeverSessionManager::default()),
         config,
     )

@@ -484,3 +484,66 @@ async fn ferry_mcp_on_stdio_reports_a_bad_url_on_stderr() {
     assert!(out.stdout.is_empty(), "stdout must stay clean");
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a URL"));
 }
+
+/// What following costs is bounded by what is followed: on a feed far longer than a page, a
+/// stream of 1,000 resources starts at the feed's end (nothing old is told), tells of a new
+/// change, and a caller's ninth stream at once is refused with the cap named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_streams_start_at_the_feeds_end_and_each_caller_has_a_bounded_number() {
+    let app = TestApp::new().await;
+    let addr = app.spawn().await;
+    let alice = app.user("alice");
+    // 1,500 changes of one file: the feed is longer than a page.
+    for i in 0..1500 {
+        app.put(
+            "/api/spaces/notes/files/busy.md",
+            &alice,
+            "text/markdown",
+            format!("# {i}").as_bytes(),
+        )
+        .await;
+    }
+    // Past the look-back: none of those changes is one a listen request tells of.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let uris: Vec<String> = (0..1000)
+        .map(|i| format!("ferry://spaces/notes/f{i}.md"))
+        .collect();
+    let mut uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+    uris[0] = "ferry://spaces/notes/busy.md";
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        let mut stream = listen(addr, &alice, &uris).await;
+        let acknowledged = stream.next(Duration::from_secs(30)).await;
+        assert_eq!(
+            acknowledged["method"], "notifications/subscriptions/acknowledged",
+            "{acknowledged}"
+        );
+        streams.push(stream);
+    }
+    let mut ninth = listen(addr, &alice, &uris[..1]).await;
+    let _ = ninth.next(Duration::from_secs(10)).await;
+    let refused = ninth.next(Duration::from_secs(10)).await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("already has 8 subscriptions/listen streams open"),
+        "{refused}"
+    );
+    // A new change is the first thing told, on every stream.
+    app.put(
+        "/api/spaces/notes/files/f7.md",
+        &alice,
+        "text/markdown",
+        b"new",
+    )
+    .await
+    .expect(201, None);
+    for stream in &mut streams {
+        let updated = stream.next(Duration::from_secs(15)).await;
+        assert_eq!(
+            updated["params"]["uri"], "ferry://spaces/notes/f7.md",
+            "{updated}"
+        );
+    }
+}
