@@ -24,6 +24,25 @@ pub enum Action {
     Manage,
 }
 
+/// Whether a verified principal still stands for something. An agent's token is bound to its
+/// thread: once the thread is deleted, the token, and all that was made with it (its S3 keys,
+/// its file URLs), reaches nothing through any door, spaces included. Every door asks this
+/// after it has verified who is calling, and refuses the caller as unauthenticated when not.
+pub async fn is_live(app: &App, principal: &Principal) -> Result<bool> {
+    match principal {
+        Principal::Agent { thread, sub, .. } => Ok(app
+            .db
+            .thread(thread)
+            .await?
+            .is_some_and(|t| t.owner == *sub)),
+        Principal::User { .. } | Principal::Service { .. } => Ok(true),
+    }
+}
+
+/// What a door tells a caller whose principal is no longer live.
+pub const THREAD_GONE: &str = "this agent token's thread does not exist (deleted, or never made): \
+     the token reaches nothing; use a token of an existing thread";
+
 /// Loads the thread if `principal` may perform `action` in it.
 pub async fn thread(
     app: &App,

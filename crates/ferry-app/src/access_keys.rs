@@ -101,9 +101,7 @@ pub async fn principal_of(app: &App, access_key_id: &str) -> Result<Option<Princ
         ))
     })?;
     // An agent's key ends with its thread.
-    if let Principal::Agent { thread, .. } = &principal
-        && app.db.thread(thread).await?.is_none()
-    {
+    if !crate::access::is_live(app, &principal).await? {
         return Ok(None);
     }
     Ok(Some(principal))

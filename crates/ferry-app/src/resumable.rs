@@ -134,9 +134,20 @@ impl Checksum {
     }
 }
 
+/// The longest `Upload-Metadata` kept: it names a target and a type, and every `HEAD` answers
+/// it again, so it stays small enough for any client to read back.
+pub const MAX_METADATA_BYTES: usize = 4096;
+
 /// Reads `Upload-Metadata`: comma-separated pairs of a key and its base64 value (the value may
-/// be left out). A key given twice, or a value that is not base64 of UTF-8, is refused.
+/// be left out). A key given twice, a value that is not base64 of UTF-8, or a header longer
+/// than [`MAX_METADATA_BYTES`] is refused.
 pub fn parse_metadata(header: &str) -> Result<HashMap<String, String>> {
+    if header.len() > MAX_METADATA_BYTES {
+        return Err(Error::invalid_request(format!(
+            "Upload-Metadata is {} bytes: at most {MAX_METADATA_BYTES} are kept",
+            header.len()
+        )));
+    }
     let mut pairs = HashMap::new();
     for pair in header.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = match pair.split_once(' ') {

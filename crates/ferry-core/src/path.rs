@@ -147,6 +147,15 @@ impl AsRef<str> for ValidPath {
     }
 }
 
+/// Whether a name found on disk (made there by a command, say) is one a door can address: a
+/// single valid path segment, so no control character, NUL or backslash. The sandbox's
+/// listings leave out every name that is not, as they leave out names that are not UTF-8: such
+/// a file is never listed raw (a newline or an escape sequence in a client's terminal), and a
+/// folder holding one still lists, zips and searches whole.
+pub fn is_addressable_name(name: &str) -> bool {
+    !name.contains('/') && check(name).is_ok()
+}
+
 fn check(text: &str) -> Result<(), PathError> {
     if text.is_empty() {
         return Err(PathError::Empty);
@@ -524,6 +533,25 @@ mod tests {
             let text = String::from_utf8_lossy(&bytes);
             let _ = ValidPath::parse(&text);
             let _ = ValidPath::from_url(&text);
+        }
+    }
+
+    #[test]
+    fn names_with_control_characters_are_not_addressable() {
+        for name in ["report.md", "q3 (final).xlsx", "été.txt", ".hidden"] {
+            assert!(is_addressable_name(name), "{name}");
+        }
+        for name in [
+            "a\nb",
+            "\u{1b}[31mred",
+            "del\u{7f}",
+            "nul\0",
+            "back\\slash",
+            "",
+            ".",
+            "..",
+        ] {
+            assert!(!is_addressable_name(name), "{name:?}");
         }
     }
 }

@@ -105,8 +105,31 @@ impl S3Auth for Keys {
     }
 }
 
-/// The principal a verified request acts as.
+/// The principal a verified request acts as, while it still stands for something (an
+/// agent's token and keys end with its thread).
 pub(crate) async fn principal(
+    app: &App,
+    identities: &dyn Identities,
+    access_key: &str,
+    session_token: Option<&str>,
+) -> S3Result<Principal> {
+    let principal = identify(app, identities, access_key, session_token).await?;
+    match ferry_app::access::is_live(app, &principal).await {
+        Ok(true) => Ok(principal),
+        Ok(false) if access_key == SESSION_ACCESS_KEY => Err(s3_error!(
+            InvalidToken,
+            "{}",
+            ferry_app::access::THREAD_GONE
+        )),
+        Ok(false) => Err(s3_error!(
+            InvalidAccessKeyId,
+            "the access key '{access_key}' was made by the agent of a thread since deleted"
+        )),
+        Err(e) => Err(crate::errors::to_s3(e)),
+    }
+}
+
+async fn identify(
     app: &App,
     identities: &dyn Identities,
     access_key: &str,

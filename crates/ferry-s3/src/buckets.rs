@@ -42,11 +42,16 @@ pub(crate) async fn list_buckets(
         Some(_) => buckets.last().and_then(|b| b.name.clone()),
         None => None,
     };
+    // The spaces are the user's own: S3 names that user as the owner of every bucket listed.
+    let owner = principal.space_owner().ok().map(|sub| Owner {
+        display_name: Some(sub.to_owned()),
+        id: Some(sub.to_owned()),
+    });
     Ok(S3Response::new(ListBucketsOutput {
         buckets: Some(buckets),
         continuation_token,
+        owner,
         prefix: req.input.prefix,
-        ..Default::default()
     }))
 }
 

@@ -52,6 +52,24 @@ impl Door {
         let source = self.listing_source(principal, &bucket).await?;
         listing::page(&source, &request).await
     }
+
+    /// The user a bucket the caller may list belongs to, as S3's `Owner` (its id and display
+    /// name are both the user's `sub`): a space's user, a sandbox's thread owner.
+    async fn owner(&self, principal: &Principal, bucket_name: &str) -> S3Result<Owner> {
+        let sub = match Bucket::parse(bucket_name)? {
+            Bucket::Space(_) => principal.space_owner().map_err(to_s3)?.to_owned(),
+            Bucket::Sandbox { thread_id } => {
+                ferry_app::access::thread(&self.app, principal, &thread_id, ferry_app::Action::Read)
+                    .await
+                    .map_err(to_s3)?
+                    .owner
+            }
+        };
+        Ok(Owner {
+            display_name: Some(sub.clone()),
+            id: Some(sub),
+        })
+    }
 }
 
 fn max_keys(requested: Option<i32>) -> usize {
@@ -138,7 +156,14 @@ pub(crate) async fn list_objects_v2(
     };
     let page = door.list(&principal, &input.bucket, request).await?;
     let keys = Keys::of(input.encoding_type.as_ref());
-    let contents = objects(&page, keys);
+    let mut contents = objects(&page, keys);
+    // Version 2 names each object's owner only when asked (`fetch-owner=true`).
+    if input.fetch_owner == Some(true) {
+        let owner = door.owner(&principal, &input.bucket).await?;
+        for object in &mut contents {
+            object.owner = Some(owner.clone());
+        }
+    }
     let prefixes = common_prefixes(&page, keys);
     Ok(S3Response::new(ListObjectsV2Output {
         key_count: Some((contents.len() + prefixes.len()) as i32),
@@ -206,10 +231,16 @@ pub(crate) async fn list_objects(
     let max = request.max_keys;
     let page = door.list(&principal, &input.bucket, request).await?;
     let keys = Keys::of(input.encoding_type.as_ref());
-    // Version 1 names a next marker only when a delimiter was given.
+    // Version 1 names a next marker only when a delimiter was given, and always each
+    // object's owner.
     let next_marker = delimiter.as_ref().and(next_marker(&page));
+    let owner = door.owner(&principal, &input.bucket).await?;
+    let mut contents = objects(&page, keys);
+    for object in &mut contents {
+        object.owner = Some(owner.clone());
+    }
     Ok(S3Response::new(ListObjectsOutput {
-        contents: Some(objects(&page, keys)),
+        contents: Some(contents),
         common_prefixes: Some(common_prefixes(&page, keys)),
         is_truncated: Some(page.next.is_some()),
         next_marker: keys.write_opt(next_marker),

@@ -208,6 +208,9 @@ async fn verified_token(parts: &mut Parts, state: &AppState) -> Result<VerifiedT
         return Ok(verified.clone());
     }
     let verified = state.auth.verify_token(bearer(parts)?).await?;
+    if !ferry_app::access::is_live(&state.app, &verified.principal).await? {
+        return Err(ApiError::unauthenticated(ferry_app::access::THREAD_GONE));
+    }
     parts.extensions.insert(verified.clone());
     Ok(verified)
 }

@@ -715,9 +715,12 @@ pub async fn check_transfer(caller: Caller<'_>, input: &FileUrlInput) -> Result<
         }
         (TransferMethod::Put, AgentPath::Sandbox(_)) => {
             crate::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
+            // Refused now as the write would refuse it: a URL is never handed out for a path
+            // it could not write (the uploads, skills, ferry's own folder).
             if SandboxPath::from_relative(within.clone()).is_read_only() {
                 return Err(ferry_store::Error::ReadOnly.into());
             }
+            ferry_store::sandbox::changeable(within)?;
         }
         (TransferMethod::Put, _) => {
             caller.owner()?;

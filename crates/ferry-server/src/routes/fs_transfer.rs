@@ -192,6 +192,22 @@ fn open_grant(state: &AppState, sealed: &str, method: &Method) -> ApiResult<Gran
     Ok(grant)
 }
 
+/// The principal the grant acts as, while it still stands for something (an agent's URLs end
+/// with its thread, as its token does).
+async fn granted(state: &AppState, grant: &Grant) -> ApiResult<Principal> {
+    let principal = grant
+        .who
+        .clone()
+        .principal()
+        .ok_or_else(|| ApiError::forbidden("this file URL is not valid: ask for a new one"))?;
+    if !ferry_app::access::is_live(&state.app, &principal).await? {
+        return Err(ApiError::forbidden(
+            "this file URL was made by the agent of a thread since deleted: it reaches nothing",
+        ));
+    }
+    Ok(principal)
+}
+
 /// The file route the grant's path is read or written through, as a request URI.
 fn route_of(grant: &Grant, principal: &Principal) -> ApiResult<Uri> {
     let path = files::parse(&grant.path)?;
@@ -237,11 +253,7 @@ pub async fn get(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let grant = open_grant(&state, &sealed, &method)?;
-    let principal = grant
-        .who
-        .clone()
-        .principal()
-        .ok_or_else(|| ApiError::forbidden("this file URL is not valid: ask for a new one"))?;
+    let principal = granted(&state, &grant).await?;
     let uri = route_of(&grant, &principal)?;
     if uri.path().starts_with("/api/threads/") {
         crate::routes::sandbox::read(State(state), principal, method, uri, headers).await
@@ -297,11 +309,7 @@ pub async fn put(
     body: Body,
 ) -> ApiResult<Response> {
     let grant = open_grant(&state, &sealed, &method)?;
-    let principal = grant
-        .who
-        .clone()
-        .principal()
-        .ok_or_else(|| ApiError::forbidden("this file URL is not valid: ask for a new one"))?;
+    let principal = granted(&state, &grant).await?;
     let uri = route_of(&grant, &principal)?;
     if !headers.contains_key(header::CONTENT_TYPE) {
         let typed = ferry_core::mime::mime_for_name(&grant.path);

@@ -47,12 +47,19 @@ fn check_version(headers: &HeaderMap) -> ApiResult<()> {
     }
 }
 
+/// A length or offset header: digits only (Rust's parser would also take a leading `+`, which
+/// the protocol's grammar does not).
 fn number(headers: &HeaderMap, name: &str) -> ApiResult<Option<u64>> {
     header(headers, name)
         .map(|v| {
-            v.trim().parse::<u64>().map_err(|_| {
-                ApiError::invalid_request(format!("{name} must be a whole number of bytes"))
-            })
+            let v = v.trim();
+            v.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| v.parse::<u64>().ok())
+                .flatten()
+                .ok_or_else(|| {
+                    ApiError::invalid_request(format!("{name} must be a whole number of bytes"))
+                })
         })
         .transpose()
 }

@@ -45,7 +45,7 @@ use crate::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
 
 mod bulk;
 mod tree;
-pub use tree::{Moved, PathKind};
+pub use tree::{Moved, PathKind, changeable};
 
 /// Where API writes are assembled before their atomic rename into place; not listed. Its
 /// handle also carries the sandbox's commit lock (`flock`), so that checking a write's
@@ -1233,8 +1233,14 @@ fn walk(
 ) -> Result<(), Error> {
     for entry in dir.entries().map_err(jailed)? {
         let entry = entry.map_err(jailed)?;
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            // A name that is not UTF-8 cannot be addressed through the API; skip it.
+        let Some(name) = entry
+            .file_name()
+            .to_str()
+            .filter(|n| ferry_core::path::is_addressable_name(n))
+            .map(str::to_owned)
+        else {
+            // A name that is not UTF-8, or holds a control character, cannot be addressed
+            // through the API: it is left out.
             continue;
         };
         if prefix.is_none() && name == TMP_DIR {

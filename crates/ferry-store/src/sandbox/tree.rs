@@ -36,7 +36,7 @@ pub struct Moved {
 }
 
 /// Refuses paths no client may change: `skills/` (read-only) and the server's own folder.
-fn changeable(path: &ValidPath) -> Result<(), Error> {
+pub fn changeable(path: &ValidPath) -> Result<(), Error> {
     match path.segments().next() {
         Some("skills") => Err(Error::ReadOnly),
         Some(TMP_DIR) => Err(Error::Escapes),

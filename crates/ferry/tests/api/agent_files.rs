@@ -493,6 +493,12 @@ async fn a_file_url_reads_or_writes_one_path_without_credentials_until_it_expire
             400,
             "INVALID_PATH",
         ),
+        // ferry's own folder: no URL is handed out that its write would refuse.
+        (
+            json!({"path": "/sandbox/.ferry-tmp/x", "method": "PUT"}),
+            400,
+            "INVALID_PATH",
+        ),
         (
             json!({"path": "/sandbox/a.md", "method": "PUT", "expiresIn": 3601}),
             400,

@@ -185,3 +185,77 @@ async fn a_space_folder_downloads_as_one_zip_for_its_owner_only() {
         .await
         .expect(400, Some("INVALID_REQUEST"));
 }
+
+/// A command (or anything with the folder) can make names no door could write: with a
+/// newline, an escape sequence, DEL or a backslash. They are left out everywhere, never shown
+/// raw, and the folder around them still lists, zips and searches.
+#[tokio::test]
+async fn names_no_door_could_write_are_left_out_and_the_folder_still_works() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    put_file(&app, &t, "outputs/ok.txt", b"needle\n").await;
+    let dir = crate::thread_support::sandbox_dir(&app, &t)
+        .await
+        .join("outputs");
+    for odd in [
+        "a\nb.txt",
+        "esc\u{1b}[31m.txt",
+        "del\u{7f}.txt",
+        "back\\slash.txt",
+    ] {
+        std::fs::write(dir.join(odd), b"needle\n").unwrap();
+    }
+    std::fs::create_dir(dir.join("sub\rdir")).unwrap();
+    std::fs::write(dir.join("sub\rdir/inner.txt"), b"needle\n").unwrap();
+
+    let listed = app
+        .get(
+            &t.url("/sandbox?dir=/sandbox/outputs&recursive=true"),
+            &t.user,
+        )
+        .await;
+    listed.expect(200, None);
+    let text = String::from_utf8(listed.body.clone()).unwrap();
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
+    let paths: Vec<String> = listed.json()["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(paths, ["/sandbox/outputs/ok.txt"]);
+
+    let zipped = members(
+        &app.get(&t.url("/sandbox?dir=/sandbox/outputs&format=zip"), &t.user)
+            .await,
+    );
+    assert_eq!(named(&zipped), [("outputs/ok.txt", &b"needle\n"[..])]);
+
+    let found = app
+        .post_json(
+            &t.url("/fs/grep"),
+            &t.agent,
+            serde_json::json!({"pattern": "needle", "path": "/sandbox/outputs"}),
+        )
+        .await;
+    found.expect(200, None);
+    let found = found.json();
+    assert_eq!(found["filesSearched"], 1, "{found}");
+    let glob = app
+        .post_json(
+            &t.url("/fs/glob"),
+            &t.agent,
+            serde_json::json!({"pattern": "**/*.txt", "path": "/sandbox/outputs"}),
+        )
+        .await;
+    glob.expect(200, None);
+    assert_eq!(
+        glob.json()["paths"].as_array().unwrap().len(),
+        1,
+        "{}",
+        glob.text()
+    );
+}

@@ -276,6 +276,11 @@ async fn every_refusal_is_clear_and_keeps_nothing() {
     create(&app, &alice, 3, "threadId !!!")
         .await
         .expect(400, Some("INVALID_REQUEST"));
+    // Metadata longer than any target needs (every HEAD would answer it again).
+    let padded = format!("{meta},filetype {}", STANDARD.encode("x".repeat(4000)));
+    let long = create(&app, &alice, 3, &padded).await;
+    long.expect(400, Some("INVALID_REQUEST"));
+    assert!(long.text().contains("at most 4096"), "{}", long.text());
     // Another user's thread does not exist for them; the thread's agent may not upload.
     create(&app, &app.user("mallory"), 3, &meta)
         .await
@@ -299,6 +304,18 @@ async fn every_refusal_is_clear_and_keeps_nothing() {
     patch(&app, &alice, &location, 3, b"abc")
         .await
         .expect(409, Some("OFFSET_MISMATCH"));
+    // An offset is digits only: a sign is not a number of bytes.
+    for written in ["+0", "-0", " 0x0", ""] {
+        app.send(
+            "PATCH",
+            &location,
+            Some(&alice),
+            &[TUS, OCTETS, ("upload-offset", written)],
+            Body::from("abc"),
+        )
+        .await
+        .expect(400, Some("INVALID_REQUEST"));
+    }
     app.send(
         "PATCH",
         &location,

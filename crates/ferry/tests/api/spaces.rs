@@ -711,7 +711,8 @@ async fn users_are_isolated() {
         b"alice's"
     );
     // An agent reaches its owner's spaces; a service token only with a sub.
-    let agent = app.agent("alice", "thread-1");
+    let own_thread = crate::thread_support::thread(&app, "alice").await;
+    let agent = own_thread.agent.clone();
     assert_eq!(
         app.get("/api/spaces/notes/files/secret.md", &agent)
             .await

@@ -623,9 +623,18 @@ async fn deleting_a_thread_removes_everything_in_it() {
             .await
             .expect(404, Some("NOT_FOUND"));
     }
-    app.get(&t.url("/sandbox/outputs/report.md"), &t.agent)
-        .await
-        .expect(404, Some("NOT_FOUND"));
+    // Its agent's token is revoked with it: refused as unauthenticated on every route, so a
+    // client knows to get a new token rather than look for the file.
+    let refused = app
+        .get(&t.url("/sandbox/outputs/report.md"), &t.agent)
+        .await;
+    refused.expect(401, Some("UNAUTHENTICATED"));
+    assert!(
+        refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("this agent token's thread does not exist"),
+    );
     assert!(!dir.exists(), "{} should be gone", dir.display());
     let listed = app.get("/api/threads", &t.user).await.json();
     let ids: Vec<&str> = listed["threads"]

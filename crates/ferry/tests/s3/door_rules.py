@@ -1,6 +1,7 @@
 """The rules every door shares, tried through the S3 door the way an attacker would: stored
 markup served on ferry's origin, content types, declared lengths that lie, request ids that
-carry markup, the `/s3/` endpoint, and reserved bucket names.
+carry markup, the `/s3/` endpoint, reserved bucket names, an agent's keys, and a deleted
+thread's agent, which reaches nothing through any door.
 
 Run by crates/ferry/tests/clients/s3_clients.rs against a real `ferry serve` whose space
 limit is 128 MiB. Requests that boto3 will not send as they are here (a length that lies, a
@@ -202,6 +203,17 @@ for name in [f"sandbox-{args.thread}", "sandbox-no-such-thread"]:
     code = error_code(lambda: s3.create_bucket(Bucket=name))
     check(code == "InvalidBucketName", f"CreateBucket {name}", code)
 
+# Owners, as S3 names them: every object in a version 1 listing, in version 2 only with
+# fetch-owner=true, and the caller on ListBuckets; the id is the user's sub.
+v2_plain = s3.list_objects_v2(Bucket="site")["Contents"]
+check(all("Owner" not in o for o in v2_plain), "ListObjectsV2 leaves owners out unless asked", v2_plain[0])
+v2_owned = s3.list_objects_v2(Bucket="site", FetchOwner=True)["Contents"]
+owner_id = v2_owned[0].get("Owner", {}).get("ID")
+check(owner_id and all(o["Owner"]["ID"] == owner_id for o in v2_owned), "and names them with fetch-owner", v2_owned[0])
+v1 = s3.list_objects(Bucket="site")["Contents"]
+check(all(o.get("Owner", {}).get("ID") == owner_id for o in v1), "ListObjects always names them", v1[0])
+check(s3.list_buckets().get("Owner", {}).get("ID") == owner_id, "ListBuckets names the caller")
+
 # 2. An agent's key ends with the token that made it, and the thread's owner sees and
 #    revokes it; another user does neither.
 def agent_token(ttl):
@@ -244,5 +256,60 @@ status, _, body = ferry_s3.api(args.url, "DELETE", f"/api/s3/keys/{long_key['acc
 check(status == 204, "the owner revokes an agent's key", status, body)
 code = error_code(lambda: key_client(long_key).head_bucket(Bucket=sandbox))
 check(code in ("403", "InvalidAccessKeyId"), "which is refused at once", code)
+
+# 3. A deleted thread's agent reaches nothing, through every door, at once: its token (over
+#    HTTP, MCP and S3 as a session token), the S3 keys it made, and the file URLs it was
+#    handed, for the owner's spaces as much as for the thread.
+status, _, body = ferry_s3.api(args.url, "POST", "/api/threads", args.alice, b"{}",
+                               {"content-type": "application/json"})
+check(status == 201, "a thread to delete", status, body)
+doomed = json.loads(body)["id"]
+status, _, body = ferry_s3.api(args.url, "POST", f"/api/threads/{doomed}/agent-token", args.alice, b"{}",
+                               {"content-type": "application/json"})
+doomed_agent = json.loads(body)["token"]
+doomed_key = ferry_s3.new_key(args.url, doomed_agent)
+
+
+def fs(token, operation, payload):
+    return ferry_s3.api(args.url, "POST", f"/api/fs/{operation}", token, json.dumps(payload).encode(),
+                        {"content-type": "application/json"})
+
+
+def mcp_write(token, path):
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "write_file", "arguments": {"path": path, "content": "x"}}}
+    return ferry_s3.api(args.url, "POST", "/mcp", token, json.dumps(call).encode(),
+                        {"content-type": "application/json", "accept": "application/json, text/event-stream"})
+
+
+status, _, body = fs(doomed_agent, "write_file", {"path": "/spaces/notes/by-doomed.md", "content": "# before"})
+check(status in (200, 201), "before: the agent writes its owner's notes over HTTP", status, body)
+check(mcp_write(doomed_agent, "/spaces/notes/by-doomed-mcp.md")[0] == 200, "and over MCP")
+client(doomed_agent).put_object(Bucket="notes", Key="by-doomed-s3.md", Body=b"# s3")
+key_client(doomed_key).head_bucket(Bucket="notes")
+status, _, body = fs(doomed_agent, "file_url", {"path": "/spaces/notes/by-doomed.md", "method": "GET"})
+check(status == 200, "and is handed a file URL", status, body)
+doomed_url = json.loads(body)["url"]
+check(urllib.request.urlopen(doomed_url).read() == b"# before", "which reads the note")
+
+status, _, body = ferry_s3.api(args.url, "DELETE", f"/api/threads/{doomed}", args.alice)
+check(status == 204, "the owner deletes the thread", status, body)
+status, _, body = fs(doomed_agent, "write_file", {"path": "/spaces/notes/after.md", "content": "x"})
+check(status == 401 and b"thread does not exist" in body, "after: HTTP refuses the token (401)", status, body)
+status, _, body = fs(doomed_agent, "read_file", {"path": "/spaces/notes/by-doomed.md"})
+check(status == 401, "for reads too", status, body)
+status, _, body = mcp_write(doomed_agent, "/spaces/notes/after-mcp.md")
+check(status == 401, "MCP refuses it", status, body)
+code = error_code(lambda: client(doomed_agent).put_object(Bucket="notes", Key="after.md", Body=b"x"))
+check(code == "InvalidToken", "S3 refuses it as a session token", code)
+code = error_code(lambda: key_client(doomed_key).get_object(Bucket="notes", Key="by-doomed-s3.md"))
+check(code == "InvalidAccessKeyId", "and the key the agent made", code)
+try:
+    urllib.request.urlopen(doomed_url)
+    check(False, "the file URL it was handed is refused")
+except urllib.error.HTTPError as e:
+    check(e.code == 403, "the file URL it was handed is refused (403)", e.code)
+status, _, body = ferry_s3.api(args.url, "GET", "/api/spaces/notes/files/by-doomed.md", args.alice)
+check(status == 200 and body == b"# before", "what it wrote before stays the owner's", status, body)
 
 print("all door rule checks passed")
