@@ -1,6 +1,9 @@
 //! The agent's file system over HTTP (docs/agent-files.md): every operation through its
 //! route, seen at once through the sandbox and spaces routes with the same ETag, and each
 //! refusal in the envelope.
+//!
+//! Why one file: its tests follow docs/agent-files.md operation by operation and share the
+//! small request helpers at the top; the zip of a folder has folder_zip.rs.
 
 use crate::support::{Reply, TestApp};
 use crate::thread_support::{fixture, put_file, sandbox_dir, thread};

@@ -1,4 +1,8 @@
 //! Spaces (docs/reference/spaces.md) through the router, in-process: every route and every error it can give.
+//!
+//! Why one file: one test per rule of the spaces reference, in its order, so a reader checks
+//! the document against the tests side by side; the agent's file operations on spaces live in
+//! agent_files.rs.
 
 use crate::support::TestApp;
 use axum::body::Body;
