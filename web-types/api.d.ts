@@ -1629,7 +1629,10 @@ export interface components {
         };
         /** @description `grep`: the lines that hold a text (or match a regular expression). */
         GrepInput: {
-            /** @description Only files whose path below `path` matches this glob, e.g. **\/*.md. */
+            /**
+             * @description Only files matching this glob, as ripgrep's --glob: without a '/' it matches the file's
+             *     name at any depth (*.csv), with one its path below `path` (data/*.csv, **\/*.md).
+             */
             glob?: string | null;
             /** @description Match letters regardless of case. */
             ignoreCase?: boolean;
@@ -1821,7 +1824,11 @@ export interface components {
              * @default 2000
              */
             limit: number;
-            /** @description Lines to skip before the first one returned (0-based). */
+            /**
+             * Format: int64
+             * @description Lines to skip before the first one returned (0-based); negative counts from the end
+             *     (-20: the last 20 lines).
+             */
             offset?: number;
             /**
              * @description PDF only: the pages to show as images beside their text, e.g. "1-3,7" (at most 100).

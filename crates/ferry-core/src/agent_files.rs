@@ -52,10 +52,10 @@ pub struct LsInput {
 pub struct ReadFileInput {
     /// The file, e.g. /sandbox/user_uploads/q3.csv or /spaces/notes/ideas/a.md.
     pub path: String,
-    /// Lines to skip before the first one returned (0-based).
+    /// Lines to skip before the first one returned (0-based); negative counts from the end
+    /// (-20: the last 20 lines).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
-    pub offset: usize,
+    pub offset: i64,
     /// Lines to return at most (default 2000).
     #[serde(default = "default_limit")]
     #[cfg_attr(feature = "openapi", schema(default = 2000, minimum = 1))]
@@ -158,7 +158,8 @@ pub struct GrepInput {
     #[serde(default = "sandbox_root")]
     #[cfg_attr(feature = "openapi", schema(default = "/sandbox"))]
     pub path: String,
-    /// Only files whose path below `path` matches this glob, e.g. **/*.md.
+    /// Only files matching this glob, as ripgrep's --glob: without a '/' it matches the file's
+    /// name at any depth (*.csv), with one its path below `path` (data/*.csv, **/*.md).
     #[serde(default)]
     pub glob: Option<String>,
     /// Match letters regardless of case.

@@ -138,7 +138,7 @@ pub fn all() -> Vec<Tool> {
             "Read a file",
             "Read a file. Text comes as numbered lines (as cat -n prints them), limit lines \
              (default 2000) from offset, with totalLines and, when more remain, nextOffset to \
-             read on. An image comes as the image itself; a PDF, DOCX, XLSX or PPTX as its \
+             read on; a negative offset reads from the end (-20: the last 20 lines). An image comes as the image itself; a PDF, DOCX, XLSX or PPTX as its \
              extracted text, paged the same way; any other binary file as its type and size. \
              The etag it answers is what edit_file and write_file take as ifMatch.",
             (true, false, true),

@@ -67,13 +67,16 @@ impl Feed {
     /// Whether `event` is a change of the watched resource.
     pub fn concerns(&self, event: &Value) -> bool {
         match &self.watched {
-            Watched::Path(path) => {
-                matches!(
-                    event["type"].as_str(),
-                    Some("file_written" | "file_deleted" | "file_moved")
-                ) && (event["path"].as_str() == Some(path)
-                    || event["destination"].as_str() == Some(path))
-            }
+            Watched::Path(path) => match event["type"].as_str() {
+                Some("file_written" | "file_deleted" | "file_moved") => {
+                    event["path"].as_str() == Some(path)
+                        || event["destination"].as_str() == Some(path)
+                }
+                // An upload puts its copy in `/sandbox/user_uploads/`: a resource there may be
+                // followed before the person uploads it.
+                Some("upload") => event["upload"]["sandboxPath"].as_str() == Some(path),
+                _ => false,
+            },
             Watched::Published(id) => {
                 event["type"] == "file_published" && event["file"]["id"].as_str() == Some(id)
             }
@@ -114,6 +117,12 @@ mod tests {
         assert!(card.concerns(&json!({"type": "file_published", "file": {"id": "p1"}})));
         assert!(!card.concerns(&json!({"type": "file_published", "file": {"id": "p2"}})));
         assert!(!feed("ferry://uploads/u1").concerns(&json!({"type": "upload"})));
+        // A file of user_uploads/ followed before it was uploaded is told when it arrives.
+        let arriving = feed("ferry://sandbox/user_uploads/new.csv");
+        assert!(arriving.concerns(
+            &json!({"type": "upload", "upload": {"sandboxPath": "/sandbox/user_uploads/new.csv"}})
+        ));
+        assert!(!arriving.concerns(&json!({"type": "upload", "upload": {"sandboxPath": "/sandbox/user_uploads/new (2).csv"}})));
         assert_eq!(
             Feed::of(
                 &Named::parse("ferry://sandbox/a").unwrap(),

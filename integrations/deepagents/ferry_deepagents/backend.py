@@ -476,13 +476,12 @@ class FerryBackend(SandboxBackendProtocol):
     # -- grep --------------------------------------------------------------------------------
 
     def _grep_targets(self, path: str | None, glob: str | None) -> list[tuple[str | None, str | None]]:
-        if glob is not None and "/" not in glob:
-            # deepagents matches a glob without a slash against the file's name, at any depth.
-            glob = "**/" + glob
         if not _is_root(path):
             return [(path, glob)]
-        if glob is None:
-            return [(root, None) for root in self._roots()]
+        if glob is None or "/" not in glob:
+            # ferry reads a glob without a slash as deepagents and ripgrep do: the file's name,
+            # at any depth, so it applies below every top folder as it is.
+            return [(root, glob) for root in self._roots()]
         return list(self._at_root(glob.lstrip("/")))
 
     def _grep(self, pattern: str, path: str | None, glob: str | None) -> Plan[GrepResult]:

@@ -78,9 +78,10 @@ def test_ls(thread):
     assert entry["size"] == len(NOTE.encode())
     assert isinstance(entry["modified_at"], str) and entry["modified_at"].endswith("Z")
     assert store.ls("/sandbox/outputs/nothing") .entries == []  # a missing folder lists nothing
-    refused = store.ls("/sandbox/outputs/tea.md")
-    assert refused.entries is None
-    assert refused.error == "'/sandbox/outputs/tea.md' is a file; ls lists folders (read it with read_file) (INVALID_PATH)"
+    # A file lists as its one entry, as `ls FILE` prints it.
+    alone = store.ls("/sandbox/outputs/tea.md")
+    assert alone.error is None
+    assert [(e["path"], e["is_dir"]) for e in alone.entries] == [("/sandbox/outputs/tea.md", False)]
 
 
 def test_write_and_read(thread):

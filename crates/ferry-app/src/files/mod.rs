@@ -90,6 +90,17 @@ pub fn parse(text: &str) -> Result<AgentPath> {
     AgentPath::parse(text).map_err(|e| Error::InvalidPath(e.to_string()))
 }
 
+/// A path that must name a file to write: one ending in `/` names a folder.
+fn file_path(text: &str) -> Result<AgentPath> {
+    if text.len() > 1 && text.ends_with('/') {
+        return Err(Error::InvalidPath(format!(
+            "'{text}' ends with '/', so it names a folder: name the file to write inside it \
+             (e.g. '{text}notes.md'); folders are made on the way"
+        )));
+    }
+    parse(text)
+}
+
 /// A path that must name a file or folder below a place's root.
 fn below_root(path: &AgentPath) -> Result<&ValidPath> {
     path.within().ok_or_else(|| {
@@ -307,13 +318,36 @@ fn space_prefix(space: &SpaceName) -> String {
 }
 
 /// `ls`: the direct children of a folder, sorted. A folder that does not exist lists nothing,
-/// as in spaces and S3; a file is refused.
+/// as in spaces and S3; a file lists as its one entry (as `ls FILE` prints it); `/` lists the
+/// places the caller may reach.
 pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
+    if input.path.trim() == "/" {
+        let mut entries = Vec::new();
+        if caller.thread().is_ok() {
+            entries.push(Entry::dir("/sandbox".to_owned()));
+        }
+        if caller.principal.space_owner().is_ok() {
+            entries.push(Entry::dir("/spaces".to_owned()));
+        }
+        return Ok(Listing {
+            entries,
+            truncated: false,
+        });
+    }
     let path = &parse(&input.path)?;
     if find(caller, path).await? == Some(PathKind::File) {
-        return Err(Error::InvalidPath(format!(
-            "'{path}' is a file; ls lists folders (read it with read_file)"
-        )));
+        let entry = match open(caller, path).await?.source {
+            Source::Sandbox(file) => {
+                Entry::file(path.to_string(), file.size, file.modified, &file.etag)
+            }
+            Source::Space(file) => {
+                Entry::file(path.to_string(), file.size, file.updated_at, &file.sha256)
+            }
+        };
+        return Ok(Listing {
+            entries: vec![entry],
+            truncated: false,
+        });
     }
     let mut entries = match path {
         AgentPath::Sandbox(dir) => {
@@ -463,7 +497,7 @@ async fn put(
 /// name.
 pub async fn write(caller: Caller<'_>, input: &WriteFileInput) -> Result<Written> {
     use base64::Engine as _;
-    let path = parse(&input.path)?;
+    let path = file_path(&input.path)?;
     let condition = condition(input.if_none_match.as_deref(), input.if_match.as_deref())?;
     let bytes = match input.encoding {
         ferry_core::agent_files::Encoding::Utf8 => input.content.clone().into_bytes(),
@@ -707,7 +741,10 @@ pub async fn check_transfer(caller: Caller<'_>, input: &FileUrlInput) -> Result<
             "expiresIn must be from 1 to {MAX_URL_SECONDS} seconds"
         )));
     }
-    let path = parse(&input.path)?;
+    let path = match input.method {
+        TransferMethod::Put => file_path(&input.path)?,
+        TransferMethod::Get => parse(&input.path)?,
+    };
     let within = below_root(&path)?;
     match (input.method, &path) {
         (TransferMethod::Get, _) => {

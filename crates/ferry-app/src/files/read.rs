@@ -166,12 +166,21 @@ fn window(
     let limit = input.limit.min(MAX_LINES);
     // A byte order mark is not part of the first line.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = match usize::try_from(input.offset) {
+        Ok(offset) => offset,
+        // A negative offset counts from the end (-20: the last 20 lines), never before the
+        // first line.
+        Err(_) => {
+            let from_end = usize::try_from(input.offset.unsigned_abs()).unwrap_or(usize::MAX);
+            text.split_inclusive('\n').count().saturating_sub(from_end)
+        }
+    };
     let mut lines = text.split_inclusive('\n');
     let mut content = String::new();
     let mut total = 0;
     for (index, line) in lines.by_ref().enumerate() {
         total = index + 1;
-        if index < input.offset || index >= input.offset.saturating_add(limit) {
+        if index < first || index >= first.saturating_add(limit) {
             continue;
         }
         let line = line.trim_end_matches('\n').trim_end_matches('\r');
@@ -185,7 +194,7 @@ fn window(
         }
         content.push('\n');
     }
-    let end = input.offset.saturating_add(limit);
+    let end = first.saturating_add(limit);
     ReadOutput::Text {
         path: path.to_string(),
         content,

@@ -113,6 +113,32 @@ fn matcher_of(pattern: &str) -> Result<globset::GlobMatcher> {
         .map_err(|e| Error::invalid_request(format!("'{pattern}' is not a valid glob: {e}")))
 }
 
+/// `grep`'s `glob`, as ripgrep's `--glob` reads one: without a `/` it is matched against the
+/// file's name, at any depth (`*.csv` finds `data/q3.csv`); with one, against the file's path
+/// relative to the folder searched.
+struct FileFilter {
+    matcher: globset::GlobMatcher,
+    by_name: bool,
+}
+
+impl FileFilter {
+    fn new(pattern: &str) -> Result<FileFilter> {
+        Ok(FileFilter {
+            matcher: matcher_of(pattern)?,
+            by_name: !pattern.contains('/'),
+        })
+    }
+
+    fn admits(&self, relative: &str) -> bool {
+        let subject = if self.by_name {
+            relative.rsplit('/').next().unwrap_or(relative)
+        } else {
+            relative
+        };
+        self.matcher.is_match(subject)
+    }
+}
+
 /// A glob is matched against paths relative to `base`: one written from the root
 /// (`/sandbox/**/*.md` with `base` `/sandbox`) is read relative to it, and one that starts
 /// with `/` elsewhere is refused rather than matching nothing.
@@ -211,11 +237,11 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
         .map_err(|e| {
             Error::invalid_request(format!("'{}' is not a valid pattern: {e}", input.pattern))
         })?;
-    let only = input.glob.as_deref().map(matcher_of).transpose()?;
+    let only = input.glob.as_deref().map(FileFilter::new).transpose()?;
     let mut skipped = Skipped::default();
     let mut candidates: Vec<(AgentPath, u64)> = Vec::new();
     for (path, relative, size) in files_below(caller, &base).await? {
-        if only.as_ref().is_some_and(|glob| !glob.is_match(&relative)) {
+        if only.as_ref().is_some_and(|only| !only.admits(&relative)) {
             continue;
         }
         if size > GREP_MAX_FILE_BYTES {
@@ -299,4 +325,22 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
         files_searched: searched,
         skipped,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grep_globs_read_as_ripgrep_reads_them() {
+        let by_name = FileFilter::new("*.csv").unwrap();
+        assert!(by_name.admits("q3.csv"));
+        assert!(by_name.admits("data/2026/q3.csv"));
+        assert!(!by_name.admits("data/q3.csv.bak"));
+        let by_path = FileFilter::new("data/*.csv").unwrap();
+        assert!(by_path.admits("data/q3.csv"));
+        assert!(!by_path.admits("old/data/q3.csv"));
+        let anywhere = FileFilter::new("**/data/*.csv").unwrap();
+        assert!(anywhere.admits("old/data/q3.csv"));
+    }
 }

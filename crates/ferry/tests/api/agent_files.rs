@@ -58,6 +58,73 @@ async fn a_session_of_file_work_is_seen_at_once_through_the_other_routes() {
         found["matches"],
         json!([{"path": "/sandbox/outputs/report.md", "line": 2, "text": "Sales: 12"}])
     );
+    // The words agents know: ls of a file is its entry, ls of / the places it may reach, a
+    // negative offset reads the tail, a path ending in / is a folder, never a file to write.
+    let one = ok(&fs(
+        &app,
+        &t.agent,
+        "ls",
+        json!({"path": "/sandbox/outputs/report.md"}),
+    )
+    .await);
+    assert_eq!(one["entries"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(one["entries"][0]["path"], "/sandbox/outputs/report.md");
+    assert_eq!(one["entries"][0]["etag"], edited["etag"]);
+    let roots = ok(&fs(&app, &t.agent, "ls", json!({"path": "/"})).await);
+    assert_eq!(
+        roots["entries"],
+        json!([{"path": "/sandbox", "type": "dir"}, {"path": "/spaces", "type": "dir"}])
+    );
+    let tail = ok(&fs(
+        &app,
+        &t.agent,
+        "read_file",
+        json!({"path": "/sandbox/outputs/report.md", "offset": -1}),
+    )
+    .await);
+    assert_eq!(tail["content"], "     2\tSales: 12\n", "{tail}");
+    let all = ok(&fs(
+        &app,
+        &t.agent,
+        "read_file",
+        json!({"path": "/sandbox/outputs/report.md", "offset": -50}),
+    )
+    .await);
+    assert_eq!(
+        all["content"], "     1\t# Report\n     2\tSales: 12\n",
+        "{all}"
+    );
+    let folder = fs(
+        &app,
+        &t.agent,
+        "write_file",
+        json!({"path": "/sandbox/outputs/newdir/", "content": "x"}),
+    )
+    .await;
+    folder.expect(400, Some("INVALID_PATH"));
+    app.get(&t.url("/sandbox/outputs/newdir"), &t.agent)
+        .await
+        .expect(404, Some("NOT_FOUND"));
+    // grep's glob reads as ripgrep's: without a '/' it is the file's name, at any depth.
+    for (glob, hits) in [
+        ("*.md", 1),
+        ("outputs/*.md", 1),
+        ("*.csv", 0),
+        ("report.*", 1),
+    ] {
+        let found = ok(&fs(
+            &app,
+            &t.agent,
+            "grep",
+            json!({"pattern": "Sales", "path": "/sandbox", "glob": glob}),
+        )
+        .await);
+        assert_eq!(
+            found["matches"].as_array().unwrap().len(),
+            hits,
+            "{glob}: {found}"
+        );
+    }
     let moved = ok(&fs(
         &app,
         &t.agent,
