@@ -1,3 +1,7 @@
+//! Why one file: the tus upload's life — create, append, finish,
+//! expire — shares one state record and one lock discipline, which are easier to hold correct read
+//! in one place than across files; its tests are the lower third.
+//!
 //! Resumable uploads (docs/reference/resumable-uploads.md): the tus 1.0 protocol's rules,
 //! whatever door speaks it. An upload names its target when it is created (a thread upload or
 //! a space file), and every rule of that target is checked then, before any byte is kept: who
@@ -7,10 +11,6 @@
 //! last byte is in, that file, or the parts read back in order into a spool, is given to the
 //! target's own use case (`uploads::Receiver::adopt` or `spaces::write_spooled`), so a
 //! finished resumable upload is exactly a plain one.
-//!
-//! Why one file (797 lines, 200 of them tests): the tus upload's life — create, append, finish,
-//! expire — shares one state record and one lock discipline, which are easier to hold correct read
-//! in one place than across files; its tests are the lower third.
 
 use std::collections::HashMap;
 use std::sync::Arc;

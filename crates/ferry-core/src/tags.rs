@@ -1,3 +1,6 @@
+//! Why one file: the say-mode tag scanner is one linear-time state
+//! machine, and its property and adversarial tests sit beside it.
+//!
 //! Tag extraction for say mode (docs/reference/say.md).
 //!
 //! A model in say mode answers with text such as
@@ -32,9 +35,6 @@
 //!
 //! The scan makes one pass over the text and examines each byte a bounded number of times, so it
 //! is O(n) even for adversarial input such as 100,000 opening tags without a closing one.
-//!
-//! Why one file (854 lines, half of them tests): the say-mode tag scanner is one linear-time state
-//! machine, and its property and adversarial tests sit beside it.
 
 use std::ops::Range;
 

@@ -1,3 +1,8 @@
+//! Why one file: the `ServerHandler` implementation, its tool dispatch and resources share the
+//! caller and the API plumbing defined here. `execute` lives in `execute_tool.rs`, the file
+//! tools in `file_tools.rs`, following resources in `subscriptions.rs`; moving the resources
+//! into a module of their own is the next seam.
+//!
 //! The MCP server: each tool call becomes one request to ferry's HTTP API, and the answer
 //! becomes the tool's result.
 //!
@@ -5,11 +10,6 @@
 //! send_file list are all checked by the server, and its answer comes back unchanged. What is
 //! decided here is only what MCP needs: the shape of the request, base64 for bytes that JSON
 //! cannot carry, and the link to a published file.
-//!
-//! Why one file: the `ServerHandler` implementation, its tool dispatch and resources share the
-//! caller and the API plumbing defined here. `execute` lives in `execute_tool.rs`, the file
-//! tools in `file_tools.rs`, following resources in `subscriptions.rs`; moving the resources
-//! into a module of their own is the next seam.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};

@@ -1,13 +1,13 @@
+//! Why one file: the local blob store's durable write path (spool,
+//! fsync, rename, fsync the folder) and its reads share the folder layout and the fsync tail; the
+//! object-store side and the gathering writer are already modules of their own.
+//!
 //! Blob storage: the bytes behind every file ferry keeps.
 //!
 //! A blob is written once under a fresh key and never changed. Its bytes are made durable (the
 //! file fsynced, then its directory) before any metadata row may point at it; metadata is the
 //! truth, and blobs that no row references — among them any a crash left half-written — are
 //! swept after a grace period.
-//!
-//! Why one file (816 lines, 70 of them tests): the local blob store's durable write path (spool,
-//! fsync, rename, fsync the folder) and its reads share the folder layout and the fsync tail; the
-//! object-store side and the gathering writer are already modules of their own.
 
 use bytes::Bytes;
 use futures::stream::BoxStream;

@@ -1,3 +1,7 @@
+//! Why one file: every setting is declared once in `ServeArgs`
+//! (flag, variable, file key, help with its default) and resolved in one function, and the tests
+//! that hold the help and the README's table to the code need the whole list in view.
+//!
 //! Settings: from flags, then `FERRY_*` environment variables, then `ferry.toml`, then defaults.
 //!
 //! One struct, [`ServeArgs`], declares every setting: clap reads flags and variables from it (a
@@ -5,10 +9,6 @@
 //! snake case), and [`ServeArgs::or`] lets the file fill what both left unset. Every setting's
 //! default is written in its help text, so `ferry serve --help` is the full reference; a test
 //! holds the README's table to it.
-//!
-//! Why one file (1,045 lines, 380 of them tests): every setting is declared once in `ServeArgs`
-//! (flag, variable, file key, help with its default) and resolved in one function, and the tests
-//! that hold the help and the README's table to the code need the whole list in view.
 
 use anyhow::Context;
 use clap::Args;

@@ -1,3 +1,9 @@
+//! Why one file: it is the one dispatch of the agent's file operations over the two
+//! path spaces (`/sandbox` and `/spaces`); each operation's body already lives in its own module
+//! (read, edit, search, batch), and what stays here is the per-operation routing that must be read
+//! side by side to keep the two spaces' rules alike. Its split into rooms by use case is tracked
+//! with the ferry-app reorganisation.
+//!
 //! The agent's file system (docs/agent-files.md): `ls`, `read_file`, `write_file`,
 //! `edit_file`, `glob`, `grep`, `move_file` and `delete_file` over one path space — the thread's
 //! sandbox under `/sandbox/…` and the user's spaces under `/spaces/{space}/…`.
@@ -7,12 +13,6 @@
 //! atomicity, content types), reads go through the sandbox's jail or the spaces' records, and
 //! access to a thread is decided by [`crate::access`]. Every door (HTTP, MCP) calls these
 //! functions and only shapes their answers.
-//!
-//! Why one file (801 lines): it is the one dispatch of the agent's file operations over the two
-//! path spaces (`/sandbox` and `/spaces`); each operation's body already lives in its own module
-//! (read, edit, search, batch), and what stays here is the per-operation routing that must be read
-//! side by side to keep the two spaces' rules alike. Its split into rooms by use case is tracked
-//! with the ferry-app reorganisation.
 
 mod batch;
 mod edit;

@@ -139,14 +139,7 @@ fn names_below(
 ) -> Result<(), Error> {
     for entry in dir.entries().map_err(super::jailed)? {
         let entry = entry.map_err(super::jailed)?;
-        let Some(name) = entry
-            .file_name()
-            .to_str()
-            .filter(|n| ferry_core::path::is_addressable_name(n))
-            .map(str::to_owned)
-        else {
-            // A name that is not UTF-8, or holds a control character, cannot be addressed
-            // through the API: it is left out.
+        let Some(name) = super::addressable_name(&entry) else {
             continue;
         };
         if prefix.is_none() && name == super::TMP_DIR {

@@ -1,3 +1,8 @@
+//! Why one file: the local and the stored sandbox implement one
+//! `Sandbox` enum's operations side by side, so that each operation's two forms are read and kept
+//! alike together; tree operations and bulk copies are already in `tree.rs` and `bulk.rs`.
+//! Splitting the local and the stored sandbox into two files is the next seam, not yet done.
+//!
 //! Thread sandboxes: a local folder per thread reached only through a jailed directory handle,
 //! or, when several nodes share one deployment, files kept in the blob store with their
 //! metadata in the database (the reserved space `.sandbox` owned by the thread).
@@ -16,11 +21,6 @@
 //! that wrote it, and every operation on a thread's folder holds one of a few permits of that
 //! thread ([`SandboxLimits`]), so even a file system call that hangs ties up a bounded number
 //! of the server's blocking threads, all of them the same thread's.
-//!
-//! Why one file (1,319 lines, 36 of them tests): the local and the stored sandbox implement one
-//! `Sandbox` enum's operations side by side, so that each operation's two forms are read and kept
-//! alike together; tree operations and bulk copies are already in `tree.rs` and `bulk.rs`.
-//! Splitting the local and the stored sandbox into two files is the next seam, not yet done.
 
 use bytes::Bytes;
 use cap_fs_ext::DirExt;
@@ -1223,6 +1223,16 @@ where
         .map_err(Error::Io)
 }
 
+/// An entry's name, when a door can address it: one that is not UTF-8, or holds a control
+/// character or a backslash, is left out of every listing.
+fn addressable_name(entry: &cap_std::fs::DirEntry) -> Option<String> {
+    entry
+        .file_name()
+        .to_str()
+        .filter(|n| ferry_core::path::is_addressable_name(n))
+        .map(str::to_owned)
+}
+
 /// Lists `dir` into `out`. Metadata is read with `fstatat` (no symlink followed, nothing
 /// opened), so a special file swapped in for a listed name cannot make the listing wait.
 fn walk(
@@ -1233,14 +1243,7 @@ fn walk(
 ) -> Result<(), Error> {
     for entry in dir.entries().map_err(jailed)? {
         let entry = entry.map_err(jailed)?;
-        let Some(name) = entry
-            .file_name()
-            .to_str()
-            .filter(|n| ferry_core::path::is_addressable_name(n))
-            .map(str::to_owned)
-        else {
-            // A name that is not UTF-8, or holds a control character, cannot be addressed
-            // through the API: it is left out.
+        let Some(name) = addressable_name(&entry) else {
             continue;
         };
         if prefix.is_none() && name == TMP_DIR {
