@@ -204,7 +204,8 @@ impl Runner for Bubblewrap {
             let setup = Arc::clone(&setup);
             tokio::task::spawn_blocking(move || setup.cgroups.create(&name, &setup.limits))
                 .await
-                .map_err(io::Error::other)??
+                .map_err(io::Error::other)?
+                .map_err(failed("making the command's control group"))?
         };
         let grouped = started.elapsed();
         // Whatever happens from here on, the group's processes are killed and the group
@@ -233,12 +234,15 @@ impl Runner for Bubblewrap {
             .stdout(writer.try_clone()?)
             .stderr(writer)
             .kill_on_drop(true);
-        let mut child = command.spawn()?;
+        let mut child = command.spawn().map_err(failed("starting the helper"))?;
         // The command's ends of the pipe are the command's alone from here on: the pipe is at
         // its end once every process of the command is gone.
         drop(command);
         if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(&spec).await?;
+            stdin
+                .write_all(&spec)
+                .await
+                .map_err(failed("handing the helper the command"))?;
         }
         let reader = OwnedFd::from(reader);
         rustix::fs::fcntl_setfl(&reader, rustix::fs::OFlags::NONBLOCK)?;
@@ -260,7 +264,7 @@ impl Runner for Bubblewrap {
         while !(at_end && status.is_some()) {
             tokio::select! {
                 read = reader.read(&mut buffer), if !at_end => {
-                    let n = read?;
+                    let n = read.map_err(failed("reading the command's output"))?;
                     if n == 0 {
                         at_end = true;
                         continue;
@@ -273,7 +277,7 @@ impl Runner for Bubblewrap {
                     }
                 }
                 exited = child.wait(), if status.is_none() => {
-                    status = Some(exited?);
+                    status = Some(exited.map_err(failed("waiting for the command"))?);
                     drain_until = Some(tokio::time::Instant::now() + DRAIN);
                 }
                 () = tokio::time::sleep_until(deadline), if stopped_by.is_none() && status.is_none() => {
@@ -296,7 +300,10 @@ impl Runner for Bubblewrap {
         }
         let status = match status {
             Some(status) => status,
-            None => child.wait().await?,
+            None => child
+                .wait()
+                .await
+                .map_err(failed("waiting for the command"))?,
         };
         let exited = started.elapsed();
         let (out_of_memory, hit_process_limit) = match &group.0 {
@@ -375,6 +382,12 @@ impl Runner for Bubblewrap {
             duration: started.elapsed(),
         })
     }
+}
+
+/// Says which step of running a command an I/O error broke, so the server's answer and log
+/// tell where to look.
+fn failed(step: &'static str) -> impl FnOnce(io::Error) -> io::Error {
+    move |e| io::Error::new(e.kind(), format!("{step}: {e}"))
 }
 
 /// Kills the command: its first process (bubblewrap, whose namespace dies with it) and

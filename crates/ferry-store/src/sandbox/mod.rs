@@ -42,8 +42,10 @@ use crate::blobs::{BlobRead, Blobs, StoredBlob};
 use crate::chunk_writer::ChunkWriter;
 use crate::db::Db;
 use crate::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
+use content_tag::FileState;
 
 mod bulk;
+mod content_tag;
 mod tree;
 pub use tree::{Moved, PathKind, changeable};
 
@@ -447,45 +449,8 @@ fn make_writable(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// What a sandbox file's validator and modification time are made of.
-#[derive(Debug, Clone, Copy)]
-struct Stamp {
-    mtime: i64,
-    mtime_nsec: i64,
-    size: u64,
-}
-
-impl From<&std::fs::Metadata> for Stamp {
-    fn from(meta: &std::fs::Metadata) -> Self {
-        Stamp {
-            mtime: meta.mtime(),
-            mtime_nsec: meta.mtime_nsec(),
-            size: meta.len(),
-        }
-    }
-}
-
-impl From<&cap_std::fs::Metadata> for Stamp {
-    fn from(meta: &cap_std::fs::Metadata) -> Self {
-        use cap_std::fs::MetadataExt as _;
-        Stamp {
-            mtime: meta.mtime(),
-            mtime_nsec: meta.mtime_nsec(),
-            size: meta.len(),
-        }
-    }
-}
-
-/// The validator of a sandbox file: its modification time and size, as nginx builds ETags.
-fn etag_of(meta: impl Into<Stamp>) -> String {
-    let stamp = meta.into();
-    let nanos = stamp.mtime as i128 * 1_000_000_000 + stamp.mtime_nsec as i128;
-    format!("{nanos:x}-{:x}", stamp.size)
-}
-
-fn modified_of(meta: impl Into<Stamp>) -> Timestamp {
-    let stamp = meta.into();
-    Timestamp(stamp.mtime * 1000 + stamp.mtime_nsec / 1_000_000)
+fn modified_of(state: FileState) -> Timestamp {
+    Timestamp(state.modified_ms())
 }
 
 /// An opened sandbox file: locally a descriptor known to be a singly-linked regular file
@@ -839,8 +804,12 @@ impl LocalSandbox {
             }
             if let Some(tags) = &if_match {
                 // Decided under the commit lock, so no API write lands between check and unlink.
-                let current = etag_of(&meta);
-                if !tags.iter().any(|t| t == "*" || *t == current) {
+                // What is not a regular file (a link, a FIFO) has no ETag: only "*" names it.
+                let current = match meta.is_file() {
+                    true => listed_tag(&parent, &name, &meta)?,
+                    false => None,
+                };
+                if !tags.iter().any(|t| t == "*" || Some(t) == current.as_ref()) {
                     return Err(Error::PreconditionFailed);
                 }
             }
@@ -914,7 +883,7 @@ impl LocalSandbox {
             sandbox: self.clone(),
             name: Some(tmp_name.clone()),
         };
-        let written = match stream_to(tmp_file, body, limit).await {
+        let (written, tag) = match stream_to(tmp_file, body, limit).await {
             Ok(written) => written,
             Err(e) => {
                 // Removed before the answer, so a client never sees it linger.
@@ -937,9 +906,9 @@ impl LocalSandbox {
                 // lookup after the rename could meet whatever the agent put there since.
                 let committed = written.metadata().map_err(jailed).and_then(|meta| {
                     let created = commit_write(dir, &tmp_name, &target, &condition, wait)?;
-                    Ok((created, meta))
+                    Ok((created, FileState::from(&meta)))
                 });
-                let (created, meta) = match committed {
+                let (created, state) = match committed {
                     Ok(done) => done,
                     Err(e) => {
                         remove_temporary(dir, &tmp_name);
@@ -951,9 +920,9 @@ impl LocalSandbox {
                     SandboxEntry {
                         path: target,
                         is_dir: false,
-                        size: meta.len(),
-                        modified: modified_of(&meta),
-                        etag: etag_of(&meta),
+                        size: state.size(),
+                        modified: modified_of(state),
+                        etag: tag,
                     },
                 ))
             })
@@ -1089,6 +1058,38 @@ fn truncate_to(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// The ETag of `name`, a regular file of `dir` when it was listed with `meta`: known without
+/// reading it, or read from it opened without following a link or waiting on a FIFO swapped
+/// in since. `None` when it is no longer that file; a file the server may not open keeps a tag
+/// made of its state (no reader can open it either).
+fn listed_tag(
+    dir: &Dir,
+    name: &str,
+    meta: &cap_std::fs::Metadata,
+) -> Result<Option<String>, Error> {
+    use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+    let listed = FileState::from(meta);
+    if let Some(tag) = content_tag::known(&listed) {
+        return Ok(Some(tag));
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).follow(FollowSymlinks::No);
+    cap_std::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = match dir.open_with(name, &options) {
+        Ok(file) => file.into_std(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP) => {
+            return Ok(None);
+        }
+        Err(_) => return Ok(Some(listed.stamp())),
+    };
+    let meta = file.metadata().map_err(jailed)?;
+    let state = FileState::from(&meta);
+    if !meta.is_file() || !state.same_file(&listed) {
+        return Ok(None);
+    }
+    content_tag::of_file(&file, state).map(Some).map_err(jailed)
+}
+
 fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, Error> {
     // O_NONBLOCK: opening a FIFO (or a device) an agent planted would otherwise wait forever
     // for a writer. Regular files ignore the flag; anything else is refused below, after the
@@ -1117,10 +1118,11 @@ fn open_checked(dir: &Dir, path: &str) -> Result<OpenedFile, Error> {
     if meta.nlink() > 1 {
         return Err(Error::HardLinked);
     }
+    let state = FileState::from(&meta);
     Ok(OpenedFile {
-        size: meta.len(),
-        modified: modified_of(&meta),
-        etag: etag_of(&meta),
+        size: state.size(),
+        modified: modified_of(state),
+        etag: content_tag::of_file(&file, state).map_err(jailed)?,
         source: Source::File(file),
     })
 }
@@ -1199,13 +1201,19 @@ fn lock_commits(dir: &Dir, wait: Duration) -> Result<Dir, Error> {
     }
 }
 
-/// Writes the body to `file` and makes it durable; returns the file for its metadata.
-async fn stream_to<S, E>(file: std::fs::File, body: S, limit: u64) -> Result<std::fs::File, Error>
+/// Writes the body to `file` and makes it durable; returns the file for its metadata, and the
+/// ETag of the bytes written.
+async fn stream_to<S, E>(
+    file: std::fs::File,
+    body: S,
+    limit: u64,
+) -> Result<(std::fs::File, String), Error>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
     let mut writer = ChunkWriter::new(file);
+    let mut tag = content_tag::Written::default();
     let mut size = 0u64;
     let mut body = std::pin::pin!(body);
     while let Some(chunk) = body.next().await {
@@ -1214,13 +1222,15 @@ where
         if size > limit {
             return Err(Error::TooLarge { limit });
         }
+        tag.update(&chunk);
         writer.write(chunk).await.map_err(Error::Io)?;
     }
     let file = writer.finish().await.map_err(Error::Io)?;
-    tokio::task::spawn_blocking(move || file.sync_all().map(|()| file))
+    let file = tokio::task::spawn_blocking(move || file.sync_all().map(|()| file))
         .await
         .map_err(|e| Error::Io(io::Error::other(e)))?
-        .map_err(Error::Io)
+        .map_err(Error::Io)?;
+    Ok((file, tag.tag()))
 }
 
 /// An entry's name, when a door can address it: one that is not UTF-8, or holds a control
@@ -1279,12 +1289,17 @@ fn walk(
                 });
             }
         } else if meta.is_file() {
+            let Some(etag) = listed_tag(dir, &name, &meta)? else {
+                // No longer a regular file, or gone, since it was looked at.
+                continue;
+            };
+            let state = FileState::from(&meta);
             out.push(SandboxEntry {
                 path,
                 is_dir: false,
-                size: meta.len(),
-                modified: modified_of(&meta),
-                etag: etag_of(&meta),
+                size: state.size(),
+                modified: modified_of(state),
+                etag,
             });
         }
         if out.len() > MAX_LISTED {

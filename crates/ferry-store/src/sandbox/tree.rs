@@ -12,7 +12,7 @@ use ferry_core::path::SANDBOX_LAYOUT;
 use ferry_core::{SpaceName, ValidPath};
 
 use super::{
-    LocalSandbox, Sandbox, SandboxEntry, StoredSandbox, TMP_DIR, etag_of, folder, jailed,
+    LocalSandbox, Sandbox, SandboxEntry, StoredSandbox, TMP_DIR, folder, jailed, listed_tag,
     lock_commits, walk,
 };
 use crate::Error;
@@ -183,9 +183,9 @@ impl LocalSandbox {
             let etag = if is_folder {
                 None
             } else {
-                // A rename keeps the modification time and size, so the ETag with them.
+                // A rename keeps the bytes, so the ETag with them.
                 let moved = target_dir.symlink_metadata(&target_name).map_err(jailed)?;
-                Some(etag_of(&moved))
+                Some(listed_tag(&target_dir, &target_name, &moved)?.ok_or(Error::NotFound)?)
             };
             Ok(Moved { files, etag })
         })

@@ -7,6 +7,7 @@ mod support;
 mod thread_support;
 
 mod agent_files;
+mod coarse_timestamps;
 mod events;
 mod execute;
 mod folder_zip;

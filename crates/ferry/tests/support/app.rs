@@ -75,12 +75,22 @@ pub fn config(dir: &std::path::Path) -> Config {
     config
 }
 
+/// The server's errors go to the test's captured output: an internal error's cause is only
+/// logged, and a failing test then shows it.
+fn capture_errors() {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::ERROR)
+        .with_test_writer()
+        .try_init();
+}
+
 impl TestApp {
     pub async fn new() -> TestApp {
         Self::with(|_| {}).await
     }
 
     pub async fn with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+        capture_errors();
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path());
         adjust(&mut config);
@@ -91,6 +101,7 @@ impl TestApp {
     /// A server whose data directory is `data` (on a file system the test chose); `dir` is
     /// then an empty folder of its own.
     pub async fn with_data(data: std::path::PathBuf, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        capture_errors();
         let mut config = config(&data);
         adjust(&mut config);
         let state = AppState::open(config).await.unwrap();
