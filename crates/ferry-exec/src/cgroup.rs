@@ -305,7 +305,7 @@ fn v2_under(dir: &Path) -> io::Result<Cgroups> {
     };
     fs::write(dir.join("cgroup.subtree_control"), wanted)?;
     // Make and remove a trial group, so that a folder we may not write to is found now.
-    let trial = dir.join(format!("trial-{}", std::process::id()));
+    let trial = trial_group(dir);
     fs::create_dir(&trial)?;
     let _ = fs::remove_dir(&trial);
     Ok(Cgroups::V2 {
@@ -317,9 +317,15 @@ fn v2_under(dir: &Path) -> io::Result<Cgroups> {
 /// Whether groups can be made under `dir` (made if missing) of a v1 hierarchy.
 fn usable_v1(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)?;
-    let trial = dir.join(format!("trial-{}", std::process::id()));
+    let trial = trial_group(dir);
     fs::create_dir(&trial)?;
     fs::remove_dir(&trial)
+}
+
+/// A trial group's folder under `dir`, named for this one check: two servers in one process
+/// (or two checks at once) must never take each other's trial for a folder they cannot use.
+fn trial_group(dir: &Path) -> PathBuf {
+    dir.join(format!("trial-{}", uuid::Uuid::now_v7().simple()))
 }
 
 /// Where a cgroup file system of `fstype` is mounted (with `controller` among its options,

@@ -395,3 +395,19 @@ async fn python_and_the_document_libraries_run_on_the_hosts_runtime() {
     .await;
     assert_eq!(done.output.trim(), "3", "{}", done.output);
 }
+
+/// Servers that start at once in one process (as tests do) each find every hierarchy the
+/// machine offers: one check never takes another's trial group for a folder it cannot use.
+#[test]
+fn servers_starting_at_once_find_the_same_control_groups() {
+    let alone = Cgroups::detect(None).unwrap_or(Cgroups::None);
+    let found: Vec<Cgroups> = std::thread::scope(|scope| {
+        let checks: Vec<_> = (0..16)
+            .map(|_| scope.spawn(|| Cgroups::detect(None).unwrap_or(Cgroups::None)))
+            .collect();
+        checks.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    for cgroups in found {
+        assert_eq!(cgroups, alone);
+    }
+}
