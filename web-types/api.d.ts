@@ -2242,6 +2242,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_download_files: {
@@ -2338,6 +2347,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_edit_file: {
@@ -2427,6 +2445,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2590,6 +2617,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_grep: {
@@ -2679,6 +2715,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2782,6 +2827,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_move_file: {
@@ -2878,6 +2932,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_read_file: {
@@ -2967,6 +3030,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3223,6 +3295,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_write_file: {
@@ -3312,6 +3393,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4780,6 +4870,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_download_files_in_thread: {
@@ -4878,6 +4977,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_edit_file_in_thread: {
@@ -4969,6 +5077,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5136,6 +5253,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_grep_in_thread: {
@@ -5227,6 +5353,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5332,6 +5467,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_move_file_in_thread: {
@@ -5423,6 +5567,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5528,6 +5681,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_upload_files_in_thread: {
@@ -5626,6 +5788,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     fs_write_file_in_thread: {
@@ -5717,6 +5888,15 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

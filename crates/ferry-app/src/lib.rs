@@ -20,6 +20,7 @@ pub mod events;
 pub mod execute;
 pub mod files;
 pub mod markdown;
+pub mod memory;
 pub mod messages;
 pub mod model_content;
 pub mod multipart;
@@ -84,6 +85,8 @@ pub struct Limits {
     pub resumable_expiry: Duration,
     /// Unfinished resumable uploads one principal may hold at once.
     pub resumable_max_unfinished: u64,
+    /// The memory every request that holds a file's bytes shares ([`memory`]).
+    pub memory_budget_bytes: u64,
 }
 
 impl Default for Limits {
@@ -97,6 +100,7 @@ impl Default for Limits {
             preview_wait: DEFAULT_PREVIEW_WAIT,
             resumable_expiry: resumable::DEFAULT_EXPIRY,
             resumable_max_unfinished: resumable::DEFAULT_MAX_UNFINISHED,
+            memory_budget_bytes: memory::default_budget_bytes(),
         }
     }
 }
@@ -172,6 +176,8 @@ pub struct Inner {
     pub cache: cache::DerivedCache,
     /// Commands run in sandboxes (`execute`).
     pub(crate) commands: execute::Commands,
+    /// What requests that hold files' bytes share.
+    pub memory: memory::MemoryBudget,
 }
 
 impl std::ops::Deref for App {
@@ -189,11 +195,12 @@ impl App {
             blobs: parts.blobs,
             sandboxes: parts.sandboxes,
             extractor: parts.extractor,
-            limits: parts.limits,
             events: EventHub::default(),
             deliveries_due: Notify::new(),
             skills_dir: parts.skills_dir,
             cache: parts.cache,
+            memory: memory::MemoryBudget::new(parts.limits.memory_budget_bytes),
+            limits: parts.limits,
             commands: parts.commands,
         }))
     }

@@ -45,6 +45,20 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ContentJson<T> {
         let largest = limits.sandbox_max_bytes.max(limits.space_max_bytes);
         // Base64 takes 4 bytes for every 3, and the JSON around the content some more.
         let limit = largest.saturating_mul(4) / 3 + MAX_JSON_BODY as u64;
+        // The body, its parsed text and the decoded content are in memory at once: their share
+        // of the memory budget is taken before the body is read, for its declared length (a
+        // body of unknown length is taken as the largest).
+        let declared = req
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .unwrap_or(limit);
+        state
+            .app
+            .memory
+            .hold(declared.min(limit).saturating_mul(3))
+            .await?
+            .until_answered();
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let body = axum::body::to_bytes(req.into_body(), limit)
             .await

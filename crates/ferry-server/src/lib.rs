@@ -14,6 +14,7 @@ pub mod jwks;
 pub mod limits;
 pub mod listen;
 pub mod mcp;
+pub mod memory_lease;
 pub mod metrics;
 pub mod openapi;
 pub mod outbound;

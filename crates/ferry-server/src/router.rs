@@ -195,7 +195,8 @@ fn finish(routes: Router<AppState>, state: &AppState) -> Router {
         .layer(middleware::map_request(crate::limits::idle_bodies(
             state.config.body_idle_timeout,
         )))
-        .layer(middleware::from_fn(crate::limits::linger_on_refusal));
+        .layer(middleware::from_fn(crate::limits::linger_on_refusal))
+        .layer(middleware::from_fn(crate::memory_lease::hold_until_sent));
     routes
         .fallback(system::no_route)
         .method_not_allowed_fallback(system::wrong_method)

@@ -108,6 +108,13 @@ pub struct ServeArgs {
     #[arg(long, env = "FERRY_PUBLISH_MAX_BYTES")]
     pub publish_max_bytes: Option<u64>,
 
+    /// Memory, in bytes, shared by every request that holds a file's bytes (read_file,
+    /// download_files, edit_file, grep, write_file's JSON); past it requests wait a moment, then
+    /// are answered 503 with Retry-After [default: a quarter of the machine's memory, or of the
+    /// control group's limit when lower]
+    #[arg(long, env = "FERRY_MEMORY_BUDGET_BYTES")]
+    pub memory_budget_bytes: Option<u64>,
+
     /// Longest document preview handed to the agent, in characters [default: 4000]
     #[arg(long, env = "FERRY_PREVIEW_MAX_CHARS")]
     pub preview_max_chars: Option<usize>,
@@ -268,6 +275,7 @@ impl ServeArgs {
             sandbox_max_bytes: self.sandbox_max_bytes.or(other.sandbox_max_bytes),
             upload_max_bytes: self.upload_max_bytes.or(other.upload_max_bytes),
             publish_max_bytes: self.publish_max_bytes.or(other.publish_max_bytes),
+            memory_budget_bytes: self.memory_budget_bytes.or(other.memory_budget_bytes),
             preview_max_chars: self.preview_max_chars.or(other.preview_max_chars),
             public_url: self.public_url.or(other.public_url),
             skills_dir: self.skills_dir.or(other.skills_dir),
@@ -375,6 +383,9 @@ impl ServeArgs {
         config.app.limits.publish_max_bytes = settings
             .publish_max_bytes
             .unwrap_or(DEFAULT_PUBLISH_MAX_BYTES);
+        config.app.limits.memory_budget_bytes = settings
+            .memory_budget_bytes
+            .unwrap_or_else(ferry_app::memory::default_budget_bytes);
         config.app.limits.preview_max_chars = settings
             .preview_max_chars
             .unwrap_or(DEFAULT_PREVIEW_MAX_CHARS);

@@ -147,7 +147,7 @@ async fn fetch(caller: Caller<'_>, asked: &str, budget: u64) -> Result<Fetched> 
     }
     let etag = quoted_etag(&current.etag);
     let content_type = current.content_type.clone();
-    let bytes = current.bytes(caller.app, budget).await?;
+    let bytes = current.bytes_for_answer(caller.app, budget).await?;
     Ok(Fetched {
         path: asked.to_owned(),
         content: STANDARD.encode(&bytes),

@@ -47,7 +47,7 @@ pub async fn edit(caller: Caller<'_>, input: &EditFileInput) -> Result<Edited> {
         return Err(changed(&path));
     }
     let content_type = current.content_type.clone();
-    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let bytes = current.bytes_for_answer(caller.app, READ_MAX_BYTES).await?;
     let text = as_text(&bytes).ok_or_else(|| {
         Error::invalid_request(format!(
             "'{path}' is not a text file (not UTF-8, or it holds NUL bytes); edit_file changes \

@@ -149,6 +149,18 @@ impl Current {
         Ok(out)
     }
 
+    /// The whole file for an answer that carries it (`read_file`, `download_files`,
+    /// `edit_file`): its share of the server's memory budget is taken first, and kept until
+    /// the answer has been sent ([`crate::memory`]).
+    pub async fn bytes_for_answer(self, app: &App, limit: u64) -> Result<Vec<u8>> {
+        let share = self
+            .size
+            .min(limit)
+            .saturating_mul(crate::memory::ANSWER_BYTES_PER_FILE_BYTE);
+        app.memory.hold(share).await?.until_answered();
+        self.bytes(app, limit).await
+    }
+
     /// The whole file, or `TooLarge` past `limit` bytes (checked again while reading: a
     /// sandbox file may grow after it was opened).
     pub async fn bytes(self, app: &App, limit: u64) -> Result<Vec<u8>> {

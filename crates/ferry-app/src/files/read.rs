@@ -148,7 +148,7 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
             crate::describe_bytes(READ_MAX_BYTES)
         )));
     }
-    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let bytes = current.bytes_for_answer(caller.app, READ_MAX_BYTES).await?;
     match as_text(&bytes) {
         Some(text) => Ok(window(&path, text, input, etag.clone(), None)),
         None => Ok(binary()),
@@ -210,7 +210,7 @@ fn window(
 async fn image(caller: Caller<'_>, path: &AgentPath, current: Current) -> Result<ReadOutput> {
     let etag = quoted_etag(&current.etag);
     let (content_type, size) = (current.content_type.clone(), current.size);
-    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let bytes = current.bytes_for_answer(caller.app, READ_MAX_BYTES).await?;
     let scratch = caller.app.cache.scratch(bytes).await?;
     let owner = caller.principal.identity_key();
     match caller.app.extractor.model_image(&owner, &scratch).await {
@@ -244,7 +244,7 @@ async fn pdf_pages(
     selection: &PageSelection,
 ) -> Result<ReadOutput> {
     let etag = quoted_etag(&current.etag);
-    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let bytes = current.bytes_for_answer(caller.app, READ_MAX_BYTES).await?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let scratch = caller.app.cache.scratch(bytes).await?;
     let owner = caller.principal.identity_key();
@@ -264,7 +264,7 @@ async fn pdf_pages(
 
 /// A document's text, extracted by the worker.
 async fn document_text(caller: Caller<'_>, name: &str, current: Current) -> Result<String> {
-    let bytes = current.bytes(caller.app, READ_MAX_BYTES).await?;
+    let bytes = current.bytes_for_answer(caller.app, READ_MAX_BYTES).await?;
     let scratch = caller.app.cache.scratch(bytes).await?;
     let owner = caller.principal.identity_key();
     let preview = caller

@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 
 use super::{Caller, files_below, open, parse};
 use crate::error::{Error, Result};
+use crate::memory::Held;
 use ferry_store::sandbox::PathKind;
 
 /// Files larger than this are skipped by `grep` (and counted).
@@ -32,29 +33,38 @@ const BATCH_BYTES: u64 = 32 << 20;
 const BATCH_FILES: usize = 512;
 
 /// The candidates in batches of at most [`BATCH_FILES`] files and (but for a single larger
-/// file) [`BATCH_BYTES`] bytes, in order.
-fn batches(candidates: Vec<(AgentPath, u64)>) -> Vec<Vec<AgentPath>> {
-    let mut out: Vec<Vec<AgentPath>> = Vec::new();
-    let mut bytes = 0;
+/// file) [`BATCH_BYTES`] bytes, in order, each with its bytes.
+fn batches(candidates: Vec<(AgentPath, u64)>) -> Vec<(Vec<AgentPath>, u64)> {
+    let mut out: Vec<(Vec<AgentPath>, u64)> = Vec::new();
     for (path, size) in candidates {
         match out.last_mut() {
-            Some(batch) if batch.len() < BATCH_FILES && bytes + size <= BATCH_BYTES => {
-                bytes += size;
+            Some((batch, bytes)) if batch.len() < BATCH_FILES && *bytes + size <= BATCH_BYTES => {
+                *bytes += size;
                 batch.push(path);
             }
-            _ => {
-                bytes = size;
-                out.push(vec![path]);
-            }
+            _ => out.push((vec![path], size)),
         }
     }
     out
 }
 
-/// The bytes of each file of a batch; a file that went away or changed into something that
-/// is not a readable file since it was listed is left out, one grown past the bound is
-/// reported as too large.
+/// A batch's files as read, with the share of the server's memory budget they hold.
+type ReadBatch = (Held, Vec<(AgentPath, Result<Vec<u8>>)>);
+
+/// The bytes of each file of a batch (`bytes` in all when listed), taken from the server's
+/// memory budget first; a file that went away or changed into something that is not a
+/// readable file since it was listed is left out, one grown past the bound is reported as too
+/// large.
 async fn read_batch(
+    caller: Caller<'_>,
+    sandbox: Option<&ferry_store::sandbox::Sandbox>,
+    (batch, bytes): (Vec<AgentPath>, u64),
+) -> Result<ReadBatch> {
+    let held = caller.app.memory.hold(bytes).await?;
+    Ok((held, read_files(caller, sandbox, batch).await?))
+}
+
+async fn read_files(
     caller: Caller<'_>,
     sandbox: Option<&ferry_store::sandbox::Sandbox>,
     batch: Vec<AgentPath>,
@@ -269,7 +279,9 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
         .build();
     let (mut matches, mut truncated, mut searched, mut total) = (Vec::new(), false, 0, 0u64);
     'batches: while let Some(batch) = reads.next().await {
-        for (path, bytes) in batch? {
+        // The batch's share of the memory budget is given back when it has been searched.
+        let (_held, batch) = batch?;
+        for (path, bytes) in batch {
             let bytes = match bytes {
                 Ok(bytes) => bytes,
                 // Removed, or grown past the bound, since it was listed.

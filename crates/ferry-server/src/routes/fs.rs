@@ -43,6 +43,7 @@ macro_rules! operation {
                 (status = 412, description = "PRECONDITION_FAILED: the file changed (ifMatch)"),
                 (status = 413, description = "REQUEST_TOO_LARGE"),
                 (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+                (status = 503, description = "UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After"),
             ),
             security(("bearer" = []))
         )]
@@ -76,6 +77,7 @@ macro_rules! operation {
                 (status = 412, description = "PRECONDITION_FAILED"),
                 (status = 413, description = "REQUEST_TOO_LARGE"),
                 (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+                (status = 503, description = "UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After"),
             ),
             security(("bearer" = []))
         )]

@@ -6,4 +6,5 @@ mod support;
 
 mod cli;
 mod durability;
+mod memory_budget;
 mod scale_out;

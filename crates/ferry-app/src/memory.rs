@@ -1,0 +1,204 @@
+//! One memory budget for the whole server. Every request that holds a file's bytes in memory
+//! (an agent tool that reads a file whole: `read_file`, `download_files`, `edit_file`; `grep`'s
+//! batches; a JSON body that carries a file's content) takes its share of the budget first,
+//! and gives it back once its answer has been sent. When the budget is spent, a request waits
+//! a moment for its share, then is refused `503 UNAVAILABLE` with `Retry-After`: under load the
+//! server answers later instead of being killed for running out of memory, whoever caused it.
+//!
+//! Streams (downloads, uploads, zips of folders, the S3 door, tus) hold a fixed buffer each and
+//! take nothing from the budget.
+//!
+//! A share is held by the request, not by the code that took it: the HTTP layer runs each
+//! request inside its [`Lease`] and keeps the lease with the answer's body until the last byte
+//! has been written, so a client that reads its answer slowly holds the share meanwhile (the
+//! bytes are still in memory). Outside a request (a test calling a use case), a share ends with
+//! its [`Held`].
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::{Error, Result};
+
+/// How long a request waits for its share before it is refused.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// The smallest budget: a few ordinary requests at once.
+pub const MIN_BUDGET_BYTES: u64 = 16 << 20;
+
+/// What answering with a file read whole holds at its peak, per byte of the file: the bytes,
+/// their base64 text (4 for 3), and the serialized answer that carries it, whose buffer grows
+/// by doubling (up to twice the answer's size, and the old buffer beside the new while it
+/// grows). Measured: a 16 MiB file read by `download_files` peaked at about 4.4 times its
+/// size.
+pub const ANSWER_BYTES_PER_FILE_BYTE: u64 = 5;
+
+/// The server's budget, in KiB permits.
+#[derive(Debug, Clone)]
+pub struct MemoryBudget {
+    permits: Arc<Semaphore>,
+    total_kib: u32,
+}
+
+impl MemoryBudget {
+    pub fn new(bytes: u64) -> MemoryBudget {
+        let total_kib = u32::try_from(bytes.max(MIN_BUDGET_BYTES) / 1024).unwrap_or(u32::MAX);
+        MemoryBudget {
+            permits: Arc::new(Semaphore::new(total_kib as usize)),
+            total_kib,
+        }
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        u64::from(self.total_kib) * 1024
+    }
+
+    /// Bytes held by requests now.
+    pub fn held_bytes(&self) -> u64 {
+        let free = self.permits.available_permits() as u64;
+        (u64::from(self.total_kib).saturating_sub(free)) * 1024
+    }
+
+    /// Takes `bytes` of the budget (its whole when `bytes` is more: such a request runs
+    /// alone), waiting up to [`WAIT`] for them; `Busy` after that.
+    pub async fn hold(&self, bytes: u64) -> Result<Held> {
+        // What the current request already holds counts: a request that holds the whole
+        // budget goes on alone rather than wait for itself.
+        let already = LEASE.try_with(Lease::held_kib).unwrap_or(0);
+        let room = u64::from(self.total_kib).saturating_sub(already);
+        let kib = bytes.div_ceil(1024).min(room);
+        if kib == 0 {
+            return Ok(Held(None));
+        }
+        let kib = u32::try_from(kib).unwrap_or(self.total_kib);
+        match tokio::time::timeout(WAIT, Arc::clone(&self.permits).acquire_many_owned(kib)).await {
+            Ok(Ok(permit)) => Ok(Held(Some(permit))),
+            _ => Err(Error::Busy(format!(
+                "the server's memory for answers ({}) is taken by other requests: try again \
+                 shortly",
+                crate::describe_bytes(self.total_bytes())
+            ))),
+        }
+    }
+}
+
+/// A share of the budget.
+#[derive(Debug)]
+#[must_use = "a share is given back when it is dropped"]
+pub struct Held(Option<OwnedSemaphorePermit>);
+
+impl Held {
+    /// Keeps the share until the current request's answer has been sent (outside a request,
+    /// gives it back now).
+    pub fn until_answered(mut self) {
+        if let Some(permit) = self.0.take() {
+            let _ = LEASE.try_with(|lease| lease.keep(permit));
+        }
+    }
+}
+
+/// The shares one request holds until its answer has been sent.
+#[derive(Debug, Clone, Default)]
+pub struct Lease(Arc<Mutex<Vec<OwnedSemaphorePermit>>>);
+
+tokio::task_local! {
+    static LEASE: Lease;
+}
+
+impl Lease {
+    /// Runs `work` (the request) with this lease as its own.
+    pub async fn scope<F: Future>(&self, work: F) -> F::Output {
+        LEASE.scope(self.clone(), work).await
+    }
+
+    /// Whether the request holds any share.
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
+    fn keep(&self, permit: OwnedSemaphorePermit) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(permit);
+    }
+
+    fn held_kib(&self) -> u64 {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|p| p.num_permits() as u64)
+            .sum()
+    }
+}
+
+/// The default budget: a quarter of the memory this server may use (the machine's, or its
+/// control group's limit when lower), at least [`MIN_BUDGET_BYTES`].
+pub fn default_budget_bytes() -> u64 {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kib| kib * 1024);
+    let group = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|file| {
+        std::fs::read_to_string(file)
+            .ok()?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    });
+    let usable = match (machine, group) {
+        (Some(m), Some(g)) => m.min(g),
+        (Some(m), None) => m,
+        (None, Some(g)) => g,
+        (None, None) => 4 << 30,
+    };
+    (usable / 4).max(MIN_BUDGET_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn shares_are_kept_until_the_request_ends_and_a_request_never_waits_for_itself() {
+        let budget = MemoryBudget::new(MIN_BUDGET_BYTES);
+        let lease = Lease::default();
+        lease
+            .scope(async {
+                budget.hold(10 << 20).await.unwrap().until_answered();
+                assert_eq!(budget.held_bytes(), 10 << 20);
+                // More than is left: the request takes the rest and goes on alone.
+                budget.hold(10 << 20).await.unwrap().until_answered();
+                assert_eq!(budget.held_bytes(), MIN_BUDGET_BYTES);
+                budget.hold(1 << 20).await.unwrap().until_answered();
+            })
+            .await;
+        assert_eq!(budget.held_bytes(), MIN_BUDGET_BYTES);
+        drop(lease);
+        assert_eq!(budget.held_bytes(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_spent_budget_refuses_after_a_wait() {
+        let budget = MemoryBudget::new(MIN_BUDGET_BYTES);
+        let all = budget.hold(MIN_BUDGET_BYTES).await.unwrap();
+        let refused = budget.hold(1).await.unwrap_err();
+        assert!(matches!(refused, Error::Busy(_)), "{refused:?}");
+        drop(all);
+        let held = budget.hold(1).await.unwrap();
+        assert_eq!(budget.held_bytes(), 1024);
+        drop(held);
+    }
+}

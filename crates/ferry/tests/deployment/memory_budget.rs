@@ -1,0 +1,158 @@
+//! The server's memory budget, measured on the real binary: sixty agents download a 16 MiB
+//! file at once through `download_files` (base64 in JSON), and sixteen write one the same way.
+//! Without the budget each request held the file three times over at once (2.9 GB and more);
+//! with a 64 MiB budget the server's peak resident memory stays within the budget and a fixed
+//! overhead, every request is answered (the file, or `UNAVAILABLE`: a `503` with `Retry-After`,
+//! or within a batch the file's own refusal), and the server keeps serving.
+
+use crate::support::binary::{start, token, wait_healthy};
+use base64::Engine as _;
+use serde_json::json;
+
+const BUDGET: u64 = 64 << 20;
+const FILE: usize = 16 << 20;
+/// What the server holds besides the budget: its code, its pools, the allocator's slack, one
+/// serialized answer on its way out.
+const OVERHEAD: u64 = 160 << 20;
+
+/// A process's resident memory, now and at its peak, in bytes.
+fn resident(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap()
+            * 1024
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_large_answers_at_once_stay_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        &dir.path().join("data"),
+        &[("FERRY_MEMORY_BUDGET_BYTES", &BUDGET.to_string())],
+    );
+    wait_healthy(server.addr).await;
+    let base = format!("http://{}", server.addr);
+    let client = reqwest::Client::new();
+    let user = token(&["--user", "alice"]);
+    let created: serde_json::Value = client
+        .post(format!("{base}/api/threads"))
+        .bearer_auth(&user)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let thread = created["id"].as_str().unwrap().to_owned();
+    let agent = token(&["--agent", "--thread", &thread, "--user", "alice"]);
+    let file: Vec<u8> = (0..FILE).map(|i| (i % 251) as u8).collect();
+    let put = client
+        .put(format!(
+            "{base}/api/threads/{thread}/sandbox/outputs/big.bin"
+        ))
+        .bearer_auth(&agent)
+        .header("content-type", "application/octet-stream")
+        .body(file.clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.status());
+    let (before, _) = resident(server.child.id());
+
+    let downloads: Vec<_> = (0..60)
+        .map(|_| {
+            let (client, base, agent) = (client.clone(), base.clone(), agent.clone());
+            tokio::spawn(async move {
+                let reply = client
+                    .post(format!("{base}/api/fs/download_files"))
+                    .bearer_auth(&agent)
+                    .json(&json!({"paths": ["/sandbox/outputs/big.bin"]}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = reply.status().as_u16();
+                let retry_after = reply.headers().contains_key("retry-after");
+                let body: serde_json::Value = reply.json().await.unwrap();
+                (status, retry_after, body)
+            })
+        })
+        .collect();
+    let content = base64::engine::general_purpose::STANDARD.encode(&file);
+    let writes: Vec<_> = (0..16)
+        .map(|i| {
+            let (client, base, agent, content) =
+                (client.clone(), base.clone(), agent.clone(), content.clone());
+            tokio::spawn(async move {
+                let reply = client
+                    .post(format!("{base}/api/fs/write_file"))
+                    .bearer_auth(&agent)
+                    .json(&json!({
+                        "path": format!("/sandbox/outputs/w{i}.bin"),
+                        "content": content,
+                        "encoding": "base64",
+                    }))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = reply.status().as_u16();
+                let retry_after = reply.headers().contains_key("retry-after");
+                (
+                    status,
+                    retry_after,
+                    reply.json::<serde_json::Value>().await.unwrap(),
+                )
+            })
+        })
+        .collect();
+
+    let mut answered = 0;
+    for download in downloads {
+        let (status, retry_after, body) = download.await.unwrap();
+        match status {
+            // A batch answers each file on its own: the file, or its own refusal.
+            200 if body["files"][0]["error"]["code"] == "UNAVAILABLE" => {}
+            200 => {
+                let file_answer = &body["files"][0];
+                assert_eq!(file_answer["size"], FILE, "{file_answer}");
+                answered += 1;
+            }
+            503 => {
+                assert!(retry_after, "a 503 says when to ask again");
+                assert_eq!(body["error"]["code"], "UNAVAILABLE", "{body}");
+            }
+            other => panic!("download_files answered {other}: {body}"),
+        }
+    }
+    for write in writes {
+        let (status, retry_after, body) = write.await.unwrap();
+        assert!(
+            status == 200 || (status == 503 && retry_after),
+            "write_file answered {status}: {body}"
+        );
+    }
+    assert!(answered > 0, "some downloads get through the budget");
+    let (_, peak) = resident(server.child.id());
+    eprintln!(
+        "peak resident memory {} MiB, {} MiB before the load; {answered} of 60 downloads answered",
+        peak >> 20,
+        before >> 20
+    );
+    assert!(
+        peak < before + BUDGET + OVERHEAD,
+        "peak resident memory {} MiB, from {} MiB before the load: more than the budget ({} MiB) \
+         and {} MiB over it",
+        peak >> 20,
+        before >> 20,
+        BUDGET >> 20,
+        OVERHEAD >> 20
+    );
+    let health = client.get(format!("{base}/healthz")).send().await.unwrap();
+    assert!(health.status().is_success());
+}
