@@ -65,7 +65,7 @@ pub async fn sandbox_folder(
     // One access check and one open: the listing comes from the handle the zip reads with.
     let sandbox = crate::sandbox::readable(app, principal, thread_id).await?;
     let entries = sandbox
-        .list(dir.map(SandboxPath::relative), true)
+        .list_untagged(dir.map(SandboxPath::relative), true)
         .await
         .map_err(in_sandbox)?;
     let top = match dir {

@@ -804,15 +804,13 @@ pub(crate) async fn files_below(
     let mut out = Vec::new();
     match path {
         AgentPath::Sandbox(dir) => {
-            let listed_dir = dir.clone().map(SandboxPath::from_relative);
-            for entry in crate::sandbox::list(
-                caller.app,
-                caller.principal,
-                caller.thread()?,
-                listed_dir.as_ref(),
-                true,
-            )
-            .await?
+            // Names and sizes are all a search or a zip needs: no file is read for its ETag.
+            let sandbox =
+                crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?;
+            for entry in sandbox
+                .list_untagged(dir.as_ref(), true)
+                .await
+                .map_err(crate::error::in_sandbox)?
             {
                 if entry.is_dir {
                     continue;

@@ -530,7 +530,20 @@ impl Sandbox {
         recursive: bool,
     ) -> Result<Vec<SandboxEntry>, Error> {
         match self {
-            Sandbox::Local(local) => local.list(dir, recursive).await,
+            Sandbox::Local(local) => local.list(dir, recursive, Tags::Read).await,
+            Sandbox::Stored(stored) => stored.list(dir, recursive).await,
+        }
+    }
+
+    /// Lists as [`Sandbox::list`] does, but with no ETag (`etag` empty) where telling it would
+    /// mean reading the file: for work that needs names and sizes only (a search, a zip).
+    pub async fn list_untagged(
+        &self,
+        dir: Option<&ValidPath>,
+        recursive: bool,
+    ) -> Result<Vec<SandboxEntry>, Error> {
+        match self {
+            Sandbox::Local(local) => local.list(dir, recursive, Tags::Skip).await,
             Sandbox::Stored(stored) => stored.list(dir, recursive).await,
         }
     }
@@ -823,6 +836,7 @@ impl LocalSandbox {
         &self,
         dir: Option<&ValidPath>,
         recursive: bool,
+        tags: Tags,
     ) -> Result<Vec<SandboxEntry>, Error> {
         let prefix = dir.map(|d| d.as_str().to_owned());
         self.blocking(move |root| {
@@ -836,7 +850,7 @@ impl LocalSandbox {
                 None => root.try_clone().map_err(jailed)?,
             };
             let mut out = Vec::new();
-            walk(&start, prefix.as_deref(), recursive, &mut out)?;
+            walk(&start, prefix.as_deref(), recursive, tags, &mut out)?;
             out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
             Ok(out)
         })
@@ -1243,12 +1257,21 @@ fn addressable_name(entry: &cap_std::fs::DirEntry) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Whether a listing tells each file's ETag (which may mean reading the file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tags {
+    Read,
+    Skip,
+}
+
 /// Lists `dir` into `out`. Metadata is read with `fstatat` (no symlink followed, nothing
-/// opened), so a special file swapped in for a listed name cannot make the listing wait.
+/// opened), so a special file swapped in for a listed name cannot make the listing wait; a
+/// file is opened only to read its ETag, without following a link or waiting.
 fn walk(
     dir: &Dir,
     prefix: Option<&str>,
     recursive: bool,
+    tags: Tags,
     out: &mut Vec<SandboxEntry>,
 ) -> Result<(), Error> {
     for entry in dir.entries().map_err(jailed)? {
@@ -1275,7 +1298,7 @@ fn walk(
         if meta.is_dir() {
             if recursive {
                 match dir.open_dir_nofollow(&name) {
-                    Ok(sub) => walk(&sub, Some(&path), true, out)?,
+                    Ok(sub) => walk(&sub, Some(&path), true, tags, out)?,
                     // Swapped for something else since it was looked at.
                     Err(_) => continue,
                 }
@@ -1289,9 +1312,13 @@ fn walk(
                 });
             }
         } else if meta.is_file() {
-            let Some(etag) = listed_tag(dir, &name, &meta)? else {
-                // No longer a regular file, or gone, since it was looked at.
-                continue;
+            let etag = match tags {
+                Tags::Skip => String::new(),
+                Tags::Read => match listed_tag(dir, &name, &meta)? {
+                    Some(etag) => etag,
+                    // No longer a regular file, or gone, since it was looked at.
+                    None => continue,
+                },
             };
             let state = FileState::from(&meta);
             out.push(SandboxEntry {

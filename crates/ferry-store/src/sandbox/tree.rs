@@ -12,7 +12,7 @@ use ferry_core::path::SANDBOX_LAYOUT;
 use ferry_core::{SpaceName, ValidPath};
 
 use super::{
-    LocalSandbox, Sandbox, SandboxEntry, StoredSandbox, TMP_DIR, folder, jailed, listed_tag,
+    LocalSandbox, Sandbox, SandboxEntry, StoredSandbox, TMP_DIR, Tags, folder, jailed, listed_tag,
     lock_commits, walk,
 };
 use crate::Error;
@@ -111,7 +111,7 @@ fn parent_of(dir: &Dir, path: &str) -> Result<(Dir, String), Error> {
 /// The files below a folder, by their paths below it, found without following symlinks.
 fn files_in(dir: &Dir) -> Result<Vec<String>, Error> {
     let mut entries = Vec::new();
-    walk(dir, Some(""), true, &mut entries)?;
+    walk(dir, Some(""), true, Tags::Skip, &mut entries)?;
     Ok(entries
         .into_iter()
         .filter(|e: &SandboxEntry| !e.is_dir)
