@@ -1934,6 +1934,13 @@ export interface components {
              * @description Files larger than 16 MiB.
              */
             tooLarge: number;
+            /**
+             * Format: int64
+             * @description Files and folders whose names no door can address (a control character or a
+             *     backslash, not UTF-8, or a path over 1,024 bytes), made on disk by a command or an
+             *     agent working in the folder: left out, with everything below such a folder.
+             */
+            unaddressable: number;
         };
         /** @description One event of a space's change feed, as a subscriber receives it. */
         SpaceEvent: components["schemas"]["FileChange"] & {

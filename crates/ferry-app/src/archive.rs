@@ -34,6 +34,9 @@ pub struct FolderZip {
     /// The name to offer the download under: the folder's own, e.g. `outputs.zip`.
     pub file_name: String,
     members: Vec<Member>,
+    /// Names below the folder that no door can address, left out of the zip (its comment
+    /// says how many, and why).
+    left_out: u64,
     place: Place,
     app: App,
     principal: Principal,
@@ -64,7 +67,7 @@ pub async fn sandbox_folder(
 ) -> Result<FolderZip> {
     // One access check and one open: the listing comes from the handle the zip reads with.
     let sandbox = crate::sandbox::readable(app, principal, thread_id).await?;
-    let entries = sandbox
+    let listing = sandbox
         .list_untagged(dir.map(SandboxPath::relative), true)
         .await
         .map_err(in_sandbox)?;
@@ -73,7 +76,7 @@ pub async fn sandbox_folder(
         None => "sandbox".to_owned(),
     };
     let mut members = Vec::new();
-    for entry in entries.into_iter().filter(|e| !e.is_dir) {
+    for entry in listing.entries.into_iter().filter(|e| !e.is_dir) {
         let path = ValidPath::parse(&entry.path).map_err(|e| Error::InvalidPath(e.to_string()))?;
         members.push(Member {
             name: member_name(&top, dir.map(SandboxPath::relative), &path),
@@ -86,6 +89,7 @@ pub async fn sandbox_folder(
     Ok(FolderZip {
         file_name: format!("{top}.zip"),
         members,
+        left_out: listing.unaddressable,
         place: Place::Sandbox(sandbox),
         app: app.clone(),
         principal: principal.clone(),
@@ -136,6 +140,7 @@ pub async fn space_folder(
     Ok(FolderZip {
         file_name: format!("{top}.zip"),
         members,
+        left_out: 0,
         place: Place::Space(space.clone()),
         app: app.clone(),
         principal: principal.clone(),
@@ -161,6 +166,15 @@ fn too_many(members: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The zip's comment when names were left out (`unzip -z` shows it).
+fn left_out_comment(count: u64) -> String {
+    format!(
+        "ferry left out {count} file(s) or folder(s) whose names no door can address: a control \
+         character or a backslash, not UTF-8, or a path over 1,024 bytes. Rename them from a \
+         command to include them."
+    )
 }
 
 impl FolderZip {
@@ -193,6 +207,10 @@ impl FolderZip {
                     send(tx, out.take()).await?;
                 }
             }
+        }
+        if self.left_out > 0 {
+            zip.set_comment(left_out_comment(self.left_out))
+                .map_err(io::Error::other)?;
         }
         zip.finish().map_err(io::Error::other)?;
         send(tx, out.take()).await

@@ -781,19 +781,27 @@ pub async fn check_transfer(caller: Caller<'_>, input: &FileUrlInput) -> Result<
     Ok(path)
 }
 
-/// Every file below `path` (or `path` itself when it is a file), with its path shown in the
-/// agent's path space and its path relative to `path` (what a glob is matched against).
-pub(crate) async fn files_below(
-    caller: Caller<'_>,
-    path: &AgentPath,
-) -> Result<Vec<(AgentPath, String, u64)>> {
+/// The files below a folder, each with its path in the agent's path space, its path relative
+/// to the folder (what a glob is matched against) and its size; and how many names below it
+/// no door can address, left out (only a sandbox folder on disk can hold such names).
+#[derive(Debug, Default)]
+pub(crate) struct FilesBelow {
+    pub files: Vec<(AgentPath, String, u64)>,
+    pub unaddressable: u64,
+}
+
+/// Every file below `path` (or `path` itself when it is a file).
+pub(crate) async fn files_below(caller: Caller<'_>, path: &AgentPath) -> Result<FilesBelow> {
     let kind = find(caller, path)
         .await?
         .ok_or_else(|| Error::not_found(format!("nothing at '{path}'")))?;
     if kind == PathKind::File {
         let name = path.file_name().to_owned();
         let size = open(caller, path).await?.size;
-        return Ok(vec![(path.clone(), name, size)]);
+        return Ok(FilesBelow {
+            files: vec![(path.clone(), name, size)],
+            unaddressable: 0,
+        });
     }
     let relative_to = |full: &str, base: Option<&ValidPath>| -> String {
         match base {
@@ -802,16 +810,18 @@ pub(crate) async fn files_below(
         }
     };
     let mut out = Vec::new();
+    let mut unaddressable = 0;
     match path {
         AgentPath::Sandbox(dir) => {
             // Names and sizes are all a search or a zip needs: no file is read for its ETag.
             let sandbox =
                 crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?;
-            for entry in sandbox
+            let listing = sandbox
                 .list_untagged(dir.as_ref(), true)
                 .await
-                .map_err(crate::error::in_sandbox)?
-            {
+                .map_err(crate::error::in_sandbox)?;
+            unaddressable = listing.unaddressable;
+            for entry in listing.entries {
                 if entry.is_dir {
                     continue;
                 }
@@ -850,7 +860,10 @@ pub(crate) async fn files_below(
             }
         }
     }
-    Ok(out)
+    Ok(FilesBelow {
+        files: out,
+        unaddressable,
+    })
 }
 
 #[cfg(test)]

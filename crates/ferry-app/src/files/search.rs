@@ -187,6 +187,7 @@ pub async fn glob(caller: Caller<'_>, input: &GlobInput) -> Result<Globbed> {
         }
         _ => files_below(caller, &base)
             .await?
+            .files
             .into_iter()
             .filter(|(_, relative, _)| matcher.is_match(relative))
             .map(|(path, _, _)| path.to_string())
@@ -216,6 +217,10 @@ pub struct Skipped {
     pub binary: u64,
     /// Files larger than 16 MiB.
     pub too_large: u64,
+    /// Files and folders whose names no door can address (a control character or a
+    /// backslash, not UTF-8, or a path over 1,024 bytes), made on disk by a command or an
+    /// agent working in the folder: left out, with everything below such a folder.
+    pub unaddressable: u64,
 }
 
 /// `grep`'s answer.
@@ -250,7 +255,9 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
     let only = input.glob.as_deref().map(FileFilter::new).transpose()?;
     let mut skipped = Skipped::default();
     let mut candidates: Vec<(AgentPath, u64)> = Vec::new();
-    for (path, relative, size) in files_below(caller, &base).await? {
+    let below = files_below(caller, &base).await?;
+    skipped.unaddressable = below.unaddressable;
+    for (path, relative, size) in below.files {
         if only.as_ref().is_some_and(|only| !only.admits(&relative)) {
             continue;
         }

@@ -530,21 +530,25 @@ impl Sandbox {
         recursive: bool,
     ) -> Result<Vec<SandboxEntry>, Error> {
         match self {
-            Sandbox::Local(local) => local.list(dir, recursive, Tags::Read).await,
+            Sandbox::Local(local) => Ok(local.listing(dir, recursive, Tags::Read).await?.entries),
             Sandbox::Stored(stored) => stored.list(dir, recursive).await,
         }
     }
 
     /// Lists as [`Sandbox::list`] does, but with no ETag (`etag` empty) where telling it would
-    /// mean reading the file: for work that needs names and sizes only (a search, a zip).
+    /// mean reading the file, and with a count of the names left out: for work that needs
+    /// names and sizes only and says what it skipped (a search, a zip).
     pub async fn list_untagged(
         &self,
         dir: Option<&ValidPath>,
         recursive: bool,
-    ) -> Result<Vec<SandboxEntry>, Error> {
+    ) -> Result<Listing, Error> {
         match self {
-            Sandbox::Local(local) => local.list(dir, recursive, Tags::Skip).await,
-            Sandbox::Stored(stored) => stored.list(dir, recursive).await,
+            Sandbox::Local(local) => local.listing(dir, recursive, Tags::Skip).await,
+            Sandbox::Stored(stored) => Ok(Listing {
+                entries: stored.list(dir, recursive).await?,
+                unaddressable: 0,
+            }),
         }
     }
 
@@ -832,26 +836,28 @@ impl LocalSandbox {
     }
 
     /// Symlinks are not followed or listed.
-    async fn list(
+    async fn listing(
         &self,
         dir: Option<&ValidPath>,
         recursive: bool,
         tags: Tags,
-    ) -> Result<Vec<SandboxEntry>, Error> {
+    ) -> Result<Listing, Error> {
         let prefix = dir.map(|d| d.as_str().to_owned());
         self.blocking(move |root| {
             let start = match &prefix {
                 Some(p) => match root.open_dir(p) {
                     Ok(d) => d,
                     // A folder that does not exist lists nothing, as in spaces.
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return Ok(Listing::default());
+                    }
                     Err(e) => return Err(jailed(e)),
                 },
                 None => root.try_clone().map_err(jailed)?,
             };
-            let mut out = Vec::new();
+            let mut out = Listing::default();
             walk(&start, prefix.as_deref(), recursive, tags, &mut out)?;
-            out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            out.entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
             Ok(out)
         })
         .await
@@ -1257,6 +1263,14 @@ fn addressable_name(entry: &cap_std::fs::DirEntry) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// What a listing found: the entries, and how many names it left out because no door could
+/// address them (not UTF-8, a control character or a backslash, a path over 1,024 bytes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub entries: Vec<SandboxEntry>,
+    pub unaddressable: u64,
+}
+
 /// Whether a listing tells each file's ETag (which may mean reading the file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tags {
@@ -1272,11 +1286,12 @@ fn walk(
     prefix: Option<&str>,
     recursive: bool,
     tags: Tags,
-    out: &mut Vec<SandboxEntry>,
+    out: &mut Listing,
 ) -> Result<(), Error> {
     for entry in dir.entries().map_err(jailed)? {
         let entry = entry.map_err(jailed)?;
         let Some(name) = addressable_name(&entry) else {
+            out.unaddressable += 1;
             continue;
         };
         if prefix.is_none() && name == TMP_DIR {
@@ -1287,6 +1302,7 @@ fn walk(
             None => name.clone(),
         };
         if path.len() > MAX_PATH_BYTES {
+            out.unaddressable += 1;
             continue;
         }
         let meta = match entry.metadata() {
@@ -1303,7 +1319,7 @@ fn walk(
                     Err(_) => continue,
                 }
             } else {
-                out.push(SandboxEntry {
+                out.entries.push(SandboxEntry {
                     path,
                     is_dir: true,
                     size: 0,
@@ -1321,7 +1337,7 @@ fn walk(
                 },
             };
             let state = FileState::from(&meta);
-            out.push(SandboxEntry {
+            out.entries.push(SandboxEntry {
                 path,
                 is_dir: false,
                 size: state.size(),
@@ -1329,7 +1345,7 @@ fn walk(
                 etag,
             });
         }
-        if out.len() > MAX_LISTED {
+        if out.entries.len() > MAX_LISTED {
             return Err(Error::TooManyEntries);
         }
     }

@@ -110,9 +110,10 @@ fn parent_of(dir: &Dir, path: &str) -> Result<(Dir, String), Error> {
 
 /// The files below a folder, by their paths below it, found without following symlinks.
 fn files_in(dir: &Dir) -> Result<Vec<String>, Error> {
-    let mut entries = Vec::new();
-    walk(dir, Some(""), true, Tags::Skip, &mut entries)?;
-    Ok(entries
+    let mut listing = super::Listing::default();
+    walk(dir, Some(""), true, Tags::Skip, &mut listing)?;
+    Ok(listing
+        .entries
         .into_iter()
         .filter(|e: &SandboxEntry| !e.is_dir)
         .map(|e| e.path.trim_start_matches('/').to_owned())

@@ -228,11 +228,19 @@ async fn names_no_door_could_write_are_left_out_and_the_folder_still_works() {
         .collect();
     assert_eq!(paths, ["/sandbox/outputs/ok.txt"]);
 
-    let zipped = members(
-        &app.get(&t.url("/sandbox?dir=/sandbox/outputs&format=zip"), &t.user)
-            .await,
-    );
+    let reply = app
+        .get(&t.url("/sandbox?dir=/sandbox/outputs&format=zip"), &t.user)
+        .await;
+    let zipped = members(&reply);
     assert_eq!(named(&zipped), [("outputs/ok.txt", &b"needle\n"[..])]);
+    // The zip says what it left out, and why: four files and one folder.
+    let archive = zip::ZipArchive::new(Cursor::new(reply.body.clone())).unwrap();
+    let comment = String::from_utf8_lossy(archive.comment()).into_owned();
+    assert!(
+        comment
+            .starts_with("ferry left out 5 file(s) or folder(s) whose names no door can address"),
+        "{comment}"
+    );
 
     let found = app
         .post_json(
@@ -244,6 +252,7 @@ async fn names_no_door_could_write_are_left_out_and_the_folder_still_works() {
     found.expect(200, None);
     let found = found.json();
     assert_eq!(found["filesSearched"], 1, "{found}");
+    assert_eq!(found["skipped"]["unaddressable"], 5, "{found}");
     let glob = app
         .post_json(
             &t.url("/fs/glob"),
