@@ -35,6 +35,10 @@ pub const MIN_BUDGET_BYTES: u64 = 16 << 20;
 /// size.
 pub const ANSWER_BYTES_PER_FILE_BYTE: u64 = 5;
 
+/// What a JSON body that carries a file's content (`write_file`) holds, per byte of the body:
+/// the body, its parsed text, and the decoded content.
+pub const BODY_BYTES_PER_BODY_BYTE: u64 = 3;
+
 /// The server's budget, in KiB permits.
 #[derive(Debug, Clone)]
 pub struct MemoryBudget {

@@ -56,7 +56,11 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ContentJson<T> {
         state
             .app
             .memory
-            .hold(declared.min(limit).saturating_mul(3))
+            .hold(
+                declared
+                    .min(limit)
+                    .saturating_mul(ferry_app::memory::BODY_BYTES_PER_BODY_BYTE),
+            )
             .await?
             .until_answered();
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
