@@ -2,17 +2,19 @@
 //! place before bubblewrap runs, then becomes bubblewrap. It runs as a process of its own so
 //! that the server never runs code between `fork` and `exec`.
 //!
-//! In order: read the [`Spec`] from standard input; start a session of its own (no terminal's
-//! signals reach the command); join the command's control groups, so that everything it starts
-//! is counted from its first process on; take its limits, which every process inherits; open
-//! the sandbox folder and its read-only folders without following a symbolic link (a command
-//! that left `user_uploads` as a link to `/` must not have the host bound in its place next
-//! time), and the seccomp programs and generated `/etc` files as memory files; then `exec`
-//! bubblewrap with those descriptors.
+//! In order: start a session of its own (no terminal's signals reach the command); join the
+//! control groups named on its command line (`ferry __exec GROUP…`), so that everything the
+//! command starts is counted from its first process on; read the [`Spec`] from standard input,
+//! which may come much later (the runner starts helpers ahead of their commands); take its
+//! limits, which every process inherits; open the sandbox folder and its read-only folders
+//! without following a symbolic link (a command that left `user_uploads` as a link to `/` must
+//! not have the host bound in its place next time), and the seccomp programs and generated
+//! `/etc` files as memory files; then `exec` bubblewrap with those descriptors.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -47,14 +49,16 @@ pub fn main() -> ExitCode {
 }
 
 fn start() -> io::Result<std::convert::Infallible> {
+    rustix::process::setsid()?;
+    // The control groups are named on the command line: the helper joins them while it waits
+    // for its command (it may be started ahead of one).
+    let me = std::process::id().to_string();
+    for group in std::env::args_os().skip(2) {
+        std::fs::write(Path::new(&group).join("cgroup.procs"), &me)?;
+    }
     let mut raw = Vec::new();
     io::stdin().take(MAX_SPEC_BYTES).read_to_end(&mut raw)?;
     let spec: Spec = serde_json::from_slice(&raw).map_err(io::Error::other)?;
-    rustix::process::setsid()?;
-    let me = std::process::id().to_string();
-    for group in &spec.cgroups {
-        std::fs::write(group.join("cgroup.procs"), &me)?;
-    }
     // Descriptors first: bubblewrap inherits them (none is close-on-exec).
     let sandbox = rustix::fs::open(
         &spec.sandbox,

@@ -20,7 +20,10 @@
 //! ferry binary again as a small helper ([`helper::main`], `ferry __exec`) that takes its
 //! limits, joins the control groups, opens the folders to bind without following symlinks and
 //! then becomes `bwrap`, so that no code runs between `fork` and `exec` in the server itself.
+//! A few helpers are started ahead, already in their control groups, waiting for a command
+//! each (`ahead.rs`).
 
+mod ahead;
 pub mod bridge;
 pub mod cgroup;
 pub mod helper;

@@ -6,9 +6,7 @@
 //! timeout, streams the output as it comes, and answers how the command ended.
 
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,9 +15,10 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::cgroup::{Cgroups, RunGroup};
+use crate::ahead::{self, GroupGuard, Pool, Ready, failed};
+use crate::cgroup::Cgroups;
 use crate::output::HeadTail;
-use crate::spec::{HELPER_ARG, Mount, Network, ProcessLimits, Spec, runtime_mounts};
+use crate::spec::{Mount, Network, ProcessLimits, Spec, runtime_mounts};
 use crate::{ExecLimits, NetworkPolicy, Proxy, Runtime, helper, walk};
 
 /// One command to run.
@@ -103,6 +102,8 @@ struct Setup {
     cgroups: Cgroups,
     /// The filtering proxy to the allowed hosts, where there are any.
     proxy: Option<Proxy>,
+    /// Helpers started ahead, waiting for a command each.
+    ahead: Pool,
 }
 
 /// The folders of a sandbox a command may read but not change.
@@ -136,6 +137,7 @@ impl Bubblewrap {
                 helper,
                 bwrap,
                 mounts: runtime_mounts(runtime),
+                ahead: Pool::new(limits.concurrent),
                 limits,
                 cgroups,
                 proxy,
@@ -143,7 +145,21 @@ impl Bubblewrap {
         }
     }
 
-    fn spec(&self, job: &Job, group: Option<&RunGroup>) -> Spec {
+    /// Starts helpers in the background until as many wait as the pool keeps.
+    fn start_ahead(&self) {
+        for _ in 0..self.inner.ahead.to_start() {
+            let setup = Arc::clone(&self.inner);
+            tokio::spawn(async move {
+                let ready = ahead::start(&setup.helper, &setup.cgroups, &setup.limits).await;
+                if let Err(e) = &ready {
+                    tracing::warn!(error = %e, "a helper could not be started ahead");
+                }
+                setup.ahead.started(ready.ok());
+            });
+        }
+    }
+
+    fn spec(&self, job: &Job) -> Spec {
         let setup = &self.inner;
         let limits = &setup.limits;
         Spec {
@@ -161,7 +177,6 @@ impl Bubblewrap {
                 file_bytes: limits.file_bytes,
                 tmp_bytes: limits.tmp_bytes,
             },
-            cgroups: group.map(|g| g.folders().to_vec()).unwrap_or_default(),
             network: setup.proxy.as_ref().map(|proxy| Network {
                 proxy_socket: proxy.socket().to_owned(),
                 bridge: setup.helper.clone(),
@@ -199,18 +214,6 @@ impl Runner for Bubblewrap {
     ) -> io::Result<Finished> {
         let started = Instant::now();
         let setup = Arc::clone(&self.inner);
-        let name = format!("cmd-{}", uuid::Uuid::now_v7().simple());
-        let group = {
-            let setup = Arc::clone(&setup);
-            tokio::task::spawn_blocking(move || setup.cgroups.create(&name, &setup.limits))
-                .await
-                .map_err(io::Error::other)?
-                .map_err(failed("making the command's control group"))?
-        };
-        let grouped = started.elapsed();
-        // Whatever happens from here on, the group's processes are killed and the group
-        // removed (off the runtime's threads: that can wait for the kernel).
-        let group = GroupGuard(group);
         for folder in READ_ONLY.iter().chain(&HIDDEN) {
             // Each is a mount point inside, so it must exist (a link in its place is refused
             // by the helper, which binds it without following links).
@@ -222,31 +225,27 @@ impl Runner for Bubblewrap {
         if !walk::is_real_dir(&job.sandbox)? {
             return Err(io::Error::other("the sandbox is not a folder"));
         }
-        let spec =
-            serde_json::to_vec(&self.spec(&job, group.0.as_ref())).map_err(io::Error::other)?;
-
-        let (reader, writer) = std::io::pipe()?;
-        let mut command = tokio::process::Command::new(&setup.helper);
-        command
-            .arg(HELPER_ARG)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(writer.try_clone()?)
-            .stderr(writer)
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(failed("starting the helper"))?;
-        // The command's ends of the pipe are the command's alone from here on: the pipe is at
-        // its end once every process of the command is gone.
-        drop(command);
+        let spec = serde_json::to_vec(&self.spec(&job)).map_err(io::Error::other)?;
+        let waiting = setup.ahead.take();
+        let was_waiting = waiting.is_some();
+        let Ready {
+            mut child,
+            output,
+            group,
+        } = match waiting {
+            Some(ready) => ready,
+            None => ahead::start(&setup.helper, &setup.cgroups, &setup.limits).await?,
+        };
+        self.start_ahead();
+        let helped = started.elapsed();
         if let Some(mut stdin) = child.stdin.take() {
             stdin
                 .write_all(&spec)
                 .await
                 .map_err(failed("handing the helper the command"))?;
         }
-        let reader = OwnedFd::from(reader);
-        rustix::fs::fcntl_setfl(&reader, rustix::fs::OFlags::NONBLOCK)?;
-        let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(reader)?;
+        rustix::fs::fcntl_setfl(&output, rustix::fs::OFlags::NONBLOCK)?;
+        let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(output)?;
 
         let limits = &setup.limits;
         let mut kept = HeadTail::new(limits.output_bytes);
@@ -325,8 +324,9 @@ impl Runner for Bubblewrap {
         }
         // Where the runner's time goes (for tuning; debug level).
         tracing::debug!(
-            group_us = grouped.as_micros() as u64,
-            until_exit_us = (exited - grouped).as_micros() as u64,
+            started_ahead = was_waiting,
+            helper_us = helped.as_micros() as u64,
+            until_exit_us = (exited - helped).as_micros() as u64,
             after_us = (started.elapsed() - exited).as_micros() as u64,
             "a command's run"
         );
@@ -384,12 +384,6 @@ impl Runner for Bubblewrap {
     }
 }
 
-/// Says which step of running a command an I/O error broke, so the server's answer and log
-/// tell where to look.
-fn failed(step: &'static str) -> impl FnOnce(io::Error) -> io::Error {
-    move |e| io::Error::new(e.kind(), format!("{step}: {e}"))
-}
-
 /// Kills the command: its first process (bubblewrap, whose namespace dies with it) and
 /// everything in its control group.
 async fn stop(child: &mut tokio::process::Child, group: &GroupGuard) {
@@ -415,24 +409,6 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-/// A command's control group, removed (its processes killed first) when dropped.
-struct GroupGuard(Option<RunGroup>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        // On the blocking pool (or here when there is no runtime any more): a run that ended,
-        // or one that was abandoned because its caller went away.
-        if let Some(group) = self.0.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => {
-                    runtime.spawn_blocking(move || drop(group));
-                }
-                Err(_) => drop(group),
-            }
-        }
     }
 }
 

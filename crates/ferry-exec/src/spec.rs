@@ -69,8 +69,6 @@ pub(crate) struct Spec {
     pub cwd: String,
     pub command: String,
     pub limits: ProcessLimits,
-    /// The control-group folders to join before bubblewrap starts.
-    pub cgroups: Vec<PathBuf>,
     /// The way out to the allowed hosts, where there are any.
     pub network: Option<Network>,
 }
@@ -337,7 +335,6 @@ mod tests {
                 file_bytes: 1,
                 tmp_bytes: 1024,
             },
-            cgroups: Vec::new(),
             network: None,
         }
     }
