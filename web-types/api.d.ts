@@ -1333,6 +1333,12 @@ export interface components {
             size?: number | null;
             /** @description `file` or `dir`. */
             type: string;
+            /**
+             * @description Only on a sandbox entry that no path can name (a name made by a command that holds a
+             *     control character or a backslash, or is not UTF-8): why. Its `path` then writes each
+             *     such character or byte as `\xNN` and a backslash as `\\`, and it has no other field.
+             */
+            unaddressable?: string | null;
         };
         /** @description The body of every error answer. */
         Error: {
@@ -1556,6 +1562,12 @@ export interface components {
             size?: number | null;
             /** @description `file` or `dir`. */
             type: string;
+            /**
+             * @description Only on a sandbox entry that no route can address (a name made by a command that holds
+             *     a control character or a backslash, or is not UTF-8): why. Its `path` then writes each
+             *     such character or byte as `\xNN` and a backslash as `\\`, and it has no other field.
+             */
+            unaddressable?: string | null;
             updatedAt?: string | null;
         };
         /**

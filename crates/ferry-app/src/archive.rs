@@ -89,7 +89,7 @@ pub async fn sandbox_folder(
     Ok(FolderZip {
         file_name: format!("{top}.zip"),
         members,
-        left_out: listing.unaddressable,
+        left_out: listing.unaddressable.len() as u64,
         place: Place::Sandbox(sandbox),
         app: app.clone(),
         principal: principal.clone(),

@@ -7,7 +7,7 @@ use ferry_core::SandboxPath;
 use ferry_core::change::{ChangeKind, FileChange};
 use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
-pub use ferry_store::sandbox::{OpenedFile, SandboxEntry};
+pub use ferry_store::sandbox::{Listing, OpenedFile, SandboxEntry, Unaddressable};
 use ferry_store::spaces::WriteCondition;
 use futures::Stream;
 
@@ -19,14 +19,16 @@ use crate::events::Role;
 use crate::principal::Principal;
 use crate::thread_event::{EventHead, EventKind, ThreadEvent};
 
-/// Lists `dir` (the sandbox's root when `None`): its direct children, or every file below it.
+/// Lists `dir` (the sandbox's root when `None`): its direct children, or every file below it;
+/// and apart, the names found there that no door can address (made by a command, say), for
+/// listings to show escaped and marked.
 pub async fn list(
     app: &App,
     principal: &Principal,
     thread_id: &str,
     dir: Option<&SandboxPath>,
     recursive: bool,
-) -> Result<Vec<SandboxEntry>> {
+) -> Result<Listing> {
     let thread = access::thread(app, principal, thread_id, Action::Read).await?;
     let sandbox = app.sandboxes.open(&thread.id).await?;
     sandbox
@@ -330,7 +332,8 @@ mod tests {
             false,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entries;
         assert_eq!(listed.len(), 1, "{listed:?}");
     }
 }

@@ -149,9 +149,10 @@ impl AsRef<str> for ValidPath {
 
 /// Whether a name found on disk (made there by a command, say) is one a door can address: a
 /// single valid path segment, so no control character, NUL or backslash. The sandbox's
-/// listings leave out every name that is not, as they leave out names that are not UTF-8: such
-/// a file is never listed raw (a newline or an escape sequence in a client's terminal), and a
-/// folder holding one still lists, zips and searches whole.
+/// listings give every name that is not (and every name that is not UTF-8) apart from their
+/// entries, escaped and marked: such a file is never listed raw (a newline or an escape
+/// sequence in a client's terminal), and a folder holding one still lists, zips and searches
+/// whole.
 pub fn is_addressable_name(name: &str) -> bool {
     !name.contains('/') && check(name).is_ok()
 }

@@ -23,10 +23,12 @@ impl Door {
                 space,
             },
             Bucket::Sandbox { thread_id } => {
-                let entries = ferry_app::sandbox::list(&self.app, principal, thread_id, None, true)
+                // A name no door can address is no key either: S3 lists only what it can get.
+                let listing = ferry_app::sandbox::list(&self.app, principal, thread_id, None, true)
                     .await
                     .map_err(to_s3)?;
-                let mut all: Vec<Listed> = entries
+                let mut all: Vec<Listed> = listing
+                    .entries
                     .into_iter()
                     .filter(|e| !e.is_dir)
                     .map(|e| Listed {

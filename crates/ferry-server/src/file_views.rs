@@ -22,6 +22,11 @@ pub struct FileEntry {
     pub etag: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
+    /// Only on a sandbox entry that no route can address (a name made by a command that holds
+    /// a control character or a backslash, or is not UTF-8): why. Its `path` then writes each
+    /// such character or byte as `\xNN` and a backslash as `\\`, and it has no other field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unaddressable: Option<&'static str>,
 }
 
 impl FileEntry {
@@ -33,6 +38,16 @@ impl FileEntry {
             content_type: None,
             etag: None,
             updated_at: None,
+            unaddressable: None,
+        }
+    }
+
+    /// A sandbox entry no route can address, shown as the field of that name says.
+    pub fn unaddressable(entry: &ferry_app::sandbox::Unaddressable) -> FileEntry {
+        FileEntry {
+            kind: if entry.is_dir { "dir" } else { "file" },
+            unaddressable: Some(entry.why.describe()),
+            ..FileEntry::dir(format!("/sandbox/{}", entry.shown))
         }
     }
 
@@ -50,6 +65,7 @@ impl FileEntry {
             content_type: Some(content_type),
             etag: Some(quoted_etag(sha256)),
             updated_at: Some(updated_at.rfc3339()),
+            unaddressable: None,
         }
     }
 }

@@ -145,7 +145,7 @@ async fn a_change_outside_within_the_second_gets_a_new_etag(sandbox: &Sandbox, f
     let (text, etag) = read(sandbox, &target).await;
     assert_eq!(text, "bbbb");
     assert_ne!(etag, written.etag);
-    let listed = sandbox.list(None, true).await.unwrap();
+    let listed = sandbox.list(None, true).await.unwrap().entries;
     let entry = listed
         .iter()
         .find(|e| e.path == "outputs/outside.txt")

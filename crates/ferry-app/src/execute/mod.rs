@@ -332,8 +332,9 @@ pub async fn execute(
 /// entries): the command still runs, only its changes are not told one by one.
 async fn listing(sandbox: &ferry_store::sandbox::Sandbox) -> Option<HashMap<String, SandboxEntry>> {
     match sandbox.list(None, true).await {
-        Ok(entries) => Some(
-            entries
+        Ok(listing) => Some(
+            listing
+                .entries
                 .into_iter()
                 .filter(|e| !e.is_dir)
                 .map(|e| (e.path.clone(), e))

@@ -54,7 +54,7 @@ impl WorkingCopy {
     /// Copies every file of `sandbox` into a new working folder, refusing a sandbox larger than
     /// `limit` (what a command may fill a sandbox to).
     pub(super) async fn make(app: &App, sandbox: &Sandbox, limit: u64) -> Result<WorkingCopy> {
-        let entries = sandbox.list(None, true).await.map_err(in_sandbox)?;
+        let entries = sandbox.list(None, true).await.map_err(in_sandbox)?.entries;
         let total: u64 = entries.iter().filter(|e| !e.is_dir).map(|e| e.size).sum();
         if total > limit {
             return Err(Error::TooLarge(format!(

@@ -288,6 +288,11 @@ pub struct Entry {
     /// The file's ETag, quoted as in an `ETag` header.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
+    /// Only on a sandbox entry that no path can name (a name made by a command that holds a
+    /// control character or a backslash, or is not UTF-8): why. Its `path` then writes each
+    /// such character or byte as `\xNN` and a backslash as `\\`, and it has no other field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unaddressable: Option<&'static str>,
 }
 
 impl Entry {
@@ -298,6 +303,15 @@ impl Entry {
             size: None,
             modified_at: None,
             etag: None,
+            unaddressable: None,
+        }
+    }
+
+    fn unaddressable(entry: &crate::sandbox::Unaddressable) -> Entry {
+        Entry {
+            kind: if entry.is_dir { "dir" } else { "file" },
+            unaddressable: Some(entry.why.describe()),
+            ..Entry::dir(format!("/sandbox/{}", entry.shown))
         }
     }
 
@@ -308,6 +322,7 @@ impl Entry {
             size: Some(size),
             modified_at: Some(modified.rfc3339()),
             etag: Some(quoted_etag(etag)),
+            unaddressable: None,
         }
     }
 }
@@ -364,24 +379,30 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
     let mut entries = match path {
         AgentPath::Sandbox(dir) => {
             let dir = dir.clone().map(SandboxPath::from_relative);
-            crate::sandbox::list(
+            let listing = crate::sandbox::list(
                 caller.app,
                 caller.principal,
                 caller.thread()?,
                 dir.as_ref(),
                 false,
             )
-            .await?
-            .into_iter()
-            .map(|entry| {
-                let shown = format!("/sandbox/{}", entry.path);
-                if entry.is_dir {
-                    Entry::dir(shown)
-                } else {
-                    Entry::file(shown, entry.size, entry.modified, &entry.etag)
-                }
-            })
-            .collect()
+            .await?;
+            let unaddressable = listing.unaddressable.iter().map(Entry::unaddressable);
+            let mut entries: Vec<Entry> = listing
+                .entries
+                .into_iter()
+                .map(|entry| {
+                    let shown = format!("/sandbox/{}", entry.path);
+                    if entry.is_dir {
+                        Entry::dir(shown)
+                    } else {
+                        Entry::file(shown, entry.size, entry.modified, &entry.etag)
+                    }
+                })
+                .chain(unaddressable)
+                .collect();
+            entries.sort_by(|a, b| a.path.cmp(&b.path));
+            entries
         }
         AgentPath::Spaces => crate::spaces::list_spaces(caller.app, caller.principal)
             .await?
@@ -820,7 +841,7 @@ pub(crate) async fn files_below(caller: Caller<'_>, path: &AgentPath) -> Result<
                 .list_untagged(dir.as_ref(), true)
                 .await
                 .map_err(crate::error::in_sandbox)?;
-            unaddressable = listing.unaddressable;
+            unaddressable = listing.unaddressable.len() as u64;
             for entry in listing.entries {
                 if entry.is_dir {
                     continue;

@@ -85,7 +85,7 @@ pub async fn list(
         .await?;
         return zip_download(folder);
     }
-    let entries = sandbox::list(
+    let listing = sandbox::list(
         &state.app,
         &principal,
         raw_segment(uri.path(), 2),
@@ -93,8 +93,11 @@ pub async fn list(
         params.recursive,
     )
     .await?;
+    let mut files: Vec<FileEntry> = listing.entries.into_iter().map(entry_view).collect();
+    files.extend(listing.unaddressable.iter().map(FileEntry::unaddressable));
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Json(FileList {
-        files: entries.into_iter().map(entry_view).collect(),
+        files,
         next_cursor: None,
     })
     .into_response())

@@ -102,6 +102,7 @@ impl Sandbox {
             Sandbox::Stored(_) => Ok(self
                 .list(dir, true)
                 .await?
+                .entries
                 .into_iter()
                 .filter(|entry| !entry.is_dir)
                 .map(|entry| entry.path)

@@ -46,7 +46,10 @@ use content_tag::FileState;
 
 mod bulk;
 mod content_tag;
+mod listing;
 mod tree;
+pub use listing::{Listing, Unaddressable, Why};
+use listing::{Tags, addressable_name, walk};
 pub use tree::{Moved, PathKind, changeable};
 
 /// Where API writes are assembled before their atomic rename into place; not listed. Its
@@ -523,21 +526,22 @@ impl Sandbox {
     }
 
     /// Lists `dir` (the root when `None`): its direct children, folders included, or with
-    /// `recursive` every file below it. Sorted by path.
-    pub async fn list(
-        &self,
-        dir: Option<&ValidPath>,
-        recursive: bool,
-    ) -> Result<Vec<SandboxEntry>, Error> {
+    /// `recursive` every file below it, sorted by path; and apart, the names found that no
+    /// door can address.
+    pub async fn list(&self, dir: Option<&ValidPath>, recursive: bool) -> Result<Listing, Error> {
         match self {
-            Sandbox::Local(local) => Ok(local.listing(dir, recursive, Tags::Read).await?.entries),
-            Sandbox::Stored(stored) => stored.list(dir, recursive).await,
+            Sandbox::Local(local) => local.listing(dir, recursive, Tags::Read).await,
+            Sandbox::Stored(stored) => Ok(Listing {
+                entries: stored.list(dir, recursive).await?,
+                // Every name in the object store came through a door.
+                unaddressable: Vec::new(),
+            }),
         }
     }
 
     /// Lists as [`Sandbox::list`] does, but with no ETag (`etag` empty) where telling it would
-    /// mean reading the file, and with a count of the names left out: for work that needs
-    /// names and sizes only and says what it skipped (a search, a zip).
+    /// mean reading the file: for work that needs names and sizes only and says what it
+    /// skipped (a search, a zip).
     pub async fn list_untagged(
         &self,
         dir: Option<&ValidPath>,
@@ -545,10 +549,7 @@ impl Sandbox {
     ) -> Result<Listing, Error> {
         match self {
             Sandbox::Local(local) => local.listing(dir, recursive, Tags::Skip).await,
-            Sandbox::Stored(stored) => Ok(Listing {
-                entries: stored.list(dir, recursive).await?,
-                unaddressable: 0,
-            }),
+            Sandbox::Stored(_) => self.list(dir, recursive).await,
         }
     }
 
@@ -858,6 +859,8 @@ impl LocalSandbox {
             let mut out = Listing::default();
             walk(&start, prefix.as_deref(), recursive, tags, &mut out)?;
             out.entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            out.unaddressable
+                .sort_unstable_by(|a, b| a.shown.cmp(&b.shown));
             Ok(out)
         })
         .await
@@ -1251,105 +1254,6 @@ where
         .map_err(|e| Error::Io(io::Error::other(e)))?
         .map_err(Error::Io)?;
     Ok((file, tag.tag()))
-}
-
-/// An entry's name, when a door can address it: one that is not UTF-8, or holds a control
-/// character or a backslash, is left out of every listing.
-fn addressable_name(entry: &cap_std::fs::DirEntry) -> Option<String> {
-    entry
-        .file_name()
-        .to_str()
-        .filter(|n| ferry_core::path::is_addressable_name(n))
-        .map(str::to_owned)
-}
-
-/// What a listing found: the entries, and how many names it left out because no door could
-/// address them (not UTF-8, a control character or a backslash, a path over 1,024 bytes).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Listing {
-    pub entries: Vec<SandboxEntry>,
-    pub unaddressable: u64,
-}
-
-/// Whether a listing tells each file's ETag (which may mean reading the file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tags {
-    Read,
-    Skip,
-}
-
-/// Lists `dir` into `out`. Metadata is read with `fstatat` (no symlink followed, nothing
-/// opened), so a special file swapped in for a listed name cannot make the listing wait; a
-/// file is opened only to read its ETag, without following a link or waiting.
-fn walk(
-    dir: &Dir,
-    prefix: Option<&str>,
-    recursive: bool,
-    tags: Tags,
-    out: &mut Listing,
-) -> Result<(), Error> {
-    for entry in dir.entries().map_err(jailed)? {
-        let entry = entry.map_err(jailed)?;
-        let Some(name) = addressable_name(&entry) else {
-            out.unaddressable += 1;
-            continue;
-        };
-        if prefix.is_none() && name == TMP_DIR {
-            continue;
-        }
-        let path = match prefix {
-            Some(p) => format!("{p}/{name}"),
-            None => name.clone(),
-        };
-        if path.len() > MAX_PATH_BYTES {
-            out.unaddressable += 1;
-            continue;
-        }
-        let meta = match entry.metadata() {
-            Ok(meta) => meta,
-            // Removed since the folder was read.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(jailed(e)),
-        };
-        if meta.is_dir() {
-            if recursive {
-                match dir.open_dir_nofollow(&name) {
-                    Ok(sub) => walk(&sub, Some(&path), true, tags, out)?,
-                    // Swapped for something else since it was looked at.
-                    Err(_) => continue,
-                }
-            } else {
-                out.entries.push(SandboxEntry {
-                    path,
-                    is_dir: true,
-                    size: 0,
-                    modified: Timestamp(0),
-                    etag: String::new(),
-                });
-            }
-        } else if meta.is_file() {
-            let etag = match tags {
-                Tags::Skip => String::new(),
-                Tags::Read => match listed_tag(dir, &name, &meta)? {
-                    Some(etag) => etag,
-                    // No longer a regular file, or gone, since it was looked at.
-                    None => continue,
-                },
-            };
-            let state = FileState::from(&meta);
-            out.entries.push(SandboxEntry {
-                path,
-                is_dir: false,
-                size: state.size(),
-                modified: modified_of(state),
-                etag,
-            });
-        }
-        if out.entries.len() > MAX_LISTED {
-            return Err(Error::TooManyEntries);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -190,7 +190,7 @@ async fn a_space_folder_downloads_as_one_zip_for_its_owner_only() {
 /// newline, an escape sequence, DEL or a backslash. They are left out everywhere, never shown
 /// raw, and the folder around them still lists, zips and searches.
 #[tokio::test]
-async fn names_no_door_could_write_are_left_out_and_the_folder_still_works() {
+async fn names_no_door_could_write_are_listed_marked_left_out_of_zips_and_searches() {
     let app = TestApp::new().await;
     let t = thread(&app, "alice").await;
     put_file(&app, &t, "outputs/ok.txt", b"needle\n").await;
@@ -220,13 +220,71 @@ async fn names_no_door_could_write_are_left_out_and_the_folder_still_works() {
         !text.chars().any(|c| c.is_control() && c != '\n'),
         "{text:?}"
     );
-    let paths: Vec<String> = listed.json()["files"]
-        .as_array()
-        .unwrap()
+    // Each is listed escaped, with why no route can name it, and nothing else; the folder is
+    // not descended into.
+    let marked = |shown: &str, kind: &str, why: &str| {
+        serde_json::json!({ "path": format!("/sandbox/outputs/{shown}"), "type": kind,
+                            "unaddressable": format!("its name holds {why}") })
+    };
+    let files = listed.json()["files"].as_array().unwrap().clone();
+    assert_eq!(files.len(), 6, "{files:?}");
+    assert_eq!(
+        files[0],
+        marked("a\\x0ab.txt", "file", "a control character")
+    );
+    assert_eq!(files[1], marked("back\\\\slash.txt", "file", "a backslash"));
+    assert_eq!(
+        files[2],
+        marked("del\\x7f.txt", "file", "a control character")
+    );
+    assert_eq!(
+        files[3],
+        marked("esc\\x1b[31m.txt", "file", "a control character")
+    );
+    assert_eq!(files[4]["path"], "/sandbox/outputs/ok.txt");
+    assert!(files[4].get("unaddressable").is_none(), "{:?}", files[4]);
+    assert_eq!(
+        files[5],
+        marked("sub\\x0ddir", "dir", "a control character")
+    );
+    // The agent's `ls` shows them alike.
+    let listed = app
+        .post_json(
+            &t.url("/fs/ls"),
+            &t.agent,
+            serde_json::json!({"path": "/sandbox/outputs"}),
+        )
+        .await;
+    listed.expect(200, None);
+    let entries = listed.json()["entries"].as_array().unwrap().clone();
+    let shown: Vec<(&str, Option<&str>)> = entries
         .iter()
-        .map(|e| e["path"].as_str().unwrap().to_owned())
+        .map(|e| (e["path"].as_str().unwrap(), e["unaddressable"].as_str()))
         .collect();
-    assert_eq!(paths, ["/sandbox/outputs/ok.txt"]);
+    let why = Some("its name holds a control character");
+    assert_eq!(
+        shown,
+        [
+            ("/sandbox/outputs/a\\x0ab.txt", why),
+            (
+                "/sandbox/outputs/back\\\\slash.txt",
+                Some("its name holds a backslash")
+            ),
+            ("/sandbox/outputs/del\\x7f.txt", why),
+            ("/sandbox/outputs/esc\\x1b[31m.txt", why),
+            ("/sandbox/outputs/ok.txt", None),
+            ("/sandbox/outputs/sub\\x0ddir", why),
+        ]
+    );
+    // A shown path is no path: reading it is refused, and nothing is read in its place.
+    let read = app
+        .post_json(
+            &t.url("/fs/read_file"),
+            &t.agent,
+            serde_json::json!({"path": "/sandbox/outputs/a\\x0ab.txt"}),
+        )
+        .await;
+    assert_eq!(read.status, 400, "{}", read.text());
 
     let reply = app
         .get(&t.url("/sandbox?dir=/sandbox/outputs&format=zip"), &t.user)
