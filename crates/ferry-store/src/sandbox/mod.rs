@@ -1,7 +1,8 @@
 //! Why one file: the local and the stored sandbox implement one
 //! `Sandbox` enum's operations side by side, so that each operation's two forms are read and kept
-//! alike together; tree operations and bulk copies are already in `tree.rs` and `bulk.rs`.
-//! Splitting the local and the stored sandbox into two files is the next seam, not yet done.
+//! alike together; tree operations, bulk copies, the listing walk and content ETags are already
+//! in `tree.rs`, `bulk.rs`, `listing.rs` and `content_tag.rs`. Splitting the local and the
+//! stored sandbox into two files is the next seam, not yet done.
 //!
 //! Thread sandboxes: a local folder per thread reached only through a jailed directory handle,
 //! or, when several nodes share one deployment, files kept in the blob store with their
