@@ -42,6 +42,7 @@ use crate::execute_tool;
 use crate::file_card;
 use crate::file_tools;
 use crate::resources::{self, Named, RevisionPart};
+use crate::shared_feeds::SharedFeeds;
 use crate::subscriptions::{LISTEN_LOOKBACK_MS, ListenSlots, MAX_LISTENED};
 use crate::tools::{self, INSTRUCTIONS};
 
@@ -109,6 +110,8 @@ pub struct FerryMcp {
     subscriptions: Arc<std::sync::Mutex<HashMap<String, AbortHandle>>>,
     /// The `subscriptions/listen` streams open per caller, across every request answered.
     listens: Arc<ListenSlots>,
+    /// The readers of the feeds followed, shared by the streams on each.
+    pub(crate) feeds: Arc<SharedFeeds>,
 }
 
 impl FerryMcp {
@@ -127,6 +130,7 @@ impl FerryMcp {
             api,
             subscriptions: Arc::default(),
             listens: Arc::default(),
+            feeds: Arc::default(),
             callers: Callers::Fixed(Caller {
                 token: token.trim().to_owned(),
                 base_url: base_url.trim_end_matches('/').to_owned(),
@@ -137,12 +141,26 @@ impl FerryMcp {
 
     /// Tools that act with the bearer token of the HTTP request each call arrived in
     /// (streamable HTTP at `/mcp`); links point at the host that request was sent to.
-    pub fn per_request(api: Arc<dyn Api>, listens: Arc<ListenSlots>) -> FerryMcp {
+    pub fn per_request(
+        api: Arc<dyn Api>,
+        listens: Arc<ListenSlots>,
+        feeds: Arc<SharedFeeds>,
+    ) -> FerryMcp {
         FerryMcp {
             api,
             subscriptions: Arc::default(),
             listens,
+            feeds,
             callers: Callers::PerRequest,
+        }
+    }
+
+    /// The one caller of a `ferry mcp` session.
+    #[cfg(test)]
+    pub(crate) fn session_caller(&self) -> Caller {
+        match &self.callers {
+            Callers::Fixed(caller) => caller.clone(),
+            Callers::PerRequest => panic!("a per-request server has no session caller"),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod file_card;
 pub mod file_tools;
 mod handler;
 pub mod resources;
+mod shared_feeds;
 pub mod stdio;
 mod subscriptions;
 pub mod tools;
@@ -119,8 +120,15 @@ pub fn http_service(api: Arc<dyn Api>, options: HttpOptions) -> HttpService {
         .with_max_request_body_bytes(options.max_request_body_bytes)
         .disable_allowed_hosts();
     let listens = Arc::new(subscriptions::ListenSlots::default());
+    let feeds = Arc::new(shared_feeds::SharedFeeds::default());
     StreamableHttpService::new(
-        move || Ok(FerryMcp::per_request(api.clone(), Arc::clone(&listens))),
+        move || {
+            Ok(FerryMcp::per_request(
+                api.clone(),
+                Arc::clone(&listens),
+                Arc::clone(&feeds),
+            ))
+        },
         Arc::new(NeverSessionManager::default()),
         config,
     )

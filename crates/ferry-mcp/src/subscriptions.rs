@@ -5,8 +5,9 @@
 //! space's change feed). What following costs is bounded by what is followed, not by how long
 //! the feeds are: where a feed is followed from is found with keyed reads of one event each
 //! and one page at its end, once per feed however many of the resources share it; every feed
-//! is then read about once a second, once, however many resources are on it; and each caller
-//! has at most [`MAX_LISTENS_PER_CALLER`] listen streams at once.
+//! is then read about once a second by one reader, however many resources and streams of the
+//! caller are on it ([`crate::shared_feeds`]); and each caller has at most
+//! [`MAX_LISTENS_PER_CALLER`] listen streams at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,8 @@ use serde_json::Value;
 
 use crate::handler::{Caller, FerryMcp, encode};
 use crate::resources::Named;
-use crate::watch::{self, Feed};
+use crate::shared_feeds::{PAGE, Receiver};
+use crate::watch::Feed;
 
 /// How long before a `subscriptions/listen` request is handled its changes are told from: far
 /// more than the moment between its acknowledgment and its handling, and than the clock drift
@@ -33,9 +35,6 @@ pub(crate) const MAX_LISTENED: usize = 1000;
 /// The most `subscriptions/listen` streams one caller (a user, an agent of one thread, a
 /// service token) holds open at once on this server.
 pub const MAX_LISTENS_PER_CALLER: usize = 8;
-
-/// Events read in one page of a feed (the events routes' largest `limit`).
-const PAGE: i64 = 1000;
 
 /// A resource being followed: its URI, the feed its changes are stored on, and the last event
 /// of that feed that was already there when following began.
@@ -110,7 +109,7 @@ fn caller_key(token: &str) -> String {
 
 impl FerryMcp {
     /// The stored events of the feed at `route` after `after`, at most `limit` of them.
-    async fn events_page(
+    pub(crate) async fn events_page(
         &self,
         caller: &Caller,
         route: &str,
@@ -242,52 +241,86 @@ impl FerryMcp {
         })
     }
 
-    /// Reads the feeds of `followed` about once a second — each feed once, however many of the
-    /// resources are on it — and calls `notify` with the URI of each resource one of the new
-    /// events concerns (once per reading), until `notify` answers that the client can no
+    /// Follows the feeds of `followed`, each through its shared reader
+    /// ([`crate::shared_feeds::SharedFeeds`]), which reads it about once a second however many
+    /// resources and streams are on it, and calls `notify` with the URI of each resource one of
+    /// the new events concerns (once per batch), until `notify` answers that the client can no
     /// longer be told (the session or the listen request ended).
     pub(crate) async fn follow<F, Told>(self, caller: Caller, followed: Vec<Followed>, notify: F)
     where
         F: Fn(String) -> Told,
         Told: std::future::Future<Output = bool>,
     {
-        // Per feed route: where it has been read to (the earliest start of its resources), and
-        // its resources.
-        let mut feeds: Vec<(String, i64, Vec<Followed>)> = Vec::new();
-        for resource in followed {
-            match feeds
-                .iter_mut()
-                .find(|(route, ..)| *route == resource.feed.route)
+        let mut following: Vec<(Receiver, Vec<Followed>)> = by_feed(followed)
+            .into_iter()
+            .map(|(route, after, resources)| {
+                let batches = self.feeds.join(&self, &caller, &route, after);
+                (Receiver::new(route, batches, after), resources)
+            })
+            .collect();
+        if following.is_empty() {
+            return std::future::pending().await;
+        }
+        // A reader that was already running may have read past where this stream starts.
+        for (receiver, resources) in &mut following {
+            if let Some(batch) = receiver.catch_up(&self, &caller).await
+                && !tell(&batch, resources, &notify).await
             {
-                Some((_, after, resources)) => {
-                    *after = (*after).min(resource.after);
-                    resources.push(resource);
-                }
-                None => feeds.push((resource.feed.route.clone(), resource.after, vec![resource])),
+                return;
             }
         }
         loop {
-            tokio::time::sleep(watch::POLL).await;
-            for (route, after, resources) in &mut feeds {
-                let Some(events) = self.events_page(&caller, route, *after, PAGE).await else {
-                    continue;
-                };
-                *after = events
-                    .iter()
-                    .filter_map(|e| e["id"].as_i64())
-                    .fold(*after, i64::max);
-                for resource in resources.iter() {
-                    let changed = events
-                        .iter()
-                        .filter(|e| e["id"].as_i64().is_some_and(|id| id > resource.after))
-                        .any(|e| resource.feed.concerns(e));
-                    if changed && !notify(resource.uri.clone()).await {
-                        return;
-                    }
-                }
+            let next = following.iter_mut().enumerate().map(|(i, (receiver, _))| {
+                let (mcp, caller) = (&self, &caller);
+                Box::pin(async move { (i, receiver.next(mcp, caller).await) })
+            });
+            let ((i, batch), ..) = futures::future::select_all(next).await;
+            let Some(batch) = batch else {
+                return;
+            };
+            if !tell(&batch, &following[i].1, &notify).await {
+                return;
             }
         }
     }
+}
+
+/// The resources of `followed` by feed route, each feed with the earliest start of its
+/// resources.
+fn by_feed(followed: Vec<Followed>) -> Vec<(String, i64, Vec<Followed>)> {
+    let mut feeds: Vec<(String, i64, Vec<Followed>)> = Vec::new();
+    for resource in followed {
+        match feeds
+            .iter_mut()
+            .find(|(route, ..)| *route == resource.feed.route)
+        {
+            Some((_, after, resources)) => {
+                *after = (*after).min(resource.after);
+                resources.push(resource);
+            }
+            None => feeds.push((resource.feed.route.clone(), resource.after, vec![resource])),
+        }
+    }
+    feeds
+}
+
+/// Tells the client of each of `resources` that an event of `batch` concerns; false when it
+/// can no longer be told.
+async fn tell<F, Told>(batch: &[Value], resources: &[Followed], notify: &F) -> bool
+where
+    F: Fn(String) -> Told,
+    Told: std::future::Future<Output = bool>,
+{
+    for resource in resources {
+        let changed = batch
+            .iter()
+            .filter(|e| e["id"].as_i64().is_some_and(|id| id > resource.after))
+            .any(|e| resource.feed.concerns(e));
+        if changed && !notify(resource.uri.clone()).await {
+            return false;
+        }
+    }
+    true
 }
 
 fn unreadable_feed() -> ErrorData {

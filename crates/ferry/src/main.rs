@@ -27,7 +27,7 @@ enum Command {
     /// Run the server (SQLite and a local directory unless told otherwise).
     #[command(
         after_help = "Logs go to standard error, one access line per request (target ferry::access). \
-                      FERRY_LOG takes a tracing filter [default: info,rmcp=warn,s3s=off], e.g. \
+                      FERRY_LOG takes a tracing filter [default: info,rmcp=warn,rmcp::service=off,s3s=off], e.g. \
                       FERRY_LOG=debug, FERRY_LOG=ferry_server=debug or FERRY_LOG=info,ferry::access=off. \
                       FERRY_LOG_FORMAT=json writes JSON lines [default: text]."
     )]
@@ -109,9 +109,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// What `ferry serve` logs without FERRY_LOG: ferry's own news at info; the MCP SDK's
 /// per-request lines (each `/mcp` session's capabilities, three lines a request) only at debug;
-/// nothing of the S3 protocol layer, which logs every refused request (a wrong signature, an
-/// unknown key: the client's mistakes, answered in S3's XML) as an error, two lines each.
-const DEFAULT_SERVE_LOG: &str = "info,rmcp=warn,s3s=off";
+/// nothing of the SDK's service loop, whose every warning and error is about one client's
+/// connection (a client that closed its `subscriptions/listen` stream is "failed to send
+/// pending response during drain", an error, each time) while the access line already records
+/// each request; and nothing of the S3 protocol layer, which logs every refused request (a
+/// wrong signature, an unknown key: the client's mistakes, answered in S3's XML) as an error,
+/// two lines each.
+const DEFAULT_SERVE_LOG: &str = "info,rmcp=warn,rmcp::service=off,s3s=off";
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG")

@@ -155,6 +155,52 @@ async fn each_request_leaves_one_access_line_in_json() {
     assert_eq!(lines_for_2, 1, "one line per request");
 }
 
+/// A client that closes its `subscriptions/listen` stream leaves as clients do: under the
+/// server's default log filter, nothing is logged above info for it.
+#[tokio::test]
+async fn a_client_closing_its_listen_stream_logs_no_error() {
+    let data = tempfile::tempdir().unwrap();
+    let server = crate::support::binary::start(data.path(), &[("FERRY_LOG", "")]);
+    let alice = crate::support::binary::token(&["--user", "alice"]);
+    let listen = serde_json::json!({
+        "jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+                "io.modelcontextprotocol/clientCapabilities": {}
+            },
+            "notifications": { "resourceSubscriptions": ["ferry://spaces/notes/a.md"] }
+        }
+    });
+    for _ in 0..3 {
+        let mut stream = reqwest::Client::new()
+            .post(format!("http://{}/mcp", server.addr))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .bearer_auth(&alice)
+            .json(&listen)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        let acknowledged = stream.chunk().await.unwrap().expect("the acknowledgment");
+        assert!(
+            String::from_utf8_lossy(&acknowledged).contains("acknowledged"),
+            "{acknowledged:?}"
+        );
+        // The client leaves.
+        drop(stream);
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let log = server.log.lock().unwrap().join("\n");
+    assert!(
+        !log.contains(" ERROR ") && !log.contains(" WARN "),
+        "a client's departure logged above info:\n{log}"
+    );
+}
+
 /// `FERRY_JWKS_URL` and `FERRY_JWT_ISSUER` are all a Supabase project with asymmetric keys
 /// (or any OIDC provider) needs: the server reads the set at start and signs its people in.
 #[tokio::test]

@@ -33,7 +33,13 @@ pub fn start(data: &Path, extra_env: &[(&str, &str)]) -> Running {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (k, v) in extra_env {
-        command.env(k, v);
+        // An empty value removes the variable: `("FERRY_LOG", "")` runs the server with its own
+        // default log filter.
+        if v.is_empty() {
+            command.env_remove(k);
+        } else {
+            command.env(k, v);
+        }
     }
     let mut child = command.spawn().expect("the ferry binary starts");
     let stderr = child.stderr.take().unwrap();
