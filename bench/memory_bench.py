@@ -1,11 +1,13 @@
 """Workload 20 of bench/run, and bench/memory-budget: peak resident memory of one `ferry serve`
-under the four loads that hold files' bytes whole, once with a memory budget and once without one
+under the five loads that hold files' bytes whole, once with a memory budget and once without one
 (a budget larger than the machine, which no load reaches: the server as it was before the budget):
 
   - 60 concurrent `download_files` of a large file (base64 in JSON);
   - 60 concurrent `read_file` of the same file;
   - 60 concurrent `grep` over a folder of four 15 MiB text files (smaller with a smaller file);
-  - 16 concurrent `write_file` of the large file (base64 in JSON).
+  - 16 concurrent `write_file` of the large file (base64 in JSON);
+  - 30 concurrent `read_space_file` over MCP of a 16 MiB space file (smaller with a smaller
+    file): the tool's reply carries the file again, as base64 in JSON-RPC.
 
 For each: the server's resident memory before the load, its peak during it (VmHWM, reset before
 each load), how the requests were answered (200; 503 / UNAVAILABLE; or, for a body too large to
@@ -29,6 +31,8 @@ MIB = 1 << 20
 # buffers, the connections and the allocator's slack), as the deployment test checks.
 OVERHEAD = 160 * MIB
 NO_BUDGET = 1 << 45
+# The space file the MCP load reads, at most (the space file limit the servers get).
+MCP_FILE_MIB = 16
 TARGET = "with the budget: peak RSS ≤ resident before + the budget + 160 MiB; every request answered"
 
 
@@ -70,7 +74,7 @@ class Server:
         self.data = tempfile.mkdtemp(prefix="ferry-memory-")
         self.port = free_port()
         env = dict(os.environ, FERRY_JWT_SECRET="memory-budget-bench-secret-0123456789",
-                   FERRY_MEMORY_BUDGET_BYTES=str(budget))
+                   FERRY_MEMORY_BUDGET_BYTES=str(budget), FERRY_SPACE_MAX_BYTES=str(MCP_FILE_MIB * MIB))
         self.ferry, self.env = ferry, env
         self.process = subprocess.Popen(
             [ferry, "serve", "--data", self.data, "--addr", f"127.0.0.1:{self.port}"],
@@ -159,11 +163,28 @@ def loads(server, size):
                              {"path": f"/sandbox/outputs/w{i}.bin", "content": encoded,
                               "encoding": "base64"}))
 
+    space_mib = min(MCP_FILE_MIB, size)
+    status, _ = call("PUT", f"{server.url}/api/spaces/notes/files/big.bin", user, big[:space_mib * MIB],
+                     "application/octet-stream")
+    assert status in (200, 201), status
+
+    def mcp_read(i):
+        status, body = call("POST", f"{server.url}/mcp", user, {
+            "jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "read_space_file", "arguments": {"spaceName": "notes", "path": "big.bin"}}})
+        if status != 200:
+            return outcome(status, body)
+        result = json.loads(body)["result"]
+        if result.get("isError"):
+            return "unavailable" if "UNAVAILABLE" in result["content"][0]["text"] else "error"
+        return "ok"
+
     return [
         run_load(server, f"60 download_files of {size} MiB", 60, download),
         run_load(server, f"60 read_file of {size} MiB", 60, read),
         run_load(server, f"60 grep over 4 files of {text_mib} MiB", 60, grep),
         run_load(server, f"16 write_file of {size} MiB", 16, write),
+        run_load(server, f"30 read_space_file over MCP of {space_mib} MiB", 30, mcp_read),
     ]
 
 
@@ -223,9 +244,9 @@ def details(r, w):
     w("### 20. Memory under loads that hold files whole")
     w("")
     w(f"One fresh `ferry serve` with `--memory-budget-bytes {r['budget']}` and one with no budget (a budget no "
-      f"load reaches), each taking the four loads in turn: 60 concurrent `download_files` and 60 `read_file` of a "
+      f"load reaches), each taking the five loads in turn: 60 concurrent `download_files` and 60 `read_file` of a "
       f"{r['size']} MiB file, 60 `grep` over four text files of 15 MiB (or of the large file's size, when smaller), 16 `write_file` of the {r['size']} MiB file as "
-      "base64 JSON. Peak is the server's VmHWM, reset before each load; \"resident before\" is what it held when the "
+      f"base64 JSON, 30 `read_space_file` over MCP of a space file of {min(MCP_FILE_MIB, r['size'])} MiB (the reply carries it as base64). Peak is the server's VmHWM, reset before each load; \"resident before\" is what it held when the "
       "load began (glibc keeps memory a load freed, so it carries over from the load before). A request past the "
       "budget waits up to 5 s, then is refused with 503 (a `download_files` file with `UNAVAILABLE`); a body "
       "refused before it was read closes its connection.")

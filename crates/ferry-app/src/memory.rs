@@ -105,7 +105,16 @@ impl Held {
 
 /// The shares one request holds until its answer has been sent.
 #[derive(Debug, Clone, Default)]
-pub struct Lease(Arc<Mutex<Vec<OwnedSemaphorePermit>>>);
+pub struct Lease(Arc<Mutex<Leased>>);
+
+#[derive(Debug, Default)]
+struct Leased {
+    permits: Vec<OwnedSemaphorePermit>,
+    /// The answer is a stream that lasts as long as its client stays (an event stream): a
+    /// share taken after it began is given back when its taker is done with it, since keeping
+    /// it until the stream ends would hold it for as long as the client cares to listen.
+    streaming: bool,
+}
 
 tokio::task_local! {
     static LEASE: Lease;
@@ -119,23 +128,41 @@ impl Lease {
 
     /// Whether the request holds any share.
     pub fn is_empty(&self) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+        self.leased().permits.is_empty()
+    }
+
+    /// Says that the request's answer is an event stream: what is held now stays until it is
+    /// sent, and a share taken later is given back when its taker drops it.
+    pub fn streaming(&self) {
+        self.leased().streaming = true;
+    }
+
+    /// Takes `bytes` of `budget` for this request and keeps them until its answer has been
+    /// sent: for work done on the request's behalf outside its own task (the MCP endpoint's
+    /// replies, built by the MCP service's tasks from the answers of routes it calls in
+    /// process).
+    pub async fn hold_until_answered(&self, budget: &MemoryBudget, bytes: u64) -> Result<()> {
+        self.scope(async { budget.hold(bytes).await.map(Held::until_answered) })
+            .await
     }
 
     fn keep(&self, permit: OwnedSemaphorePermit) {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(permit);
+        let mut leased = self.leased();
+        if !leased.streaming {
+            leased.permits.push(permit);
+        }
     }
 
     fn held_kib(&self) -> u64 {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        self.leased()
+            .permits
             .iter()
             .map(|p| p.num_permits() as u64)
             .sum()
+    }
+
+    fn leased(&self) -> std::sync::MutexGuard<'_, Leased> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -25,6 +25,11 @@ pub struct ApiRequest {
     /// Every header of the request, `Authorization` included.
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// What the MCP request this call serves carried for the server it runs in (`/mcp` on
+    /// `ferry serve` puts the request's memory lease here, so that what a tool's reply holds
+    /// counts against the server's memory budget until it has been sent). Never sent over the
+    /// network.
+    pub extensions: http::Extensions,
 }
 
 /// The server's answer, whole.

@@ -72,6 +72,9 @@ pub(crate) struct Caller {
     base_url: String,
     /// The thread the thread tools act in.
     thread: Option<String>,
+    /// What the MCP request carried for the server it runs in, handed to each of its calls
+    /// ([`ApiRequest::extensions`]); empty for `ferry mcp`.
+    extensions: http::Extensions,
 }
 
 impl Caller {
@@ -135,6 +138,7 @@ impl FerryMcp {
                 token: token.trim().to_owned(),
                 base_url: base_url.trim_end_matches('/').to_owned(),
                 thread: thread_claim(token).or(thread).filter(|t| !t.is_empty()),
+                extensions: http::Extensions::new(),
             }),
         }
     }
@@ -187,6 +191,7 @@ impl FerryMcp {
                     thread: thread_claim(&token),
                     token,
                     base_url: base_url_of(parts),
+                    extensions: parts.extensions.clone(),
                 })
             }
         }
@@ -232,6 +237,7 @@ impl FerryMcp {
             path_and_query,
             headers,
             body,
+            extensions: caller.extensions.clone(),
         })
     }
 

@@ -1,6 +1,11 @@
 //! Each request runs inside a lease on the server's memory budget ([`ferry_app::memory`]), and
 //! an answer that holds a share keeps the lease until its body has been sent: its bytes are in
 //! memory until then, however slowly the client reads.
+//!
+//! The lease rides in the request's extensions. A request the server sends to itself (a tool
+//! call of `/mcp`, through the routes in process) carries its MCP request's lease there and
+//! takes its shares on it, so they last until the MCP reply, which holds the same bytes again,
+//! has been sent.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,9 +17,14 @@ use axum::response::Response;
 use bytes::Bytes;
 use ferry_app::memory::Lease;
 
-pub async fn hold_until_sent(request: Request, next: Next) -> Response {
-    let lease = Lease::default();
+pub async fn hold_until_sent(mut request: Request, next: Next) -> Response {
+    let outer = request.extensions().get::<Lease>().cloned();
+    let lease = outer.clone().unwrap_or_default();
+    request.extensions_mut().insert(lease.clone());
     let response = lease.scope(next.run(request)).await;
+    if outer.is_none() && is_event_stream(&response) {
+        lease.streaming();
+    }
     if lease.is_empty() {
         // Nothing held: the answer goes out as it is, with no body wrapped around it.
         return response;
@@ -26,6 +36,14 @@ pub async fn hold_until_sent(request: Request, next: Next) -> Response {
             _lease: lease,
         })
     })
+}
+
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| ferry_core::content_type::essence(v) == "text/event-stream")
 }
 
 /// The most of an answer handed to the connection at once. The connection asks for more only

@@ -156,3 +156,89 @@ async fn sixty_large_answers_at_once_stay_within_the_budget() {
     let health = client.get(format!("{base}/healthz")).send().await.unwrap();
     assert!(health.status().is_success());
 }
+
+/// Over MCP a tool's answer is carried once more, into the JSON-RPC reply (a space file as
+/// base64, as text and as structured content, then serialized): thirty agents reading a 16 MiB
+/// note at once through `read_space_file` held about 1.6 GB before the replies took their
+/// share of the budget. With it, the peak stays within the budget and the fixed overhead, and
+/// every call is answered: the file, or the tool's `UNAVAILABLE` envelope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_mcp_replies_at_once_stay_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        &dir.path().join("data"),
+        &[
+            ("FERRY_MEMORY_BUDGET_BYTES", &BUDGET.to_string()),
+            ("FERRY_SPACE_MAX_BYTES", &(2 * FILE).to_string()),
+        ],
+    );
+    wait_healthy(server.addr).await;
+    let base = format!("http://{}", server.addr);
+    let client = reqwest::Client::new();
+    let user = token(&["--user", "alice"]);
+    let file: Vec<u8> = (0..FILE).map(|i| (i % 251) as u8).collect();
+    let put = client
+        .put(format!("{base}/api/spaces/notes/files/big.bin"))
+        .bearer_auth(&user)
+        .header("content-type", "application/octet-stream")
+        .body(file)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 201);
+    let (before, _) = resident(server.child.id());
+
+    let reads: Vec<_> = (0..30)
+        .map(|i| {
+            let (client, base, user) = (client.clone(), base.clone(), user.clone());
+            tokio::spawn(async move {
+                let call = json!({
+                    "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {
+                        "name": "read_space_file",
+                        "arguments": {"spaceName": "notes", "path": "big.bin"}
+                    }
+                });
+                let reply = client
+                    .post(format!("{base}/mcp"))
+                    .bearer_auth(&user)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2025-06-18")
+                    .json(&call)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(reply.status(), 200);
+                reply.json::<serde_json::Value>().await.unwrap()
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    for read in reads {
+        let reply = read.await.unwrap();
+        let result = &reply["result"];
+        if result["isError"] == true {
+            let text = result["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.contains("UNAVAILABLE"), "{reply}");
+        } else {
+            assert_eq!(result["structuredContent"]["size"], FILE, "{result}");
+            answered += 1;
+        }
+    }
+    assert!(answered > 0, "some reads get through the budget");
+    let (_, peak) = resident(server.child.id());
+    eprintln!(
+        "peak resident memory {} MiB, {} MiB before the load; {answered} of 30 reads answered",
+        peak >> 20,
+        before >> 20
+    );
+    assert!(
+        peak < before + BUDGET + OVERHEAD,
+        "peak resident memory {} MiB, from {} MiB before the load: more than the budget ({} MiB) \
+         and {} MiB over it",
+        peak >> 20,
+        before >> 20,
+        BUDGET >> 20,
+        OVERHEAD >> 20
+    );
+}
