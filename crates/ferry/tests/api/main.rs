@@ -14,6 +14,7 @@ mod folder_zip;
 mod hardening;
 mod identity_provider;
 mod model_content;
+mod one_file_api;
 mod published;
 mod resumable;
 mod sandbox;
