@@ -26,6 +26,7 @@ pub mod serve;
 pub mod signing;
 pub mod state;
 pub mod web;
+pub mod write_body;
 pub mod write_headers;
 
 pub use auth::{Auth, Principal};

@@ -11,7 +11,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::read::as_text;
-use super::{Caller, READ_MAX_BYTES, open, parse, put};
+use super::{Caller, READ_MAX_BYTES, in_memory, open, parse, put};
 use crate::error::{Error, Result};
 use ferry_core::conditions::quoted_etag;
 
@@ -77,7 +77,7 @@ pub async fn edit(caller: Caller<'_>, input: &EditFileInput) -> Result<Edited> {
         &path,
         &content_type,
         &condition,
-        replaced.into_bytes(),
+        in_memory(replaced.into_bytes()),
     )
     .await
     .map_err(|e| match e {

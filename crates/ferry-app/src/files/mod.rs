@@ -18,6 +18,7 @@ mod batch;
 mod edit;
 mod read;
 mod search;
+mod write;
 
 pub use batch::{
     BATCH_READ_MAX_BYTES, DownloadResult, Downloaded, Failed, Fetched, FileError, UploadResult,
@@ -26,11 +27,12 @@ pub use batch::{
 pub use edit::{Edited, edit};
 pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
+pub use write::{Base64Decoder, Fields, SpooledWrite, write, write_spooled};
 
 use bytes::Bytes;
 use ferry_core::agent_files::{
     DeleteFileInput, FileUrlInput, LsInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod,
-    WriteFileInput, bare_etag,
+    bare_etag,
 };
 use ferry_core::change::ChangeKind;
 use ferry_core::conditions::quoted_etag;
@@ -474,20 +476,27 @@ fn condition(if_none_match: Option<&str>, if_match: Option<&str>) -> Result<Writ
     Ok(WriteCondition::of(create_only, if_match))
 }
 
-/// Writes `bytes` at `path` through the place's own write, with its rules; answers whether it
+/// Bytes already in memory as a body to write.
+fn in_memory(
+    bytes: Vec<u8>,
+) -> Incoming<impl futures::Stream<Item = std::result::Result<Bytes, std::convert::Infallible>>> {
+    let len = bytes.len() as u64;
+    Incoming::new(futures::stream::iter([Ok(Bytes::from(bytes))]), Some(len))
+}
+
+/// Writes `body` at `path` through the place's own write, with its rules; answers whether it
 /// created the file, its size and its ETag value.
-async fn put(
+async fn put<S, E>(
     caller: Caller<'_>,
     path: &AgentPath,
     content_type: &str,
     condition: &WriteCondition,
-    bytes: Vec<u8>,
-) -> Result<(bool, u64, String)> {
-    let len = bytes.len() as u64;
-    let body = Incoming::new(
-        futures::stream::iter([Ok::<_, std::convert::Infallible>(Bytes::from(bytes))]),
-        Some(len),
-    );
+    body: Incoming<S>,
+) -> Result<(bool, u64, String)>
+where
+    S: futures::Stream<Item = std::result::Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
     match path {
         AgentPath::Sandbox(_) => {
             let within = SandboxPath::from_relative(below_root(path)?.clone());
@@ -524,43 +533,6 @@ async fn put(
         }
         AgentPath::Spaces => Err(is_a_folder(path)),
     }
-}
-
-/// `write_file`: creates or replaces a file (the folders on the way are made), typed by its
-/// name.
-pub async fn write(caller: Caller<'_>, input: &WriteFileInput) -> Result<Written> {
-    use base64::Engine as _;
-    let path = file_path(&input.path)?;
-    let condition = condition(input.if_none_match.as_deref(), input.if_match.as_deref())?;
-    let bytes = match input.encoding {
-        ferry_core::agent_files::Encoding::Utf8 => input.content.clone().into_bytes(),
-        ferry_core::agent_files::Encoding::Base64 => {
-            let text: String = input
-                .content
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect();
-            let text = text.trim_end_matches('=');
-            base64::engine::general_purpose::STANDARD_NO_PAD
-                .decode(text)
-                .map_err(|e| Error::invalid_request(format!("content is not valid base64: {e}")))?
-        }
-    };
-    let mut content_type = ferry_core::mime::mime_for_name(path.file_name());
-    // Text sent as text is UTF-8, and says so, as the spaces' notes do.
-    if input.encoding == ferry_core::agent_files::Encoding::Utf8
-        && content_type.starts_with("text/")
-        && !content_type.contains("charset")
-    {
-        content_type.push_str("; charset=utf-8");
-    }
-    let (created, size, etag) = put(caller, &path, &content_type, &condition, bytes).await?;
-    Ok(Written {
-        path: path.to_string(),
-        size,
-        etag: quoted_etag(&etag),
-        created,
-    })
 }
 
 /// `move_file`'s answer.

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::State;
 use ferry_app::files::{
     self, Caller, Deleted, Downloaded, Edited, Globbed, Grepped, Listing, Moved, ReadOutput,
-    Uploaded, Written,
+    SpooledWrite, Uploaded, Written,
 };
 use ferry_core::agent_files::{
     DeleteFileInput, DownloadFilesInput, EditFileInput, GlobInput, GrepInput, LsInput,
@@ -21,12 +21,25 @@ use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ContentJson, DoorOf};
 use crate::state::AppState;
+use crate::write_body::StreamedWrite;
 
 /// Two handlers of one operation: one for the token's own thread, one naming the thread.
 macro_rules! operation {
     (
         $own:ident, $in_thread:ident, $body:ident, $input:ty, $output:ty, $call:path,
         $own_path:literal, $thread_path:literal, $operation_id:literal,
+        $thread_operation_id:literal, $doc:literal
+    ) => {
+        operation!(
+            $own, $in_thread, $body<$input> as $input, $output, $call, $own_path, $thread_path,
+            $operation_id, $thread_operation_id, $doc
+        );
+    };
+    // A body extracted as another type than the one the document shows (write_file's, read as
+    // it arrives).
+    (
+        $own:ident, $in_thread:ident, $body:ident<$extracted:ty> as $input:ty, $output:ty,
+        $call:path, $own_path:literal, $thread_path:literal, $operation_id:literal,
         $thread_operation_id:literal, $doc:literal
     ) => {
         #[doc = $doc]
@@ -51,7 +64,7 @@ macro_rules! operation {
             State(state): State<AppState>,
             principal: Principal,
             DoorOf(door): DoorOf,
-            $body(input): $body<$input>,
+            $body(input): $body<$extracted>,
         ) -> ApiResult<Json<$output>> {
             let caller = Caller {
                 app: &state.app,
@@ -86,7 +99,7 @@ macro_rules! operation {
             principal: Principal,
             DoorOf(door): DoorOf,
             ApiPath(id): ApiPath<String>,
-            $body(input): $body<$input>,
+            $body(input): $body<$extracted>,
         ) -> ApiResult<Json<$output>> {
             let caller = Caller {
                 app: &state.app,
@@ -129,10 +142,9 @@ operation!(
 operation!(
     write_file,
     write_file_in_thread,
-    ContentJson,
-    WriteFileInput,
+    StreamedWrite<SpooledWrite> as WriteFileInput,
     Written,
-    files::write,
+    files::write_spooled,
     "/api/fs/write_file",
     "/api/threads/{id}/fs/write_file",
     "fs_write_file",
