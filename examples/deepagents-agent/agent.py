@@ -10,9 +10,10 @@ tool calls a model would, so the example runs anywhere with no API key. Swap
     FERRY_URL=... FERRY_TOKEN=... python3 agent.py
 
 The agent uses deepagents' own file tools, which act on the thread's sandbox through ferry: it
-lists the user's uploads, reads the CSV among them with `read_file`, writes a Markdown report to
-`/sandbox/outputs/` with `write_file` (create-only; if the name is taken it picks the next one),
-corrects one line with `edit_file`, and delivers the report with `publish_file_to_user`.
+lists the user's uploads, reads the CSV among them with `read_file`, lists `/sandbox/outputs/`
+to find a report name not yet taken (`write_file` replaces a file, and an earlier report is kept),
+writes a Markdown report there with `write_file`, corrects one line with `edit_file`, and delivers
+the report with `publish_file_to_user`.
 
 For a spreadsheet (XLSX) among the uploads it uses deepagents' `execute` tool, which runs a shell
 command in the thread's sandbox through ferry: a Python script reads the sheet with pandas and
@@ -47,8 +48,10 @@ except ImportError:  # run from a checkout without installing the package
 USES = {"ls", "read_file", "write_file", "edit_file", "publish_file_to_user"}
 """The tools the script calls. `execute` is called too when offered: deepagents offers it for a
 backend that runs commands (a `SandboxBackendProtocol`, as `FerryBackend` is)."""
-NUMBERED = re.compile(r"^\s*\d+\t(.*)$")
+READ_HEADER = re.compile(r"^@@ .* @@$")
+"""The line deepagents' read_file puts above the lines it read (`@@ lines 1-4 of 4 @@`)."""
 SPREADSHEETS = (".xlsx", ".xlsm")
+OUTPUTS = "/sandbox/outputs"
 TURNED_OFF = "(NOT_IMPLEMENTED)"
 """How FerryBackend's `execute` ends the first sentence of its answer when the server runs no
 commands (ferry answered 501)."""
@@ -91,10 +94,16 @@ def sheet_command(source: str, stem: str) -> str:
     return f"MPLCONFIGDIR=/tmp/matplotlib python3 - {shlex.quote(source)} {shlex.quote(stem)} <<'PY'\n{SHEET_SCRIPT}PY"
 
 
-def rows_of(numbered: str) -> list[list[str]]:
-    """The CSV's rows from read_file's answer (`cat -n` lines: number, tab, line)."""
-    lines = [m.group(1) for m in map(NUMBERED.match, numbered.splitlines()) if m]
+def rows_of(read: str) -> list[list[str]]:
+    """The CSV's rows from read_file's answer: the file's lines, below a header saying which."""
+    lines = [line for line in read.splitlines() if not READ_HEADER.match(line)]
     return [line.split(",") for line in lines if line.strip()]
+
+
+def listed(answer: ToolMessage) -> list[str]:
+    """The paths an `ls` answered (it says `No files found` for an empty folder)."""
+    text = str(answer.content)
+    return ast.literal_eval(text) if answer.status != "error" and text.startswith("[") else []
 
 
 def report(name: str, rows: list[list[str]]) -> str:
@@ -143,7 +152,7 @@ class ScriptedChatModel(BaseChatModel):
 
         if step == 0:
             return call("ls", {"path": "/sandbox/user_uploads"})
-        uploads = ast.literal_eval(str(results[0].content)) if results[0].status != "error" else []
+        uploads = listed(results[0])
         csvs = [path for path in uploads if path.lower().endswith(".csv")]
         sheets = [path for path in uploads if path.lower().endswith(SPREADSHEETS)]
         if not csvs and not sheets:
@@ -192,18 +201,19 @@ class ScriptedChatModel(BaseChatModel):
         """The next step of the CSV report, until it is published."""
         name = source.rsplit("/", 1)[-1]
         stem = name.rsplit(".", 1)[0].lower().replace(" ", "-")
-        writes = [m for m in results if m.name == "write_file"]
+        read = next((m for m in results if m.name == "read_file"), None)
 
-        if last.name == "ls":
+        if read is None:
             return call("read_file", {"file_path": source})
         if last.name == "read_file" and last.status != "error":
-            return call("write_file", self.report_args(stem, name, rows_of(str(last.content)), attempt=1))
+            # write_file replaces a file: look first, so that an earlier report is kept.
+            return call("ls", {"path": OUTPUTS})
+        if last.name == "ls":
+            taken = set(listed(last))
+            attempt = next(n for n in range(1, len(taken) + 2) if self.report_path(stem, n) not in taken)
+            return call("write_file", {"file_path": self.report_path(stem, attempt), "content": report(name, rows_of(str(read.content)))})
         if last.name == "write_file":
             if last.status == "error":
-                if "already exists" in str(last.content) and len(writes) < 5:
-                    # Never overwrite: take the next free name instead.
-                    read = next(m for m in results if m.name == "read_file")
-                    return call("write_file", self.report_args(stem, name, rows_of(str(read.content)), attempt=len(writes) + 1))
                 return AIMessage(content=f"I could not write the report: {last.content}")
             written = str(last.content).removeprefix("Updated file ").strip()
             return call("edit_file", {"file_path": written, "old_string": "Status: draft", "new_string": "Status: final"})
@@ -216,9 +226,9 @@ class ScriptedChatModel(BaseChatModel):
         return AIMessage(content=f"Stopped after {last.name}: {last.content}")
 
     @staticmethod
-    def report_args(stem: str, name: str, rows: list[list[str]], attempt: int) -> dict[str, Any]:
+    def report_path(stem: str, attempt: int) -> str:
         suffix = "" if attempt == 1 else f"-{attempt}"
-        return {"file_path": f"/sandbox/outputs/{stem}-report{suffix}.md", "content": report(name, rows)}
+        return f"{OUTPUTS}/{stem}-report{suffix}.md"
 
 
 ASK = "Please write a report on the CSV I uploaded, chart the spreadsheet, and send them to me."

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 from deepagents.backends.protocol import (
+    DeleteResult,
     EditResult,
     ExecuteResponse,
     FileData,
@@ -31,16 +32,16 @@ from deepagents.backends.protocol import (
     SandboxBackendProtocol,
     WriteResult,
 )
+from deepagents.backends.utils import (
+    EMPTY_CONTENT_WARNING,
+    InvalidGlobPatternError,
+    _get_backend_read_file_type,
+    compile_grep_include_glob,
+    perform_string_replacement,
+)
 from wcmatch import fnmatch as wcfnmatch
 
 from ferry_deepagents._http import Connection, FerryError, Pause, Plan, Request
-
-try:  # The classifier deepagents' read_file tool routes on, so that both sides agree.
-    from deepagents.backends.utils import _get_file_type
-except ImportError:  # pragma: no cover - a deepagents without it treats every file as text
-
-    def _get_file_type(path: str) -> str:
-        return "text"
 
 
 R = TypeVar("R")
@@ -70,11 +71,10 @@ TIMED_OUT_EXIT_CODE = 124
 """The exit code of a command stopped at its time limit (`timeout(1)`'s, and deepagents')."""
 SIGNAL_NOTE = "[the command was ended by a signal: it has no exit code]\n"
 """Added to the output of a command a signal ended, which ferry answers with no exit code."""
-
-
-def _exists_message(path: str) -> str:
-    # deepagents' own wording for a write to a taken path, which its prompts are written for.
-    return f"Cannot write to {path} because it already exists. Read and then make an edit, or write to a new path."
+WORKSPACE = "/sandbox/workspace"
+"""Where ferry puts a relative path."""
+DEFAULT_FOLDER = "/sandbox"
+"""What `glob` and `grep` search when given no folder (the protocol leaves it to the backend)."""
 
 
 def _file_error(exc: FerryError) -> str:
@@ -139,23 +139,43 @@ def _info(entry: dict[str, Any]) -> FileInfo:
     return info
 
 
-def _unnumber(content: str) -> str:
+def _unnumber(content: str) -> list[str]:
     """ferry's `cat -n` lines (`%6d<TAB>line<LF>`) back to the lines themselves: deepagents'
     read_file tool numbers what a backend returns."""
     if not content:
-        return ""
+        return []
     lines = content.split("\n")
     if lines[-1] == "":
         lines.pop()
-    out = []
-    for line in lines:
-        _number, tab, text = line.partition("\t")
-        out.append(text if tab else line)
-    return "".join(line + "\n" for line in out)
+    return [line.partition("\t")[2] if "\t" in line else line for line in lines]
 
 
 def _is_root(path: str | None) -> bool:
     return path is not None and path.strip("/") == ""
+
+
+def _absolute(path: str) -> str:
+    """`path` as ferry answers it: absolute (a relative path is below the workspace), with no
+    trailing `/`."""
+    path = path.rstrip("/")
+    return path if path.startswith("/") else f"{WORKSPACE}/{path}"
+
+
+def _included(glob: str, folder: str) -> Callable[[str], bool]:
+    """Whether a path ferry found is one deepagents' own backends find for `glob` below `folder`:
+    deepagents' matcher, on the path relative to the folder. ferry is asked for at least those
+    (it also matches names starting with `.`, and reads a leading `/` otherwise), and this
+    keeps the ones deepagents' backends answer. Raises `InvalidGlobPatternError` for a pattern
+    deepagents refuses."""
+    matches = compile_grep_include_glob(glob)
+    prefix = "/" if _is_root(folder) else _absolute(folder) + "/"
+    return lambda path: path.startswith(prefix) and matches(path[len(prefix) :])
+
+
+def _nothing_at(exc: FerryError) -> bool:
+    """Whether ferry refused a search because nothing is at its folder, which deepagents' own
+    backends answer as a search that found nothing."""
+    return exc.code == "NOT_FOUND" and exc.message.startswith("nothing at")
 
 
 def _ran(answer: dict[str, Any]) -> ExecuteResponse:
@@ -339,15 +359,36 @@ class FerryBackend(SandboxBackendProtocol):
         """The top folders: `/sandbox` when a thread is known, and `/spaces`."""
         return [f"/{root}" for root in ROOTS if root != "sandbox" or self.thread]
 
+    def _exists(self, path: str) -> Plan[bool]:
+        """Whether something is at `path`: ferry lists a missing folder as an empty one, and its
+        glob tells them apart."""
+        try:
+            yield Request("POST", self._conn.fs("glob"), json={"pattern": "*", "path": path}, idempotent=True)
+        except FerryError as exc:
+            if _nothing_at(exc):
+                return False
+            raise
+        return True
+
     def _ls(self, path: str) -> Plan[LsResult]:
         if _is_root(path):
             return LsResult(entries=[{"path": root + "/", "is_dir": True} for root in self._roots()])
         answer = yield Request("POST", self._conn.fs("ls"), json={"path": path}, idempotent=True)
-        return LsResult(entries=[_info(entry) for entry in answer.get("entries", [])])
+        entries = answer.get("entries", [])
+        # deepagents' own backends refuse a missing path and a file, in these words: its
+        # middleware looks for `not_a_directory`. ferry lists a file as its one entry.
+        if not entries and not (yield from self._exists(path)):
+            return LsResult(error=f"Path '{path}': path_not_found")
+        if len(entries) == 1 and entries[0].get("type") != "dir" and entries[0].get("path") == _absolute(path):
+            return LsResult(error=f"Path '{path}': not_a_directory")
+        # In the order deepagents' backends list: by the path shown, a folder's `/` included.
+        return LsResult(entries=sorted((_info(entry) for entry in entries), key=lambda info: info["path"]))
 
     def ls(self, path: str) -> LsResult:
         """List one folder (`/sandbox`, `/spaces`, a space, or a folder below one). Folders end
-        with `/`; a missing folder lists nothing; `/` lists `/sandbox/` and `/spaces/`."""
+        with `/`; `/` lists `/sandbox/` and `/spaces/`. A missing path is the error
+        `Path '<path>': path_not_found`, a file `Path '<path>': not_a_directory`, as
+        deepagents' own backends answer."""
         return self._do(self._ls(path), lambda e: LsResult(error=e.describe()))
 
     async def als(self, path: str) -> LsResult:
@@ -356,20 +397,20 @@ class FerryBackend(SandboxBackendProtocol):
     # -- read --------------------------------------------------------------------------------
 
     def _read(self, file_path: str, offset: int, limit: int) -> Plan[ReadResult]:
-        kind = _get_file_type(file_path)
+        kind = _get_backend_read_file_type(file_path)
         if kind in ("file", "audio", "video"):
             # deepagents hands these to the model as the file itself (base64), never as text.
             data = yield from self._download(file_path)
             return ReadResult(file_data=FileData(content=base64.b64encode(data).decode("ascii"), encoding="base64"))
-        body = {"path": file_path, "offset": offset, "limit": limit}
+        # The protocol reads a negative offset from the first line (ferry would count it from the
+        # end), and a window of no lines as empty (ferry refuses one: one line is asked for, so
+        # that a missing file is still an error).
+        offset, limit = max(int(offset), 0), int(limit)
+        body = {"path": file_path, "offset": offset, "limit": max(limit, 1)}
         answer = yield Request("POST", self._conn.fs("read_file"), json=body, idempotent=True)
         shape = answer.get("kind")
         if shape == "text":
-            content = _unnumber(answer.get("content", ""))
-            total = int(answer.get("totalLines", 0))
-            if not content and total > 0 and offset >= total:
-                return ReadResult(error=f"Line offset {offset} exceeds file length ({total} lines)")
-            return ReadResult(file_data=FileData(content=content, encoding="utf-8"))
+            return (yield from self._text_window(answer, offset, limit))
         if shape == "image":
             # ferry prepares images for a model (scaled, PNG or JPEG). deepagents labels the
             # block by the file's name, so a prepared image is used when the two agree, and the
@@ -381,10 +422,52 @@ class FerryBackend(SandboxBackendProtocol):
         # A binary file: ferry describes it and shows no bytes as text.
         return ReadResult(error=answer.get("note") or f"{file_path} is not a text file")
 
+    def _text_window(self, answer: dict[str, Any], offset: int, limit: int) -> Plan[ReadResult]:
+        """ferry's numbered window as deepagents' own backends answer one: the lines as they
+        are in the file, and where they lie in it."""
+        lines = _unnumber(answer.get("content", ""))
+        total = int(answer.get("totalLines", 0))
+        text = "".join(line + "\n" for line in lines)
+        # A blank file is one sentence saying so, whatever the window; it is known blank when
+        # the window holds all of it.
+        if total == 0 or (offset == 0 and len(lines) == total and not text.strip()):
+            return ReadResult(file_data=FileData(content=EMPTY_CONTENT_WARNING, encoding="utf-8"))
+        if limit <= 0:
+            return ReadResult(file_data=FileData(content="", encoding="utf-8"), no_lines_requested=True)
+        if offset >= total:
+            return ReadResult(error=f"Line offset {offset} exceeds file length ({total} lines)")
+        end = offset + len(lines)
+        # A document's text was extracted by ferry: it has no bytes of its own to look at.
+        if end == total and answer.get("note") is None and not (yield from self._ends_with_line_break(answer)):
+            text = text[:-1]
+        return ReadResult(
+            file_data=FileData(content=text, encoding="utf-8"),
+            total_lines=total,
+            start_line=offset + 1,
+            end_line=end,
+            next_offset=end if end < total else None,
+        )
+
+    def _ends_with_line_break(self, answer: dict[str, Any]) -> Plan[bool]:
+        """Whether the file read ends with a line break, which numbered lines do not show: its
+        last byte, asked of the version read (`If-Match`). deepagents' backends keep the last
+        line as it is, so that what is read can be given back to `edit` as it is. When that
+        byte cannot be had (the file changed since), the line break ferry shows stays."""
+        try:
+            route = self._conn.raw_route(str(answer.get("path", "")))
+            if route is None:
+                return True
+            headers = {"Range": "bytes=-1", "If-Match": str(answer.get("etag", "*"))}
+            tail = yield Request("GET", route, headers=headers, raw=True, idempotent=True)
+        except FerryError:
+            return True
+        return tail[-1:] in (b"\n", b"\r")
+
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         """Lines `offset+1` to `offset+limit` of a text file (or the text ferry extracts from a
-        DOCX, XLSX, XLS), as plain lines; deepagents' read_file tool numbers them. An image,
-        PDF, PowerPoint, audio or video file comes back as base64, as deepagents expects."""
+        DOCX, XLSX, XLS), as they are in the file, with `start_line`, `end_line`, `total_lines`
+        and `next_offset`; deepagents' read_file tool numbers them. An image, PDF, PowerPoint,
+        audio or video file comes back as base64, as deepagents expects."""
         return self._do(self._read(file_path, offset, limit), lambda e: ReadResult(error=e.describe()))
 
     async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
@@ -393,17 +476,12 @@ class FerryBackend(SandboxBackendProtocol):
     # -- write -------------------------------------------------------------------------------
 
     def _write(self, file_path: str, content: str) -> Plan[WriteResult]:
-        body = {"path": file_path, "content": content, "ifNoneMatch": "*"}
-        try:
-            answer = yield Request("POST", self._conn.fs("write_file"), json=body)
-        except FerryError as exc:
-            if exc.code == "ALREADY_EXISTS":
-                return WriteResult(error=_exists_message(file_path))
-            raise
+        answer = yield Request("POST", self._conn.fs("write_file"), json={"path": file_path, "content": content})
         return WriteResult(path=answer.get("path", file_path))
 
     def write(self, file_path: str, content: str) -> WriteResult:
-        """Create a text file; a file already at the path is left alone and refused."""
+        """Write a text file: created, or replaced whole if one is there, with the folders on the
+        way made."""
         return self._do(self._write(file_path, content), lambda e: WriteResult(error=f"Error: {e.describe()}"))
 
     async def awrite(self, file_path: str, content: str) -> WriteResult:
@@ -412,9 +490,25 @@ class FerryBackend(SandboxBackendProtocol):
     # -- edit --------------------------------------------------------------------------------
 
     def _edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool) -> Plan[EditResult]:
+        if old_string and old_string == new_string:
+            return (yield from self._edit_unchanged(file_path, old_string, replace_all))
         body = {"path": file_path, "old_string": old_string, "new_string": new_string, "replace_all": replace_all}
         answer = yield Request("POST", self._conn.fs("edit_file"), json=body)
         return EditResult(path=answer.get("path", file_path), occurrences=int(answer.get("replacements", 0)))
+
+    def _edit_unchanged(self, file_path: str, old_string: str, replace_all: bool) -> Plan[EditResult]:
+        """An edit that changes nothing, which ferry refuses and deepagents' own backends count:
+        the file's occurrences, checked by deepagents' own rules, and nothing written."""
+        data = yield from self._download(file_path)
+        try:
+            # deepagents' backends read text with universal newlines.
+            content = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError:
+            return EditResult(error=f"Error: {file_path} is not a UTF-8 text file; edit_file changes text only")
+        counted = perform_string_replacement(content, old_string, old_string, replace_all)
+        if isinstance(counted, str):
+            return EditResult(error=counted)
+        return EditResult(path=file_path, occurrences=counted[1])
 
     def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:  # noqa: FBT001, FBT002
         """Replace `old_string`, which must occur exactly once unless `replace_all`."""
@@ -424,6 +518,21 @@ class FerryBackend(SandboxBackendProtocol):
     async def aedit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:  # noqa: FBT001, FBT002
         plan = self._edit(file_path, old_string, new_string, replace_all)
         return await self._ado(plan, lambda e: EditResult(error=f"Error: {e.describe()}"))
+
+    # -- delete ------------------------------------------------------------------------------
+
+    def _delete(self, file_path: str) -> Plan[DeleteResult]:
+        # deepagents deletes a folder with everything in it; ferry does so when asked to.
+        yield Request("POST", self._conn.fs("delete_file"), json={"path": file_path, "recursive": True})
+        return DeleteResult(path=file_path)
+
+    def delete(self, file_path: str) -> DeleteResult:
+        """Delete a file, or a folder and everything in it. In the sandbox, ferry makes its
+        standard folders (`outputs/`, `workspace/`, ...) again, empty, when one is deleted."""
+        return self._do(self._delete(file_path), lambda e: DeleteResult(error=f"Error: {e.describe()}"))
+
+    async def adelete(self, file_path: str) -> DeleteResult:
+        return await self._ado(self._delete(file_path), lambda e: DeleteResult(error=f"Error: {e.describe()}"))
 
     # -- glob --------------------------------------------------------------------------------
 
@@ -436,38 +545,43 @@ class FerryBackend(SandboxBackendProtocol):
             return []  # only files directly in `/` would match, and there are none
         return [(root, rest) for root in self._roots() if wcfnmatch.fnmatch(root[1:], head, flags=wcfnmatch.BRACE)]
 
-    def _glob_targets(self, pattern: str, path: str | None) -> list[tuple[str | None, str]]:
-        if pattern.startswith("/"):
-            base = (path or "").rstrip("/")
-            if base and (pattern + "/").startswith(base + "/"):
-                # An absolute pattern below the folder searched: make it relative to it.
-                return [(path, pattern[len(base) + 1 :])]
-            if path is None:
-                path = "/"
-            pattern = pattern.lstrip("/")
-        if _is_root(path):
-            return list(self._at_root(pattern))
-        return [(path, pattern)]
+    def _targets(self, folder: str, pattern: str) -> list[tuple[str, str]]:
+        """Where to ask ferry, and with what pattern relative to there, for files below `folder`
+        that `pattern` may match as deepagents reads it: without `/` by name at any depth (sent
+        as `**/NAME`), with `/` by the path relative to the folder, a leading `/` included."""
+        pattern = "**/" + pattern if "/" not in pattern else pattern.lstrip("/")
+        if _is_root(folder):
+            return self._at_root(pattern)
+        return [(folder, pattern)]
 
     def _glob(self, pattern: str, path: str | None) -> Plan[GlobResult]:
-        targets = self._glob_targets(pattern, path)
+        # With no folder, an absolute pattern (`/sandbox/outputs/*.md`) is read from `/`.
+        folder = path if path is not None else "/" if pattern.startswith("/") else DEFAULT_FOLDER
+        try:
+            included = _included(pattern, folder)
+        except InvalidGlobPatternError as exc:
+            return GlobResult(error=str(exc))
         found: list[str] = []
-        for base, relative in targets:
-            body: dict[str, Any] = {"pattern": relative}
-            if base is not None:
-                body["path"] = base
+        truncated = False
+        for base, relative in self._targets(folder, pattern):
             try:
-                answer = yield Request("POST", self._conn.fs("glob"), json=body, idempotent=True)
+                answer = yield Request("POST", self._conn.fs("glob"), json={"pattern": relative, "path": base}, idempotent=True)
             except FerryError as exc:
-                if len(targets) > 1 and exc.code == "NOT_FOUND":
-                    continue
+                if _nothing_at(exc):
+                    continue  # a missing folder holds no matches
                 raise
-            found.extend(answer.get("paths", []))
-        return GlobResult(matches=[{"path": p, "is_dir": False} for p in dict.fromkeys(found)])
+            found.extend(p for p in answer.get("paths", []) if included(p))
+            truncated = truncated or bool(answer.get("truncated"))
+        return GlobResult(
+            matches=[{"path": p, "is_dir": False} for p in dict.fromkeys(found)],
+            truncated=truncated,
+            truncation_reason="budget" if truncated else None,
+        )
 
     def glob(self, pattern: str, path: str | None = None) -> GlobResult:
-        """Files below `path` (default `/sandbox`) whose path relative to it matches `pattern`
-        (`*`, `?`, `**`, `{a,b}`, `[abc]`). At `/`, the pattern covers `/sandbox` and `/spaces`."""
+        """Files below `path` (default `/sandbox`) matching `pattern` (`*`, `?`, `**`, `{a,b}`,
+        `[abc]`): without `/` by name at any depth, with `/` by the path relative to `path`. At
+        `/`, the pattern covers `/sandbox` and `/spaces`. At most 1,000 paths (then `truncated`)."""
         return self._do(self._glob(pattern, path), lambda e: GlobResult(error=e.describe()))
 
     async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
@@ -475,41 +589,62 @@ class FerryBackend(SandboxBackendProtocol):
 
     # -- grep --------------------------------------------------------------------------------
 
-    def _grep_targets(self, path: str | None, glob: str | None) -> list[tuple[str | None, str | None]]:
-        if not _is_root(path):
-            return [(path, glob)]
-        if glob is None or "/" not in glob:
-            # ferry reads a glob without a slash as deepagents and ripgrep do: the file's name,
-            # at any depth, so it applies below every top folder as it is.
-            return [(root, glob) for root in self._roots()]
-        return list(self._at_root(glob.lstrip("/")))
+    def _grep_targets(self, folder: str, glob: str | None) -> list[tuple[str, str | None]]:
+        """Where to ask ferry's grep, and with what glob. ferry reads a glob without `/` as
+        deepagents does: the file's name at any depth. A leading `/` is left out: `/*.md` then
+        finds more than deepagents would, and its matcher keeps the right ones."""
+        bases = self._roots() if _is_root(folder) else [folder]
+        if glob is None:
+            return [(base, None) for base in bases]
+        files = glob.lstrip("/")
+        if _is_root(folder) and "/" in files:
+            return self._at_root(files)  # the glob's first folder picks /sandbox or /spaces
+        return [(base, files) for base in bases]
 
-    def _grep(self, pattern: str, path: str | None, glob: str | None) -> Plan[GrepResult]:
-        targets = self._grep_targets(path, glob)
+    def _grep(self, pattern: str, path: str | None, glob: str | None, max_count: int | None) -> Plan[GrepResult]:
+        folder = path if path is not None else DEFAULT_FOLDER
+        try:
+            included = _included(glob, folder) if glob is not None else None
+        except InvalidGlobPatternError as exc:
+            return GrepResult(error=str(exc), matches=[])
         matches: list[GrepMatch] = []
-        for base, files in targets:
-            body: dict[str, Any] = {"pattern": pattern, "maxResults": GREP_MAX_RESULTS}
-            if base is not None:
-                body["path"] = base
+        truncated = False
+        for base, files in self._grep_targets(folder, glob):
+            # With a cap, each folder is asked for what is left of it (with none left, for one
+            # match, which says whether the cap dropped any); with a glob, for all ferry gives,
+            # since some may not be kept.
+            wanted = GREP_MAX_RESULTS if max_count is None else max(max_count - len(matches), 0)
+            asked = GREP_MAX_RESULTS if included else min(max(wanted, 1), GREP_MAX_RESULTS)
+            body: dict[str, Any] = {"pattern": pattern, "maxResults": asked, "path": base}
             if files is not None:
                 body["glob"] = files
             try:
                 answer = yield Request("POST", self._conn.fs("grep"), json=body, idempotent=True)
             except FerryError as exc:
-                if len(targets) > 1 and exc.code == "NOT_FOUND":
-                    continue
+                if _nothing_at(exc):
+                    continue  # a missing folder holds no matches
                 raise
-            matches.extend({"path": m["path"], "line": int(m["line"]), "text": m["text"]} for m in answer.get("matches", []))
-        return GrepResult(matches=matches)
+            found = [
+                {"path": m["path"], "line": int(m["line"]), "text": m["text"]}
+                for m in answer.get("matches", [])
+                # A file searched by its own path is searched whatever the glob, as ripgrep does.
+                if included is None or included(m["path"]) or m["path"] == _absolute(folder)
+            ]
+            truncated = truncated or bool(answer.get("truncated")) or len(found) > wanted
+            matches.extend(found[:wanted])
+        return GrepResult(matches=matches, truncated=truncated)
 
-    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
+    def grep(self, pattern: str, path: str | None = None, glob: str | None = None, *, max_count: int | None = None) -> GrepResult:
         """Lines holding `pattern` (literal text, case-sensitive) in the files below `path`
         (default `/sandbox`; `/` searches `/sandbox` and `/spaces`), optionally only in files
-        matching `glob` (`*.md` matches by name at any depth)."""
-        return self._do(self._grep(pattern, path, glob), lambda e: GrepResult(error=f"Error: {e.describe()}"))
+        matching `glob` (`*.md` matches by name at any depth). At most `max_count` matches (and
+        2,000 in any case); `truncated` says whether more were there."""
+        return self._do(self._grep(pattern, path, glob, max_count), lambda e: GrepResult(error=f"Error: {e.describe()}"))
 
-    async def agrep(self, pattern: str, path: str | None = None, glob: str | None = None) -> GrepResult:
-        return await self._ado(self._grep(pattern, path, glob), lambda e: GrepResult(error=f"Error: {e.describe()}"))
+    async def agrep(
+        self, pattern: str, path: str | None = None, glob: str | None = None, *, max_count: int | None = None
+    ) -> GrepResult:
+        return await self._ado(self._grep(pattern, path, glob, max_count), lambda e: GrepResult(error=f"Error: {e.describe()}"))
 
     # -- bytes: upload and download ------------------------------------------------------------
 

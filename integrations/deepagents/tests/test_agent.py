@@ -1,5 +1,5 @@
 """The backend and the tools inside a real deep agent: deepagents' own file tools (ls, read_file,
-write_file, edit_file, glob, grep) and its execute tool call the backend, and a scripted chat
+write_file, edit_file, delete, glob, grep) and its execute tool call the backend, and a scripted chat
 model stands in for the language model. Run once through `invoke` (the sync methods) and once
 through `ainvoke` (the async ones)."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from deepagents import create_deep_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ferry_deepagents import FerryBackend, ferry_tools
@@ -22,12 +22,15 @@ CALLS = [
     ("ls", {"path": "/"}),
     ("ls", {"path": "/sandbox/user_uploads"}),
     ("read_file", {"file_path": "/sandbox/user_uploads/regions.csv"}),
+    ("write_file", {"file_path": "/sandbox/outputs/report.md", "content": "draft"}),
     ("write_file", {"file_path": "/sandbox/outputs/report.md", "content": "# Regions\n\nNorth: 10\nSouth: 12\n"}),
-    ("write_file", {"file_path": "/sandbox/outputs/report.md", "content": "again"}),
     ("edit_file", {"file_path": "/sandbox/outputs/report.md", "old_string": "North: 10", "new_string": "North: 11"}),
     ("read_file", {"file_path": "/sandbox/outputs/report.md", "offset": 2, "limit": 1}),
     ("glob", {"pattern": "**/*.md", "path": "/"}),
     ("grep", {"pattern": "South", "path": "/sandbox", "output_mode": "content"}),
+    ("write_file", {"file_path": "/sandbox/workspace/scratch.md", "content": "x"}),
+    ("delete", {"file_path": "/sandbox/workspace/scratch.md"}),
+    ("ls", {"path": "/sandbox/workspace/scratch.md"}),
     ("read_file", {"file_path": "/etc/passwd"}),
     ("write_file", {"file_path": "/sandbox/skills/mine.md", "content": "x"}),
     ("publish_file_to_user", {"file_path": "/sandbox/outputs/report.md", "display_name": "Regions"}),
@@ -36,13 +39,16 @@ CALLS = [
 EXPECTED = [
     ("success", "['/sandbox/', '/spaces/']"),
     ("success", "['/sandbox/user_uploads/regions.csv']"),
-    ("success", "     1\tregion,revenue\n     2\tnorth,10\n     3\tsouth,12"),
+    ("success", "@@ lines 1-3 of 3 @@\nregion,revenue\nnorth,10\nsouth,12"),
     ("success", "Updated file /sandbox/outputs/report.md"),
-    ("error", "Cannot write to /sandbox/outputs/report.md because it already exists. Read and then make an edit, or write to a new path."),
+    ("success", "Updated file /sandbox/outputs/report.md"),  # a write replaces
     ("success", "Successfully replaced 1 instance(s) of the string in '/sandbox/outputs/report.md'"),
-    ("success", "     3\tNorth: 11"),
+    ("success", "@@ lines 3-3 of 4 | next offset 3 @@\nNorth: 11"),
     ("success", "['/sandbox/outputs/report.md']"),
     ("success", "/sandbox/outputs/report.md:\n  4: South: 12"),
+    ("success", "Updated file /sandbox/workspace/scratch.md"),
+    ("success", "Deleted /sandbox/workspace/scratch.md"),
+    ("error", "Error: Path '/sandbox/workspace/scratch.md': path_not_found"),
     ("error", "Error: '/etc/passwd' is outside the agent's files: paths start with /sandbox/ or /spaces/{space}/ (a relative path is taken under /sandbox/workspace/) (INVALID_PATH)"),
     ("error", "Error: /sandbox/skills/ is read-only: skills are copied in when the thread starts (FORBIDDEN)"),
     ("success", "Published /sandbox/outputs/report.md to the user as 'Regions'"),
@@ -50,8 +56,8 @@ EXPECTED = [
 
 
 class ScriptedChatModel(BaseChatModel):
-    """Emits `calls` (CALLS by default) one at a time, one per model turn, then stops. Each
-    turn's tool names (and system prompt) are added to `seen`, when one is given."""
+    """Emits `calls` (CALLS by default) one at a time, one per model turn, then stops. The
+    tools it is given (name: description) are added to `seen`, when one is given."""
 
     calls: list[tuple[str, dict[str, Any]]] = CALLS
     seen: Any = None
@@ -61,15 +67,13 @@ class ScriptedChatModel(BaseChatModel):
         return "scripted"
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
-        offered = {tool.name for tool in tools}
-        assert {name for name, _ in self.calls} <= offered, offered
+        offered = {tool.name: tool.description for tool in tools}
+        assert {name for name, _ in self.calls} <= offered.keys(), offered.keys()
         if self.seen is not None:
             self.seen.append(offered)
         return self
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        if self.seen is not None:
-            self.seen.append(messages[0].text if isinstance(messages[0], SystemMessage) else "")
         step = sum(isinstance(m, ToolMessage) for m in messages)
         if step < len(self.calls):
             name, args = self.calls[step]
@@ -101,8 +105,8 @@ def test_a_deep_agent_works_on_ferry(thread, mode):
 
 
 def test_the_agent_is_given_deepagents_execute_tool():
-    # deepagents offers its execute tool, and tells the model about it, only for a backend that
-    # is a SandboxBackendProtocol. No request is sent: the model answers at once.
+    # deepagents offers its execute tool, which describes itself to the model, only for a backend
+    # that is a SandboxBackendProtocol. No request is sent: the model answers at once.
     seen: list[Any] = []
     claims = base64.urlsafe_b64encode(json.dumps({"role": "agent", "thread": "t-1"}).encode()).rstrip(b"=").decode()
     agent = create_deep_agent(
@@ -111,9 +115,9 @@ def test_the_agent_is_given_deepagents_execute_tool():
     )
     state = agent.invoke({"messages": [{"role": "user", "content": "hello"}]})
     assert state["messages"][-1].content == "done"
-    tools, system = seen
-    assert {"execute", "ls", "read_file", "write_file", "edit_file", "glob", "grep"} <= tools
-    assert "`execute`" in system
+    (tools,) = seen
+    assert {"execute", "ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep"} <= tools.keys()
+    assert "shell command" in tools["execute"]
 
 
 EXECUTE_CALLS = [
@@ -128,7 +132,7 @@ EXECUTE_CALLS = [
 EXECUTE_EXPECTED = [
     ("success", "3\n\n[Command succeeded with exit code 0]"),
     ("success", "\n[Command succeeded with exit code 0]"),
-    ("success", "     1\tnorth,10"),
+    ("success", "@@ lines 1-1 of 1 @@\nnorth,10"),
     ("success", "nope\n\n[Command failed with exit code 3]"),
     ("success", "[ferry: stopped after 1 s, the command's time limit]\n\n[Command failed with exit code 124]"),
     ("success", "Published /sandbox/outputs/north.csv to the user as 'North'"),

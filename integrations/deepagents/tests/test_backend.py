@@ -10,6 +10,7 @@ import zipfile
 import zlib
 
 from deepagents.backends.protocol import BackendProtocol
+from deepagents.backends.utils import EMPTY_CONTENT_WARNING
 
 from ferry_deepagents import FerryBackend
 from ferry_deepagents.backend import BATCH_BYTES, _upload_groups
@@ -77,11 +78,11 @@ def test_ls(thread):
     assert entry["path"] == "/sandbox/outputs/tea.md" and entry["is_dir"] is False
     assert entry["size"] == len(NOTE.encode())
     assert isinstance(entry["modified_at"], str) and entry["modified_at"].endswith("Z")
-    assert store.ls("/sandbox/outputs/nothing") .entries == []  # a missing folder lists nothing
-    # A file lists as its one entry, as `ls FILE` prints it.
-    alone = store.ls("/sandbox/outputs/tea.md")
-    assert alone.error is None
-    assert [(e["path"], e["is_dir"]) for e in alone.entries] == [("/sandbox/outputs/tea.md", False)]
+    # deepagents' own words for a missing path and a file, which its middleware reads.
+    assert store.ls("/sandbox/outputs/nothing").error == "Path '/sandbox/outputs/nothing': path_not_found"
+    assert store.ls("/sandbox/outputs/tea.md").error == "Path '/sandbox/outputs/tea.md': not_a_directory"
+    assert store.ls("/spaces/nothing").error == "Path '/spaces/nothing': path_not_found"
+    assert store.ls("/sandbox/skills").entries == []  # an empty folder is not a missing one
 
 
 def test_write_and_read(thread):
@@ -94,27 +95,48 @@ def test_write_and_read(thread):
     assert whole.error is None
     # Plain lines: deepagents' read_file tool numbers them itself.
     assert whole.file_data == {"content": NOTE, "encoding": "utf-8"}
+    assert (whole.start_line, whole.end_line, whole.total_lines, whole.next_offset) == (1, 4, 4, None)
     window = store.read("/sandbox/outputs/tea.md", offset=2, limit=1)
     assert window.file_data["content"] == "Open at 7 — ünïcödé\n"
+    assert (window.start_line, window.end_line, window.total_lines, window.next_offset) == (3, 3, 4, 3)
     past = store.read("/sandbox/outputs/tea.md", offset=10)
     assert past.error == "Line offset 10 exceeds file length (4 lines)"
+    # A negative offset reads from the first line (ferry's own read counts it from the end).
+    assert store.read("/sandbox/outputs/tea.md", offset=-1, limit=1).file_data["content"] == "# Tea shop\n"
+    nothing = store.read("/sandbox/outputs/tea.md", limit=0)
+    assert (nothing.file_data["content"], nothing.no_lines_requested, nothing.start_line) == ("", True, None)
+    assert store.read("/sandbox/outputs/missing.md", limit=0).error is not None
 
-    # A relative path is under /sandbox/workspace/; CRLF and a tab inside a line survive.
+    # A relative path is under /sandbox/workspace/; CRLF and a tab inside a line survive, and
+    # a last line with no line break is read without one.
     assert store.write("notes/crlf.txt", "a\tb\r\nc").path == "/sandbox/workspace/notes/crlf.txt"
-    assert store.read("/sandbox/workspace/notes/crlf.txt").file_data["content"] == "a\tb\nc\n"
+    assert store.read("/sandbox/workspace/notes/crlf.txt").file_data["content"] == "a\tb\nc"
+    assert store.read("/sandbox/workspace/notes/crlf.txt", limit=1).file_data["content"] == "a\tb\n"
     assert store.write("/sandbox/outputs/empty.txt", "").error is None
-    assert store.read("/sandbox/outputs/empty.txt").file_data["content"] == ""
+    assert store.read("/sandbox/outputs/empty.txt").file_data["content"] == EMPTY_CONTENT_WARNING
 
 
-def test_write_refusals(thread):
+def test_read_keeps_the_line_break_of_the_version_it_read(thread, monkeypatch):
+    # The last byte is asked of the version read: when the file has changed in between, the line
+    # break ferry shows is kept rather than one from another version.
+    store = thread.backend()
+    store.write("/sandbox/outputs/tail.txt", "a\nb")
+    original = FerryBackend._ends_with_line_break
+
+    def changed_in_between(self, answer):
+        store.write("/sandbox/outputs/tail.txt", "a\nc")
+        return (yield from original(self, answer))
+
+    monkeypatch.setattr(FerryBackend, "_ends_with_line_break", changed_in_between)
+    assert store.read("/sandbox/outputs/tail.txt").file_data["content"] == "a\nb\n"
+
+
+def test_write_replaces_and_refusals(thread):
     store = thread.backend()
     store.write("/sandbox/outputs/tea.md", NOTE)
     again = store.write("/sandbox/outputs/tea.md", "other")
-    assert again.path is None
-    assert again.error == (
-        "Cannot write to /sandbox/outputs/tea.md because it already exists. Read and then make an edit, or write to a new path."
-    )
-    assert thread.sandbox_bytes("outputs/tea.md") == NOTE.encode()  # left alone
+    assert (again.path, again.error) == ("/sandbox/outputs/tea.md", None)
+    assert thread.sandbox_bytes("outputs/tea.md") == b"other"
 
     skills = store.write("/sandbox/skills/mine.md", "x")
     assert skills.error.startswith("Error: /sandbox/skills/ is read-only")
@@ -195,6 +217,11 @@ def test_edit(thread):
     missing = store.edit("/sandbox/outputs/missing.md", "a", "b")
     assert missing.error == "Error: no file at '/sandbox/outputs/missing.md' (NOT_FOUND)"
     assert store.read("/sandbox/outputs/tea.md").file_data["content"].endswith("Closed SunDAY and MonDAY\n")
+    # An edit that changes nothing is counted, not refused, and writes nothing.
+    etag = thread.http("GET", f"/api/threads/{thread.id}/sandbox/outputs/tea.md").headers["etag"]
+    assert store.edit("/sandbox/outputs/tea.md", "DAY", "DAY", replace_all=True).occurrences == 2
+    assert "appears 2 times" in store.edit("/sandbox/outputs/tea.md", "DAY", "DAY").error
+    assert thread.http("GET", f"/api/threads/{thread.id}/sandbox/outputs/tea.md").headers["etag"] == etag
 
 
 def test_glob(thread):
@@ -204,19 +231,23 @@ def test_glob(thread):
     paths = lambda result: [m["path"] for m in result.matches]  # noqa: E731
     # No path: the sandbox, as ferry's default.
     assert paths(store.glob("**/*.md")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md"]
-    assert paths(store.glob("*.md", "/sandbox/outputs")) == ["/sandbox/outputs/a.md"]
     assert all(m["is_dir"] is False for m in store.glob("**/*.md").matches)
-    # An absolute pattern, alone or below the folder searched.
+    # Without `/`, by name at any depth; with `/`, from the folder searched (a leading `/` too).
+    assert paths(store.glob("*.md", "/sandbox/outputs")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md"]
+    assert paths(store.glob("/*.md", "/sandbox/outputs")) == ["/sandbox/outputs/a.md"]
+    assert paths(store.glob("deep/*.md", "/sandbox/outputs")) == ["/sandbox/outputs/deep/b.md"]
+    assert paths(store.glob("/sandbox/outputs/*.md", "/sandbox/outputs")) == []
+    # An absolute pattern with no folder is read from `/`.
     assert paths(store.glob("/sandbox/outputs/**/*.md")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md"]
-    assert paths(store.glob("/sandbox/outputs/*.md", "/sandbox/outputs")) == ["/sandbox/outputs/a.md"]
     # At `/`, the sandbox and the spaces together.
     assert paths(store.glob("**/*.md", "/")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md", "/spaces/notes/d.md"]
+    assert paths(store.glob("*.md", "/")) == ["/sandbox/outputs/a.md", "/sandbox/outputs/deep/b.md", "/spaces/notes/d.md"]
     assert paths(store.glob("spaces/*/*.md", "/")) == ["/spaces/notes/d.md"]
     assert paths(store.glob("*/workspace/*.txt", "/")) == ["/sandbox/workspace/c.txt"]
-    assert paths(store.glob("*.md", "/")) == []
+    assert paths(store.glob("/*.md", "/")) == []
     assert paths(store.glob("**/*.{md,txt}", "/spaces")) == ["/spaces/notes/d.md"]
     missing = store.glob("*.md", "/sandbox/nothing")
-    assert missing.error == "nothing at '/sandbox/nothing' (NOT_FOUND)"
+    assert (missing.error, missing.matches) == (None, [])
     assert store.glob("[", "/sandbox").error.endswith("(INVALID_REQUEST)")
 
 
@@ -240,9 +271,46 @@ def test_grep(thread):
     assert store.grep("Sunday", "/sandbox", glob="*.txt").matches == []
     assert store.grep("tea", "/", glob="spaces/**").matches[0]["path"] == "/spaces/notes/tea.md"
     missing = store.grep("x", "/sandbox/nothing")
-    assert missing.error == "Error: nothing at '/sandbox/nothing' (NOT_FOUND)"
+    assert (missing.error, missing.matches) == (None, [])
     empty = store.grep("")
     assert empty.error is not None and empty.error.endswith("(INVALID_REQUEST)")
+
+
+def test_grep_max_count(thread):
+    store = thread.backend()
+    store.write("/sandbox/outputs/tea.md", "tea\n" * 3)
+    store.write("/spaces/notes/tea.md", "tea\n" * 2)
+    lines = lambda result: [(m["path"], m["line"]) for m in result.matches]  # noqa: E731
+    capped = store.grep("tea", "/sandbox", max_count=2)
+    assert (lines(capped), capped.truncated) == ([("/sandbox/outputs/tea.md", 1), ("/sandbox/outputs/tea.md", 2)], True)
+    exact = store.grep("tea", "/sandbox", max_count=3)
+    assert (len(exact.matches), exact.truncated) == (3, False)
+    # Across `/sandbox` and `/spaces`, the cap is one cap: the spaces are asked whether they
+    # hold more once the sandbox has filled it.
+    assert store.grep("tea", "/", max_count=3).truncated is True
+    everything = store.grep("tea", "/", max_count=5)
+    assert (len(everything.matches), everything.truncated) == (5, False)
+    assert store.grep("tea", "/").truncated is False
+    assert lines(asyncio.run(store.agrep("tea", "/", max_count=4)))[-1] == ("/spaces/notes/tea.md", 1)
+
+
+def test_delete(thread):
+    store = thread.backend()
+    store.write("/sandbox/outputs/drafts/one.md", "1\n")
+    store.write("/sandbox/outputs/drafts/deeper/two.md", "2\n")
+    store.write("/spaces/notes/old.md", "old\n")
+    assert store.delete("/sandbox/outputs/drafts/one.md").path == "/sandbox/outputs/drafts/one.md"
+    assert store.delete("/sandbox/outputs/drafts").path == "/sandbox/outputs/drafts"  # and all in it
+    assert store.ls("/sandbox/outputs").entries == []
+    assert asyncio.run(store.adelete("/spaces/notes/old.md")).error is None
+    missing = store.delete("/sandbox/outputs/drafts")
+    assert missing.path is None
+    assert missing.error == "Error: nothing at '/sandbox/outputs/drafts' (NOT_FOUND)"
+    # ferry's own rules hold: skills/ is read-only, and a standard folder comes back empty.
+    assert store.delete("/sandbox/skills").error.endswith("(FORBIDDEN)")
+    store.write("/sandbox/workspace/scratch.txt", "x")
+    assert store.delete("/sandbox/workspace").error is None
+    assert store.ls("/sandbox/workspace").entries == []
 
 
 def test_upload_and_download_bytes(thread):
@@ -307,7 +375,6 @@ def test_spaces(thread):
     store = thread.backend()
     assert store.write("/spaces/notes/ideas/tea.md", NOTE).path == "/spaces/notes/ideas/tea.md"
     assert thread.space_bytes("notes", "ideas/tea.md") == NOTE.encode()
-    assert store.write("/spaces/notes/ideas/tea.md", "x").error.startswith("Cannot write to /spaces/notes/ideas/tea.md")
     assert store.read("/spaces/notes/ideas/tea.md", offset=3).file_data["content"] == "Closed Sunday and Monday\n"
     assert store.edit("/spaces/notes/ideas/tea.md", "Open at 7", "Open at 9").occurrences == 1
     assert store.ls("/spaces").entries == [{"path": "/spaces/notes/", "is_dir": True}]
@@ -346,6 +413,7 @@ def test_an_expired_token_is_reported_as_such(thread):
     assert store.edit("/sandbox/outputs/tea.md", "a", "b").error.startswith("Error: " + expected)
     assert store.glob("*").error.startswith(expected)
     assert store.grep("x").error.startswith("Error: " + expected)
+    assert store.delete("/sandbox/outputs/tea.md").error.startswith("Error: " + expected)
     assert store.upload_files([("/sandbox/outputs/x.bin", b"x")])[0].error.startswith(expected)
     assert store.download_files(["/sandbox/outputs/x.bin"])[0].error.startswith(expected)
 
@@ -355,19 +423,6 @@ def test_an_unreachable_server_is_a_result_not_an_exception(thread):
     assert store.read("/sandbox/outputs/tea.md").error.startswith("could not reach ferry at http://127.0.0.1:9")
     assert store.write("/sandbox/outputs/tea.md", "x").error.startswith("Error: could not reach ferry")
     assert "(UNREACHABLE)" in store.download_files(["/sandbox/x"])[0].error
-
-
-def test_deprecated_names_still_answer(thread):
-    # deepagents 0.6 still calls ls_info, glob_info and grep_raw on some paths.
-    import warnings
-
-    store = thread.backend()
-    store.write("/sandbox/outputs/tea.md", NOTE)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        assert [e["path"] for e in store.ls_info("/sandbox/outputs")] == ["/sandbox/outputs/tea.md"]
-        assert [e["path"] for e in store.glob_info("**/*.md", "/sandbox")] == ["/sandbox/outputs/tea.md"]
-        assert store.grep_raw("Monday")[0]["line"] == 4
 
 
 def test_batches_are_cut_by_count_and_size_and_large_files_go_alone(thread):

@@ -22,11 +22,14 @@ def test_async_round_trip(thread):
 
         done = await store.awrite("/sandbox/outputs/tea.md", NOTE)
         assert done.error is None and done.path == "/sandbox/outputs/tea.md"
-        again = await store.awrite("/sandbox/outputs/tea.md", "x")
-        assert again.error.startswith("Cannot write to /sandbox/outputs/tea.md because it already exists.")
+        # A write replaces what is there.
+        assert (await store.awrite("/sandbox/outputs/tea.md", "x")).error is None
+        assert (await store.aread("/sandbox/outputs/tea.md")).file_data["content"] == "x"
+        await store.awrite("/sandbox/outputs/tea.md", NOTE)
 
         read = await store.aread("/sandbox/outputs/tea.md", offset=1, limit=2)
         assert read.file_data == {"content": "\nOpen at 7\n", "encoding": "utf-8"}
+        assert (read.start_line, read.end_line, read.total_lines, read.next_offset) == (2, 3, 4, 3)
         assert (await store.aread("/sandbox/outputs/missing.md")).error == "no file at '/sandbox/outputs/missing.md' (NOT_FOUND)"
 
         edited = await store.aedit("/sandbox/outputs/tea.md", "Open at 7", "Open at 8")
@@ -41,6 +44,10 @@ def test_async_round_trip(thread):
         grepped = await store.agrep("SunDAY")
         assert grepped.matches == [{"path": "/sandbox/outputs/tea.md", "line": 4, "text": "Closed SunDAY and MonDAY"}]
         assert (await store.agrep("Sunday", "/spaces")).matches == [{"path": "/spaces/notes/tea.md", "line": 1, "text": "Sunday tea"}]
+        assert (await store.agrep("Sun", "/", max_count=1)).truncated is True
+
+        assert (await store.adelete("/spaces/notes/tea.md")).path == "/spaces/notes/tea.md"
+        assert (await store.als("/spaces/notes/tea.md")).error == "Path '/spaces/notes/tea.md': path_not_found"
 
     asyncio.run(session())
     assert thread.sandbox_bytes("outputs/tea.md") == NOTE.replace("7", "8").replace("day", "DAY").encode()
@@ -96,7 +103,8 @@ def test_a_given_async_client_is_used(thread):
         async with httpx.AsyncClient(event_hooks={"request": [note]}) as client:
             store = FerryBackend(url=thread.url, token=thread.agent_token, async_http_client=client)
             assert (await store.awrite("/sandbox/outputs/a.txt", "a")).error is None
-            assert (await store.aread("/sandbox/outputs/a.txt")).file_data["content"] == "a\n"
+            assert (await store.aread("/sandbox/outputs/a.txt")).file_data["content"] == "a"
 
     asyncio.run(session())
-    assert seen == ["/api/fs/write_file", "/api/fs/read_file"]
+    # The read ends at the end of the file: its last byte says whether a line break ends it.
+    assert seen == ["/api/fs/write_file", "/api/fs/read_file", f"/api/threads/{thread.id}/sandbox/outputs/a.txt"]
