@@ -51,18 +51,6 @@ impl DerivedCache {
         .map_err(std::io::Error::other)?
     }
 
-    /// An empty file of its own, removed when it is dropped: where a request's content is
-    /// spooled as it arrives.
-    pub async fn scratch_file(&self) -> std::io::Result<tempfile::NamedTempFile> {
-        let dir = self.scratch_root();
-        tokio::task::spawn_blocking(move || {
-            std::fs::create_dir_all(&dir)?;
-            tempfile::NamedTempFile::new_in(&dir)
-        })
-        .await
-        .map_err(std::io::Error::other)?
-    }
-
     /// Where the entry `name` is, if it is there: for a derived file that is read from disk (a
     /// deck's slides as a PDF, which the extraction worker opens by path).
     pub async fn path_of(&self, name: &str) -> Option<PathBuf> {
@@ -105,8 +93,8 @@ impl DerivedCache {
     }
 
     /// Where scratch files and folders are made: inside the cache, so that what is made there
-    /// can be renamed into it.
-    fn scratch_root(&self) -> PathBuf {
+    /// can be renamed into it (and where a request's content is spooled as it arrives).
+    pub fn scratch_root(&self) -> PathBuf {
         self.dir.join("scratch")
     }
 

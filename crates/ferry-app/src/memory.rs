@@ -1,14 +1,13 @@
 //! One memory budget for the whole server. Every request that holds a file's bytes in memory
 //! (an agent tool that reads a file whole: `read_file`, `download_files`, `edit_file`; `grep`'s
-//! batches; `upload_files`' JSON body, which carries files' content) takes its share of the
-//! budget first,
-//! and gives it back once its answer has been sent. When the budget is spent, a request waits
+//! batches; an MCP reply made of such an answer) takes its share of the budget first, and gives
+//! it back once its answer has been sent. When the budget is spent, a request waits
 //! a moment for its share, then is refused `503 UNAVAILABLE` with `Retry-After`: under load the
 //! server answers later instead of being killed for running out of memory, whoever caused it.
 //!
-//! Streams (downloads, uploads, zips of folders, the S3 door, tus, and `write_file` over HTTP,
-//! whose JSON body is read as it arrives) hold a fixed buffer each and take nothing from the
-//! budget.
+//! Streams (downloads, uploads, zips of folders, the S3 door, tus, and `write_file` and
+//! `upload_files` over HTTP, whose JSON bodies are read as they arrive) hold a fixed buffer each
+//! and take nothing from the budget.
 //!
 //! A share is held by the request, not by the code that took it: the HTTP layer runs each
 //! request inside its [`Lease`] and keeps the lease with the answer's body until the last byte
@@ -36,10 +35,6 @@ pub const MIN_BUDGET_BYTES: u64 = 16 << 20;
 /// grows). Measured: a 16 MiB file read by `download_files` peaked at about 4.4 times its
 /// size.
 pub const ANSWER_BYTES_PER_FILE_BYTE: u64 = 5;
-
-/// What a JSON body read whole that carries files' content (`upload_files`) holds, per byte of
-/// the body: the body, its parsed text, and the decoded content.
-pub const BODY_BYTES_PER_BODY_BYTE: u64 = 3;
 
 /// The server's budget, in KiB permits.
 #[derive(Debug, Clone)]

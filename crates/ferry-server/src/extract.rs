@@ -31,52 +31,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// A JSON body that carries files' content, read whole (`upload_files`, a batch of files:
-/// `write_file`'s one file streams, [`crate::write_body`]): it may be as large as the largest
-/// file a sandbox or space takes, base64-encoded, and is refused while it streams in once it
-/// passes that.
-#[derive(Debug)]
-pub struct ContentJson<T>(pub T);
-
-impl<T: DeserializeOwned> FromRequest<AppState> for ContentJson<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let limit = content_json_limit(state);
-        // The body, its parsed text and the decoded content are in memory at once: their share
-        // of the memory budget is taken before the body is read, for its declared length (a
-        // body of unknown length is taken as the largest).
-        let declared = req
-            .headers()
-            .get(axum::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-            .unwrap_or(limit);
-        state
-            .app
-            .memory
-            .hold(
-                declared
-                    .min(limit)
-                    .saturating_mul(ferry_app::memory::BODY_BYTES_PER_BODY_BYTE),
-            )
-            .await?
-            .until_answered();
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        let body = axum::body::to_bytes(req.into_body(), limit)
-            .await
-            .map_err(|_| ApiError::too_large(limit as u64))?;
-        parse_json(&body).map(ContentJson)
-    }
-}
-
-/// The largest JSON body that carries a file's content: the largest file a sandbox or space
-/// takes, as base64 (4 bytes for every 3), and the JSON around it.
-pub fn content_json_limit(state: &AppState) -> u64 {
-    let limits = &state.app.limits;
-    let largest = limits.sandbox_max_bytes.max(limits.space_max_bytes);
-    largest.saturating_mul(4) / 3 + MAX_JSON_BODY as u64
-}
-
 /// The door a request came through: MCP's tools mark theirs (`X-Ferry-Door: mcp`); anything
 /// else is the HTTP API. It only labels changes in feeds.
 #[derive(Debug, Clone, Copy)]

@@ -74,6 +74,20 @@ impl Service<Request<Body>> for McpEndpoint {
             if declared.is_some_and(|len| len > max_body as u64) {
                 return Ok(too_large());
             }
+            // The MCP service reads the whole message, then parses it (a `write_file` or
+            // `write_space_file` call carries a file): its share of the memory budget is taken
+            // first, for its declared length (an undeclared one counts as the largest), and
+            // kept until the reply has been sent.
+            let message = declared.unwrap_or(max_body as u64).min(max_body as u64);
+            if let Err(busy) = state
+                .app
+                .memory
+                .hold(message.saturating_mul(MCP_MESSAGE_BYTES_PER_BODY_BYTE))
+                .await
+                .map(ferry_app::memory::Held::until_answered)
+            {
+                return Ok(ApiError::from(busy).into_response());
+            }
             accept_anything_means_both(&mut parts.headers);
             let sent_json = parts
                 .headers
@@ -151,6 +165,10 @@ fn takes(accept: &str, kind: &str, sub: &str) -> bool {
 /// whose buffer grows by doubling. Measured: one `read_space_file` of a 32 MiB file grew the
 /// server by 5.4 times the file (four at once by 3.6 times each, their peaks not all at once).
 const MCP_REPLY_BYTES_PER_ANSWER_BYTE: u64 = 6;
+
+/// What an MCP request holds at its peak, per byte of its body: the body, its parsed JSON, and
+/// the tool's arguments taken from it (a file's content among them).
+const MCP_MESSAGE_BYTES_PER_BODY_BYTE: u64 = 3;
 
 /// The HTTP API of this very server, reached without a socket.
 #[derive(Debug)]

@@ -124,7 +124,7 @@ fn resumable_routes() -> OpenApiRouter<AppState> {
 
 /// The agent's file operations, each on its own route and on its thread's
 /// (`routes/fs.rs`). A write's JSON carries a whole file, so its routes take the body limit
-/// `ContentJson` sets rather than axum's default of 2 MB.
+/// `write_body` sets as it reads the body rather than axum's default of 2 MB.
 fn agent_file_routes() -> OpenApiRouter<AppState> {
     let (schemas, paths, writes) = routes!(fs::write_file);
     let (thread_schemas, thread_paths, thread_writes) = routes!(fs::write_file_in_thread);

@@ -1,23 +1,25 @@
-//! `write_file`'s JSON body, read as it arrives. The body carries a whole file (as text, or as
-//! base64), up to the largest file a sandbox or space takes; read whole it would sit in memory
-//! once as the body, once as the parsed text and once as the decoded bytes. Read here with a
-//! streaming JSON reader instead, the content goes straight into a scratch file as it arrives
-//! and the other fields, which are short, are kept: the request holds a few buffers whatever the
-//! file's size, and the write then streams from the scratch file
+//! The JSON bodies that carry files' content, read as they arrive: `write_file`'s (one file)
+//! and `upload_files`' (a batch). Such a body carries whole files, as text or as base64, up to
+//! the largest file a sandbox or space takes; read whole it would sit in memory once as the
+//! body, once as the parsed text and once as the decoded bytes. Read here with a streaming JSON
+//! reader instead, each file's content goes straight into a scratch file of its own as it
+//! arrives and the other fields, which are short, are kept: the request holds a few buffers
+//! whatever the files' sizes, and each write then streams from its scratch file
 //! ([`ferry_app::files::write_spooled`]).
 //!
-//! The body must be exactly the JSON object `write_file` takes (the fields `path`, `content`,
-//! `encoding`, `ifNoneMatch`, `ifMatch`, each at most once, nothing else); what is not is
-//! `INVALID_REQUEST` saying what was wrong, and a body over the limit is `REQUEST_TOO_LARGE`
-//! once it passes it.
+//! A body must be exactly the JSON object its operation takes: for `write_file` the fields
+//! `path`, `content`, `encoding`, `ifNoneMatch`, `ifMatch`, each at most once, nothing else; for
+//! `upload_files` the one field `files`, an array of up to 1,000 such objects. What is not is
+//! `INVALID_REQUEST` saying what was wrong; a body over the limit is `REQUEST_TOO_LARGE` once it
+//! passes it.
 
 use std::io::{Read, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::{FromRequest, Request};
-use ferry_app::files::{Fields, SpooledWrite};
-use ferry_core::agent_files::Encoding;
+use ferry_app::files::{Fields, SpooledUpload, SpooledWrite};
+use ferry_core::agent_files::{Encoding, MAX_BATCH_FILES};
 use futures::TryStreamExt as _;
 use struson::reader::{JsonReader, JsonStreamReader, ValueType};
 
@@ -30,24 +32,20 @@ const MAX_FIELD_BYTES: u64 = 64 << 10;
 /// Bytes copied from the body to the scratch file at a time.
 const COPY_BYTES: usize = 64 << 10;
 
-/// A `write_file` request with its content spooled ([`SpooledWrite`]).
+/// A request whose body carries files' content, with each content spooled: a
+/// [`SpooledWrite`] (`write_file`) or a [`SpooledUpload`] (`upload_files`).
 #[derive(Debug)]
 pub struct StreamedWrite<T>(pub T);
 
-impl FromRequest<AppState> for StreamedWrite<SpooledWrite> {
+impl<T: Spooled> FromRequest<AppState> for StreamedWrite<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let limit = crate::extract::content_json_limit(state);
+        let limit = content_json_limit(state);
         if crate::write_headers::declared_length(req.headers()).is_some_and(|len| len > limit) {
             return Err(ApiError::too_large(limit));
         }
-        let spool = state
-            .app
-            .cache
-            .scratch_file()
-            .await
-            .map_err(|e| ApiError::from(ferry_app::Error::io(e)))?;
+        let scratch = state.app.cache.scratch_root();
         let body = req
             .into_body()
             .into_data_stream()
@@ -59,9 +57,11 @@ impl FromRequest<AppState> for StreamedWrite<SpooledWrite> {
             failed: Arc::default(),
         };
         let (over, failed) = (Arc::clone(&body.over), Arc::clone(&body.failed));
-        let read = tokio::task::spawn_blocking(move || read_body(body, spool))
-            .await
-            .map_err(ApiError::internal)?;
+        let read = tokio::task::spawn_blocking(move || {
+            read_body(body, |json| T::read(json, &mut Spools(&scratch)))
+        })
+        .await
+        .map_err(ApiError::internal)?;
         match read {
             Err(Refused::Json(_)) if over.load(Ordering::Relaxed) => {
                 Err(ApiError::too_large(limit))
@@ -73,14 +73,82 @@ impl FromRequest<AppState> for StreamedWrite<SpooledWrite> {
                 "the JSON body is not valid: {why}"
             ))),
             Err(Refused::Said(error)) => Err(error),
-            Ok(write) => Ok(StreamedWrite(write)),
+            Ok(read) => Ok(StreamedWrite(read)),
         }
+    }
+}
+
+/// The largest JSON body that carries files' content: the largest file a sandbox or space
+/// takes, as base64 (4 bytes for every 3), and 1 MiB for the JSON around it.
+pub fn content_json_limit(state: &AppState) -> u64 {
+    let limits = &state.app.limits;
+    let largest = limits.sandbox_max_bytes.max(limits.space_max_bytes);
+    largest.saturating_mul(4) / 3 + (1 << 20)
+}
+
+/// A body read with its contents spooled.
+pub trait Spooled: Sized + Send + 'static {
+    /// Reads the body's object (its `{` already checked to come next).
+    fn read<R: Read>(json: &mut JsonStreamReader<R>, spools: &mut Spools) -> Result<Self, Refused>;
+}
+
+impl Spooled for SpooledWrite {
+    fn read<R: Read>(json: &mut JsonStreamReader<R>, spools: &mut Spools) -> Result<Self, Refused> {
+        read_write(json, spools)
+    }
+}
+
+impl Spooled for SpooledUpload {
+    fn read<R: Read>(json: &mut JsonStreamReader<R>, spools: &mut Spools) -> Result<Self, Refused> {
+        json.begin_object()?;
+        let mut files = None;
+        while json.has_next()? {
+            let name = json.next_name_owned()?;
+            if name != "files" {
+                return Err(Refused::Json(format!(
+                    "unknown field `{name}`, expected `files`"
+                )));
+            }
+            if json.peek()? != ValueType::Array {
+                return Err(Refused::Json(
+                    "invalid type for `files`: expected an array".into(),
+                ));
+            }
+            json.begin_array()?;
+            let mut writes = Vec::new();
+            while json.has_next()? {
+                if writes.len() == MAX_BATCH_FILES {
+                    return Err(ApiError::invalid_request(format!(
+                        "a batch names 1 to {MAX_BATCH_FILES} files; this one names more"
+                    ))
+                    .into());
+                }
+                writes.push(read_write(json, spools)?);
+            }
+            json.end_array()?;
+            once(&mut files, &name, writes)?;
+        }
+        json.end_object()?;
+        let files = files.ok_or_else(|| Refused::Json("missing field `files`".into()))?;
+        Ok(SpooledUpload { files })
+    }
+}
+
+/// Where contents are spooled: new scratch files in one folder.
+#[derive(Debug)]
+pub struct Spools<'a>(&'a std::path::Path);
+
+impl Spools<'_> {
+    fn create(&mut self) -> Result<tempfile::NamedTempFile, Refused> {
+        std::fs::create_dir_all(self.0).map_err(storage)?;
+        tempfile::NamedTempFile::new_in(self.0).map_err(storage)
     }
 }
 
 /// Why a body was not taken: a JSON reader's error, described as the body's fault unless the
 /// body itself failed or ran over; or an answer already decided.
-enum Refused {
+#[derive(Debug)]
+pub enum Refused {
     Json(String),
     Said(ApiError),
 }
@@ -97,26 +165,45 @@ impl From<ApiError> for Refused {
     }
 }
 
-/// Reads the body's object, copying `content` into `spool` and keeping the other fields.
-fn read_body(body: impl Read, mut spool: tempfile::NamedTempFile) -> Result<SpooledWrite, Refused> {
+/// Reads a whole body: one JSON object, read by `read`, and nothing after it.
+fn read_body<R: Read, T>(
+    body: R,
+    read: impl FnOnce(&mut JsonStreamReader<R>) -> Result<T, Refused>,
+) -> Result<T, Refused> {
     let mut json = JsonStreamReader::new(body);
     match json.peek() {
-        Ok(ValueType::Object) => json.begin_object()?,
+        Ok(ValueType::Object) => {}
         Ok(_) => return Err(ApiError::invalid_request("the JSON body must be an object").into()),
         Err(_) => return Err(ApiError::invalid_request("the request needs a JSON body").into()),
     }
+    let read = read(&mut json)?;
+    json.consume_trailing_whitespace()?;
+    Ok(read)
+}
+
+/// Reads one `write_file` object, copying its `content` into a new scratch file and keeping the
+/// other fields.
+fn read_write<R: Read>(
+    json: &mut JsonStreamReader<R>,
+    spools: &mut Spools,
+) -> Result<SpooledWrite, Refused> {
+    if json.peek()? != ValueType::Object {
+        return Err(Refused::Json("a write must be an object".into()));
+    }
+    json.begin_object()?;
     let (mut path, mut content, mut encoding) = (None, None, None);
     let (mut if_none_match, mut if_match) = (None, None);
     while json.has_next()? {
         let name = json.next_name_owned()?;
         match name.as_str() {
-            "path" => once(&mut path, &name, short_string(&mut json, &name)?)?,
+            "path" => once(&mut path, &name, short_string(json, &name)?)?,
             "content" => {
-                let len = copy_string(&mut json, &mut spool)?;
-                once(&mut content, &name, len)?;
+                let mut spool = spools.create()?;
+                let len = copy_string(json, &mut spool)?;
+                once(&mut content, &name, (spool, len))?;
             }
             "encoding" => {
-                let value = match short_string(&mut json, &name)?.as_str() {
+                let value = match short_string(json, &name)?.as_str() {
                     "utf-8" => Encoding::Utf8,
                     "base64" => Encoding::Base64,
                     other => {
@@ -127,12 +214,8 @@ fn read_body(body: impl Read, mut spool: tempfile::NamedTempFile) -> Result<Spoo
                 };
                 once(&mut encoding, &name, value)?;
             }
-            "ifNoneMatch" => once(
-                &mut if_none_match,
-                &name,
-                optional_string(&mut json, &name)?,
-            )?,
-            "ifMatch" => once(&mut if_match, &name, optional_string(&mut json, &name)?)?,
+            "ifNoneMatch" => once(&mut if_none_match, &name, optional_string(json, &name)?)?,
+            "ifMatch" => once(&mut if_match, &name, optional_string(json, &name)?)?,
             other => {
                 return Err(Refused::Json(format!(
                     "unknown field `{other}`, expected one of `path`, `content`, `encoding`, \
@@ -142,7 +225,6 @@ fn read_body(body: impl Read, mut spool: tempfile::NamedTempFile) -> Result<Spoo
         }
     }
     json.end_object()?;
-    json.consume_trailing_whitespace()?;
     let missing = |field: &str| Refused::Json(format!("missing field `{field}`"));
     let fields = Fields {
         path: path.ok_or_else(|| missing("path"))?,
@@ -150,7 +232,7 @@ fn read_body(body: impl Read, mut spool: tempfile::NamedTempFile) -> Result<Spoo
         if_none_match: if_none_match.flatten(),
         if_match: if_match.flatten(),
     };
-    let len = content.ok_or_else(|| missing("content"))?;
+    let (mut spool, len) = content.ok_or_else(|| missing("content"))?;
     spool.flush().map_err(storage)?;
     Ok(SpooledWrite {
         fields,
@@ -262,11 +344,17 @@ impl<R: Read> Read for Bounded<R> {
 mod tests {
     use super::*;
 
-    fn read(body: &str) -> Result<SpooledWrite, String> {
-        read_body(body.as_bytes(), tempfile::NamedTempFile::new().unwrap()).map_err(|e| match e {
+    fn spooled<T: Spooled>(body: impl Read, dir: &std::path::Path) -> Result<T, String> {
+        read_body(body, |json| T::read(json, &mut Spools(dir))).map_err(|e| match e {
             Refused::Json(why) => why,
             Refused::Said(error) => format!("{error:?}"),
         })
+    }
+
+    fn read(body: &str) -> Result<SpooledWrite, String> {
+        let dir = tempfile::tempdir().unwrap();
+        // The scratch file outlives its folder's guard only as long as the test needs it.
+        spooled(body.as_bytes(), &dir.keep())
     }
 
     #[test]
@@ -333,7 +421,40 @@ mod tests {
             over: Arc::clone(&over),
             failed: Arc::default(),
         };
-        assert!(read_body(body, tempfile::NamedTempFile::new().unwrap()).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(spooled::<SpooledWrite>(body, dir.path()).is_err());
         assert!(over.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_batch_spools_each_files_content_on_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = r##"{"files": [
+            {"path": "/sandbox/outputs/a.md", "content": "# A"},
+            {"content": "aGk=", "encoding": "base64", "path": "/spaces/notes/b.bin"}
+        ]}"##;
+        let upload: SpooledUpload = spooled(body.as_bytes(), dir.path()).unwrap();
+        let [a, b] = &upload.files[..] else {
+            panic!("{upload:?}")
+        };
+        assert_eq!(std::fs::read(&a.content).unwrap(), b"# A");
+        assert_eq!(b.fields.path, "/spaces/notes/b.bin");
+        assert_eq!(std::fs::read(&b.content).unwrap(), b"aGk=");
+        for (body, why) in [
+            (r#"{"files": {}}"#, "expected an array"),
+            (r#"{}"#, "missing field `files`"),
+            (r#"{"files": [], "more": 1}"#, "unknown field `more`"),
+            (r#"{"files": [{"path": "/a"}]}"#, "missing field `content`"),
+            (r#"{"files": [1]}"#, "must be an object"),
+        ] {
+            let refused = spooled::<SpooledUpload>(body.as_bytes(), dir.path()).unwrap_err();
+            assert!(refused.contains(why), "{body}: {refused}");
+        }
+        let many = format!(
+            r#"{{"files": [{}]}}"#,
+            vec![r#"{"path": "/a", "content": ""}"#; MAX_BATCH_FILES + 1].join(",")
+        );
+        let refused = spooled::<SpooledUpload>(many.as_bytes(), dir.path()).unwrap_err();
+        assert!(refused.contains("1 to 1000 files"), "{refused}");
     }
 }

@@ -4,11 +4,11 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ferry_core::agent_files::{DownloadFilesInput, MAX_BATCH_FILES, UploadFilesInput};
+use ferry_core::agent_files::{DownloadFilesInput, MAX_BATCH_FILES};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{Caller, READ_MAX_BYTES, Written, open, parse, write};
+use super::{Caller, READ_MAX_BYTES, SpooledWrite, Written, open, parse, write_spooled};
 use crate::error::{Error, Result};
 use ferry_core::conditions::quoted_etag;
 
@@ -96,16 +96,23 @@ fn batch_size(n: usize) -> Result<()> {
     Ok(())
 }
 
+/// `upload_files` as the HTTP route reads it: each file's content spooled as the body arrived
+/// (the route's JSON carries files whole, [`super::SpooledWrite`]).
+#[derive(Debug)]
+pub struct SpooledUpload {
+    pub files: Vec<SpooledWrite>,
+}
+
 /// `upload_files`: each file is a `write_file`, done in order (so of two writes to one path the
 /// later one stands), with every rule of a single write.
-pub async fn upload_files(caller: Caller<'_>, input: &UploadFilesInput) -> Result<Uploaded> {
+pub async fn upload_files(caller: Caller<'_>, input: &SpooledUpload) -> Result<Uploaded> {
     batch_size(input.files.len())?;
     let mut files = Vec::with_capacity(input.files.len());
     for file in &input.files {
-        files.push(match write(caller, file).await {
+        files.push(match write_spooled(caller, file).await {
             Ok(written) => UploadResult::Written(written),
             Err(e) => UploadResult::Failed(Failed {
-                path: file.path.clone(),
+                path: file.fields.path.clone(),
                 error: e.into(),
             }),
         });

@@ -21,8 +21,8 @@ mod search;
 mod write;
 
 pub use batch::{
-    BATCH_READ_MAX_BYTES, DownloadResult, Downloaded, Failed, Fetched, FileError, UploadResult,
-    Uploaded, download_files, upload_files,
+    BATCH_READ_MAX_BYTES, DownloadResult, Downloaded, Failed, Fetched, FileError, SpooledUpload,
+    UploadResult, Uploaded, download_files, upload_files,
 };
 pub use edit::{Edited, edit};
 pub use read::{ReadOutput, read};

@@ -125,7 +125,8 @@ fn matcher_of(pattern: &str) -> Result<globset::GlobMatcher> {
 
 /// `grep`'s `glob`, as ripgrep's `--glob` reads one: without a `/` it is matched against the
 /// file's name, at any depth (`*.csv` finds `data/q3.csv`); with one, against the file's path
-/// relative to the folder searched.
+/// relative to the folder searched, a leading `/` anchoring it there (`/*.md` finds `a.md`, not
+/// `notes/a.md`).
 struct FileFilter {
     matcher: globset::GlobMatcher,
     by_name: bool,
@@ -134,7 +135,7 @@ struct FileFilter {
 impl FileFilter {
     fn new(pattern: &str) -> Result<FileFilter> {
         Ok(FileFilter {
-            matcher: matcher_of(pattern)?,
+            matcher: matcher_of(pattern.strip_prefix('/').unwrap_or(pattern))?,
             by_name: !pattern.contains('/'),
         })
     }
@@ -361,5 +362,11 @@ mod tests {
         assert!(!by_path.admits("old/data/q3.csv"));
         let anywhere = FileFilter::new("**/data/*.csv").unwrap();
         assert!(anywhere.admits("old/data/q3.csv"));
+        let anchored = FileFilter::new("/*.md").unwrap();
+        assert!(anchored.admits("a.md"));
+        assert!(!anchored.admits("notes/a.md"));
+        let anchored_folder = FileFilter::new("/outputs/*.md").unwrap();
+        assert!(anchored_folder.admits("outputs/a.md"));
+        assert!(!anchored_folder.admits("old/outputs/a.md"));
     }
 }

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::State;
 use ferry_app::files::{
     self, Caller, Deleted, Downloaded, Edited, Globbed, Grepped, Listing, Moved, ReadOutput,
-    SpooledWrite, Uploaded, Written,
+    SpooledUpload, SpooledWrite, Uploaded, Written,
 };
 use ferry_core::agent_files::{
     DeleteFileInput, DownloadFilesInput, EditFileInput, GlobInput, GrepInput, LsInput,
@@ -19,7 +19,7 @@ use ferry_core::agent_files::{
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
-use crate::extract::{ApiJson, ApiPath, ContentJson, DoorOf};
+use crate::extract::{ApiJson, ApiPath, DoorOf};
 use crate::state::AppState;
 use crate::write_body::StreamedWrite;
 
@@ -154,8 +154,7 @@ operation!(
 operation!(
     upload_files,
     upload_files_in_thread,
-    ContentJson,
-    UploadFilesInput,
+    StreamedWrite<SpooledUpload> as UploadFilesInput,
     Uploaded,
     files::upload_files,
     "/api/fs/upload_files",
