@@ -1,6 +1,11 @@
 """`FerryBackend`: deepagents' file system on a ferry server, through its agent file operations,
 and its shell: commands run in the thread's sandbox through ferry's `execute` operation.
 
+Why one file: it is the one class deepagents calls, each protocol method with its async twin
+beside it, and each method's mapping onto ferry's answers must be read next to the others to keep
+them answering as deepagents' own FilesystemBackend does (tests/test_differential.py holds it to
+that); the HTTP plumbing already lives in `_http.py`.
+
 Paths are ferry's own: `/sandbox/...` is the thread's sandbox and `/spaces/{space}/...` the
 user's spaces. The backend does not check them: ferry validates every path and its refusals come
 back as the protocol's error results. `/` is the one path the backend answers itself, as a
