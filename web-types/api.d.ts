@@ -1642,6 +1642,12 @@ export interface components {
         /** @description `grep`: the lines that hold a text (or match a regular expression). */
         GrepInput: {
             /**
+             * @description Search PDF, Word, Excel and PowerPoint files in their text as a model reads it (a
+             *     page's text, a sheet as a Markdown table, a slide with its notes) rather than skip them
+             *     as binary; each match then names its page, sheet (and row) or slide.
+             */
+            documents?: boolean;
+            /**
              * @description Only files matching this glob, as ripgrep's --glob: without a '/' it matches the file's
              *     name at any depth (*.csv), with one its path below `path` (data/*.csv, **\/*.md).
              */
@@ -1667,10 +1673,28 @@ export interface components {
         GrepMatch: {
             /**
              * Format: int64
-             * @description 1-based.
+             * @description 1-based: in the file, or in the page, sheet or slide of a document.
              */
             line: number;
+            /**
+             * Format: int32
+             * @description A document's page the line is on (`documents: true`, a PDF), from 1.
+             */
+            page?: number | null;
             path: string;
+            /**
+             * Format: int32
+             * @description The spreadsheet row (from 1, as the spreadsheet numbers it) the line shows, for a line
+             *     of a sheet's table.
+             */
+            row?: number | null;
+            /** @description A document's sheet the line is in (`documents: true`, a workbook). */
+            sheet?: string | null;
+            /**
+             * Format: int32
+             * @description A document's slide the line is on (`documents: true`, a presentation), from 1.
+             */
+            slide?: number | null;
             /** @description The line, without its line break; cut at 500 characters. */
             text: string;
         };
@@ -1682,6 +1706,8 @@ export interface components {
             skipped: components["schemas"]["Skipped"];
             /** @description More matches (or more bytes to search) remained than were answered. */
             truncated: boolean;
+            /** @description The first 20 documents counted in `skipped.unreadable`, with why. */
+            unreadable?: components["schemas"]["Unreadable"][];
         };
         Health: {
             /** @description `ok` */
@@ -1843,7 +1869,8 @@ export interface components {
              */
             offset?: number;
             /**
-             * @description PDF only: the pages to show as images beside their text, e.g. "1-3,7" (at most 100).
+             * @description PDF or PPTX only: the pages (a deck's slides) to show as images beside their text, e.g.
+             *     "1-3,7" (at most 100).
              *     Without it a PDF is read as its extracted text, by lines.
              * @example 1-3,7
              */
@@ -1953,6 +1980,12 @@ export interface components {
              *     agent working in the folder: left out, with everything below such a folder.
              */
             unaddressable: number;
+            /**
+             * Format: int64
+             * @description Documents (`documents: true`) whose text could not be read: damaged, encrypted, or past
+             *     the extraction's limits; the first are named in `unreadable`.
+             */
+            unreadable: number;
         };
         /** @description One event of a space's change feed, as a subscriber receives it. */
         SpaceEvent: components["schemas"]["FileChange"] & {
@@ -2026,6 +2059,11 @@ export interface components {
              */
             sandboxDir?: string | null;
             title?: string | null;
+        };
+        /** @description A document `grep` could not read, and why. */
+        Unreadable: {
+            path: string;
+            reason: string;
         };
         /** @description `upload_files`: several writes in one request, each done (or refused) on its own. */
         UploadFilesInput: {

@@ -112,16 +112,22 @@ async fn blocks_of(
     let note = ContentBlock::Text {
         text: UploadView::from(upload).attachment_xml,
     };
-    if ferry_extract::is_pdf(&upload.file_name) {
+    // A PDF's pages are shown by default; a presentation's slides when asked for, since
+    // drawing a deck runs the office renderer, which takes seconds.
+    if ferry_extract::is_pdf(&upload.file_name)
+        || (pages.is_some() && pdf_pages::has_pages(&upload.file_name))
+    {
         let document = pdf_pages::Document::stored(&upload.sha256, &upload.blob_key);
-        let shown = pdf_pages::show(app, &upload.owner, &document, pages).await?;
+        let shown =
+            pdf_pages::show_document(app, &upload.owner, &upload.file_name, &document, pages)
+                .await?;
         let mut blocks = vec![note];
         blocks.extend(page_blocks(&upload.file_name, shown, pages.is_none()));
         return Ok(blocks);
     }
     if pages.is_some() {
         return Err(Error::invalid_request(format!(
-            "pages applies to PDF files; {} is not one",
+            "pages applies to PDF files and presentations (PPTX); {} is neither",
             upload.file_name
         )));
     }
@@ -141,7 +147,8 @@ async fn blocks_of(
     Ok(vec![image, note])
 }
 
-/// A PDF's pages as blocks: each page's image (or why it has none), then its text; after
+/// A PDF's pages (or a deck's slides) as blocks: each page's image (or why it has none), then
+/// its text; after
 /// them, when the pages were not chosen and the document has more, how to ask for the rest.
 pub(crate) fn page_blocks(file_name: &str, shown: Pages, by_default: bool) -> Vec<ContentBlock> {
     let (shown, pages) = match shown {

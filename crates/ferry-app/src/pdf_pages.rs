@@ -176,17 +176,62 @@ async fn page(app: &App, owner: &str, document: &Document<'_>, number: u32) -> R
     Ok(kept)
 }
 
-/// The line that heads a page's text for a model: which page of which document it is, and,
-/// when the page has no text, that its image is all there is.
+/// The pages of `document`, named `file_name`, shown as [`show`] shows a PDF's: a PDF's own
+/// pages, or a presentation's slides as the office renderer draws them (their PDF kept under
+/// the deck's hash, as the preview panel's slide images are). A deck that cannot be drawn (no
+/// office renderer, or one that cannot read it) is `Refused`, with why.
+pub(crate) async fn show_document(
+    app: &App,
+    owner: &str,
+    file_name: &str,
+    document: &Document<'_>,
+    selection: Option<&PageSelection>,
+) -> Result<Pages> {
+    if !ferry_extract::is_slides(file_name) {
+        return show(app, owner, document, selection).await;
+    }
+    match slides_pdf(app, owner, file_name, document).await {
+        Ok(pdf) => {
+            show(
+                app,
+                owner,
+                &Document::file(document.sha256, &pdf),
+                selection,
+            )
+            .await
+        }
+        Err(Error::UnsupportedFileType(reason)) => Ok(Pages::Refused { reason }),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `pages` applies to a file of this name: a PDF, or a presentation.
+pub(crate) fn has_pages(file_name: &str) -> bool {
+    ferry_extract::is_pdf(file_name) || ferry_extract::is_slides(file_name)
+}
+
+/// What a document's pages are called: a presentation's are slides.
+fn unit(file_name: &str) -> (&'static str, &'static str) {
+    if ferry_extract::is_slides(file_name) {
+        ("Slide", "slides")
+    } else {
+        ("Page", "pages")
+    }
+}
+
+/// The line that heads a page's text for a model: which page (or slide) of which document it
+/// is, and, when the page has no text, that its image is all there is.
 pub(crate) fn page_heading(file_name: &str, page: &PdfPage) -> String {
     let (number, pages) = (page.number, page.pages);
+    let (one, _) = unit(file_name);
     if page.text.is_empty() {
         format!(
-            "Page {number} of {pages} of {file_name}: no text on this page; what it shows is in \
-             its image"
+            "{one} {number} of {pages} of {file_name}: no text on this {}; what it shows is in \
+             its image",
+            one.to_lowercase()
         )
     } else {
-        format!("Page {number} of {pages} of {file_name}:")
+        format!("{one} {number} of {pages} of {file_name}:")
     }
 }
 
@@ -194,7 +239,8 @@ pub(crate) fn page_heading(file_name: &str, page: &PdfPage) -> String {
 pub(crate) fn not_drawn(file_name: &str, page: &PdfPage) -> Option<String> {
     page.image_error.as_ref().map(|reason| {
         format!(
-            "[Page {} of {file_name} cannot be shown as an image: {reason}]",
+            "[{} {} of {file_name} cannot be shown as an image: {reason}]",
+            unit(file_name).0,
             page.number
         )
     })
@@ -203,9 +249,10 @@ pub(crate) fn not_drawn(file_name: &str, page: &PdfPage) -> Option<String> {
 /// What is said after the pages shown when the document has more and none were asked for.
 pub(crate) fn more_pages(file_name: &str, shown: &[PdfPage], pages: u32) -> Option<String> {
     let last = shown.last()?.number;
+    let (_, many) = unit(file_name);
     (last < pages).then(|| {
         format!(
-            "[{file_name} has {pages} pages; pages 1-{last} are shown. Ask for others with \
+            "[{file_name} has {pages} {many}; {many} 1-{last} are shown. Ask for others with \
              pages, e.g. pages={}-{}]",
             last + 1,
             pages.min(last + ferry_core::pages::DEFAULT_PAGES)

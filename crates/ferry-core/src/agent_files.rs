@@ -60,7 +60,8 @@ pub struct ReadFileInput {
     #[serde(default = "default_limit")]
     #[cfg_attr(feature = "openapi", schema(default = 2000, minimum = 1))]
     pub limit: usize,
-    /// PDF only: the pages to show as images beside their text, e.g. "1-3,7" (at most 100).
+    /// PDF or PPTX only: the pages (a deck's slides) to show as images beside their text, e.g.
+    /// "1-3,7" (at most 100).
     /// Without it a PDF is read as its extracted text, by lines.
     #[serde(default)]
     #[cfg_attr(
@@ -168,6 +169,11 @@ pub struct GrepInput {
     /// Read pattern as a regular expression (linear-time: no pattern can make it hang).
     #[serde(default)]
     pub regex: bool,
+    /// Search PDF, Word, Excel and PowerPoint files in their text as a model reads it (a
+    /// page's text, a sheet as a Markdown table, a slide with its notes) rather than skip them
+    /// as binary; each match then names its page, sheet (and row) or slide.
+    #[serde(default)]
+    pub documents: bool,
     /// Matches to return at most (default 200, at most 2000).
     #[serde(default = "default_max_results")]
     #[cfg_attr(

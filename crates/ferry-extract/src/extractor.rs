@@ -202,6 +202,31 @@ impl Extractor {
         }
     }
 
+    /// The text of `owner`'s document at `path`, named `file_name` (a PDF, DOCX, XLSX/XLS or
+    /// PPTX), as a search reads it ([`crate::document_text_reader`]): read in the worker, under
+    /// its limits.
+    pub async fn document_text(
+        &self,
+        owner: &str,
+        path: &Path,
+        file_name: &str,
+    ) -> Result<crate::DocumentText, ExtractError> {
+        if !crate::is_document(file_name) {
+            return Err(ExtractError::Unsupported(format!(
+                "{file_name} is not a document whose text is extracted (PDF, DOCX, XLSX, XLS, \
+                 PPTX)"
+            )));
+        }
+        match self
+            .run(owner, Op::DocumentText, path, file_name, 0, 0)
+            .await?
+        {
+            WorkerResponse::Text { text } => Ok(text),
+            WorkerResponse::Error { error } => Err(error),
+            _ => Err(protocol_error()),
+        }
+    }
+
     /// Whether a presentation's slides can be drawn: an office renderer is configured.
     pub fn draws_slides(&self) -> bool {
         self.config.office.is_some()

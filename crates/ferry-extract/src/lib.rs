@@ -106,6 +106,7 @@ mod pdf_predefined_cmaps;
 mod pdf_unicode;
 mod pptx;
 mod read;
+mod searchable;
 mod sheet;
 mod slides;
 mod text;
@@ -120,9 +121,10 @@ pub use limits::{Limits, PREVIEW_ROWS};
 pub use model_image::{MODEL_MAX_BYTES, MODEL_MAX_EDGE, ModelImage, model_image};
 pub use pdf_pages::{PdfPage, pdf_page};
 pub use read::{
-    Preview, model_image_file, pdf_page_file, preview_bytes, preview_file, preview_reader,
-    render_html_bytes, render_html_file, render_html_reader,
+    Preview, document_text_file, model_image_file, pdf_page_file, preview_bytes, preview_file,
+    preview_reader, render_html_bytes, render_html_file, render_html_reader,
 };
+pub use searchable::{DocumentText, SEARCH_MAX_CHARS, SEARCH_ROWS, Section, document_text_reader};
 pub use slides::{OfficeRenderer, slides_pdf};
 pub use text::{CUT_MARK, clip};
 pub use worker::{Op, ProcessLimits, WorkerRequest, WorkerResponse, handle, worker_main};

@@ -69,6 +69,8 @@ struct Pages {
     /// Glyphs drawn, whether or not they map to text: a page that draws glyphs yet yields no
     /// text has text that could not be decoded, not no text.
     glyphs: usize,
+    /// Where each page's text starts in the text collected: its number, and the byte offset.
+    starts: Vec<(u32, usize)>,
 }
 
 impl OutputDev for Pages {
@@ -82,6 +84,8 @@ impl OutputDev for Pages {
             fmt::Write::write_str(&mut self.sink, "\n\n")?;
         }
         self.pages += 1;
+        let at = self.sink.0.borrow().text.len();
+        self.starts.push((page_num, at));
         self.inner.begin_page(page_num, media_box, art_box)
     }
     fn end_page(&mut self) -> Result<(), OutputError> {
@@ -449,6 +453,93 @@ pub(crate) fn page_text(doc: &Document, number: u32, max_chars: usize) -> String
 /// The text of the whole document (`page: None`) or of one page, tidied and cut to
 /// `max_chars`; an error that says why when there is none.
 fn text_of(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<String, ExtractError> {
+    let gathered = gather(doc, page, max_chars)?;
+    let tidy = tidy(&gathered.text);
+    if tidy.is_empty() {
+        return Err(no_text(doc, gathered.glyphs));
+    }
+    Ok(if gathered.stopped {
+        mark_cut(tidy, max_chars)
+    } else {
+        crate::text::clip(tidy, max_chars)
+    })
+}
+
+/// The text of each page of the PDF in `bytes` (numbered from 1), tidied, in all at most
+/// `max_chars` characters: pages past the budget are left out, and the flag says so. A page
+/// without text is left out; a document where pdf-extract finds none has the text hayro meets
+/// while drawing each page, as the preview does.
+pub(crate) fn pages_text(
+    bytes: &[u8],
+    max_chars: usize,
+) -> Result<(Vec<(u32, String)>, bool), ExtractError> {
+    let read = load(bytes).and_then(|doc| {
+        let gathered = gather(&doc, None, max_chars)?;
+        let mut pages = Vec::new();
+        for (i, &(number, from)) in gathered.starts.iter().enumerate() {
+            let to = gathered
+                .starts
+                .get(i + 1)
+                .map_or(gathered.text.len(), |next| next.1);
+            let text = tidy(gathered.text.get(from..to).unwrap_or_default());
+            if !text.is_empty() {
+                pages.push((number, text));
+            }
+        }
+        if pages.is_empty() {
+            return Err(no_text(&doc, gathered.glyphs));
+        }
+        Ok((pages, gathered.stopped))
+    });
+    match read {
+        Err(first @ (ExtractError::Invalid { .. } | ExtractError::NoTextLayer { .. })) => {
+            drawn_pages_text(bytes, first, max_chars)
+        }
+        read => read,
+    }
+}
+
+/// Each page's drawn text, for a document whose text pdf-extract cannot read; `first` when
+/// none of them has any.
+fn drawn_pages_text(
+    bytes: &[u8],
+    first: ExtractError,
+    max_chars: usize,
+) -> Result<(Vec<(u32, String)>, bool), ExtractError> {
+    let Ok(pdf) = hayro::hayro_syntax::Pdf::new(bytes.to_vec()) else {
+        return Err(first);
+    };
+    let count = u32::try_from(pdf.pages().len()).unwrap_or(u32::MAX);
+    let (mut pages, mut left) = (Vec::new(), max_chars);
+    for number in 1..=count {
+        if left == 0 {
+            return Ok((pages, true));
+        }
+        let text = drawn_page_text(&pdf, number, left);
+        left = left.saturating_sub(text.chars().count());
+        if !text.is_empty() {
+            pages.push((number, text));
+        }
+    }
+    if pages.is_empty() {
+        return Err(first);
+    }
+    Ok((pages, false))
+}
+
+/// What pdf-extract's layout wrote of a document or a page, untidied.
+struct Gathered {
+    text: String,
+    /// Where each page's text starts in `text` (see [`Pages`]).
+    starts: Vec<(u32, usize)>,
+    /// The text reached the budget and the rest was not read.
+    stopped: bool,
+    glyphs: usize,
+}
+
+/// Runs pdf-extract's layout over the whole document (`page: None`) or one page, collecting
+/// somewhat more than `max_chars` characters at most.
+fn gather(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<Gathered, ExtractError> {
     let collected = Rc::new(RefCell::new(Collected {
         limit: enough(max_chars),
         ..Collected::default()
@@ -459,6 +550,7 @@ fn text_of(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<String
         sink,
         pages: 0,
         glyphs: 0,
+        starts: Vec::new(),
     };
     let result = catch_unwind(AssertUnwindSafe(|| match page {
         None => pdf_extract::output_doc(doc, &mut out),
@@ -481,20 +573,22 @@ fn text_of(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<String
         Ok(_) => {}
     }
     let text = std::mem::take(&mut collected.borrow_mut().text);
-    let tidy = tidy(&text);
-    if tidy.is_empty() {
-        // An empty preview would read as "this document is blank"; say why there is none.
-        return Err(match (doc.get_pages().len(), out.glyphs) {
-            (0, _) => ExtractError::invalid(WHAT, "it has no pages"),
-            (pages, 0) => ExtractError::NoTextLayer { pages },
-            (pages, glyphs) => undecoded(glyphs, pages),
-        });
-    }
-    Ok(if stopped {
-        mark_cut(tidy, max_chars)
-    } else {
-        crate::text::clip(tidy, max_chars)
+    Ok(Gathered {
+        text,
+        starts: out.starts,
+        stopped,
+        glyphs: out.glyphs,
     })
+}
+
+/// Why a document whose tidied text is empty has none: an empty preview would read as "this
+/// document is blank".
+fn no_text(doc: &Document, glyphs: usize) -> ExtractError {
+    match (doc.get_pages().len(), glyphs) {
+        (0, _) => ExtractError::invalid(WHAT, "it has no pages"),
+        (pages, 0) => ExtractError::NoTextLayer { pages },
+        (pages, glyphs) => undecoded(glyphs, pages),
+    }
 }
 
 /// Trims line ends, keeps at most one blank line in a row, trims the ends.

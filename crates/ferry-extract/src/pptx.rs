@@ -44,6 +44,8 @@ pub(crate) struct Slide {
     /// The slide's pictures (`[picture: NAME]`, and the package part holding the image), in
     /// shape order.
     pub(crate) pictures: Vec<(String, String)>,
+    /// The package part the slide is read from (none when its relationship is missing).
+    pub(crate) part: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -225,11 +227,16 @@ pub(crate) fn read_slides<R: Read + Seek>(
     // Each chart part is read once, however many frames of however many slides show it.
     let mut charts = HashMap::new();
     for (i, id) in slide_ids.iter().enumerate() {
-        let shapes = match targets.get(id) {
+        let part = targets.get(id).cloned();
+        let shapes = match &part {
             Some(part) => read_slide(&mut pkg, part, &mut charts, limits)?,
             None => Vec::new(),
         };
-        if !emit(make_slide(i + 1, shapes), &mut pkg)? {
+        let slide = Slide {
+            part,
+            ..make_slide(i + 1, shapes)
+        };
+        if !emit(slide, &mut pkg)? {
             break;
         }
     }
@@ -401,6 +408,65 @@ fn make_slide(number: usize, shapes: Vec<Shape>) -> Slide {
         title,
         paragraphs,
         pictures,
+        part: None,
+    }
+}
+
+/// The speaker notes of the slide read from `part`: the paragraphs of its notes page's body
+/// placeholder, without what else a notes page holds (the slide's picture, its number).
+pub(crate) fn notes_of<R: Read + Seek>(
+    pkg: &mut Package<R>,
+    part: &str,
+    limits: &Limits,
+) -> Result<Vec<String>, ExtractError> {
+    let notes = rels_of(pkg, part, limits.max_xml_depth)?
+        .into_iter()
+        .find(|r| !r.external && r.rel_type.ends_with("/notesSlide"));
+    let Some(entry) = (match notes {
+        Some(notes) => pkg.entry(&notes.target)?,
+        None => None,
+    }) else {
+        return Ok(Vec::new());
+    };
+    let mut xml = Xml::new(BufReader::new(entry), WHAT, limits.max_xml_depth);
+    let (mut out, mut in_body, mut in_text) = (Vec::new(), false, false);
+    let mut para: Option<String> = None;
+    loop {
+        match xml.next()? {
+            Ev::Start(e) | Ev::Empty(e) if local(&e) == b"ph" => {
+                in_body = attr(&e, b"type").as_deref() == Some("body");
+            }
+            Ev::Start(e) => match local(&e).as_slice() {
+                b"sp" => in_body = false,
+                b"p" => para = Some(String::new()),
+                b"t" => in_text = true,
+                _ => {}
+            },
+            Ev::Empty(e) if local(&e) == b"br" => {
+                if let Some(p) = para.as_mut() {
+                    p.push('\n');
+                }
+            }
+            Ev::Text(t) => {
+                if in_text && let Some(p) = para.as_mut() {
+                    push_capped(p, &t, PARA_CAP);
+                }
+            }
+            Ev::End(name) => match name.as_slice() {
+                b"t" => in_text = false,
+                b"p" => {
+                    if let Some(p) = para.take().filter(|_| in_body) {
+                        let p = p.trim();
+                        if !p.is_empty() {
+                            out.push(p.to_owned());
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Ev::Eof => return Ok(out),
+            _ => {}
+        }
     }
 }
 

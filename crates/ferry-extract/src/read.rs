@@ -179,6 +179,17 @@ pub fn model_image_file(path: &Path, limits: &Limits) -> Result<ModelImage, Extr
     model_image(&read_all(file, limits)?, limits)
 }
 
+/// The text of the document at `path` as a search reads it ([`crate::document_text_reader`]),
+/// in this process.
+pub fn document_text_file(
+    path: &Path,
+    file_name: &str,
+    limits: &Limits,
+) -> Result<crate::DocumentText, ExtractError> {
+    let file = File::open(path).map_err(|e| ExtractError::io(&e))?;
+    crate::searchable::document_text_reader(BufReader::new(file), file_name, limits)
+}
+
 /// Draws page `number` of the PDF at `path` and reads its text, in this process
 /// ([`crate::pdf_page`]).
 pub fn pdf_page_file(
@@ -208,7 +219,7 @@ fn read_prefix<R: Read>(reader: &mut R, max: usize) -> Result<(Vec<u8>, bool), E
 }
 
 /// Reads a whole file that a library needs in memory (PDF), up to the limit.
-fn read_all<R: Read>(reader: R, limits: &Limits) -> Result<Vec<u8>, ExtractError> {
+pub(crate) fn read_all<R: Read>(reader: R, limits: &Limits) -> Result<Vec<u8>, ExtractError> {
     let mut buf = Vec::new();
     reader
         .take(limits.max_file_bytes + 1)

@@ -47,6 +47,11 @@ pub(crate) struct Grid {
     cells_seen: usize,
     pub(crate) more_rows: bool,
     pub(crate) more_cols: bool,
+    /// Whether rows past the kept ones are read on to be counted (within the cell budget).
+    count_rest: bool,
+    /// Rows with a value past the kept ones, counted when `count_rest`.
+    rows_past: u64,
+    last_row_past: Option<u32>,
 }
 
 /// A finished grid: dense rows starting at (`first_row`, `first_col`).
@@ -57,6 +62,9 @@ pub(crate) struct SheetView {
     pub(crate) rows: Vec<Vec<String>>,
     pub(crate) more_rows: bool,
     pub(crate) more_cols: bool,
+    /// Rows with a value past the ones kept, when the grid counted them
+    /// ([`Grid::counting_rest`]); a lower bound when the cell budget ran out.
+    pub(crate) rows_past: u64,
 }
 
 impl Grid {
@@ -70,6 +78,17 @@ impl Grid {
             cells_seen: 0,
             more_rows: false,
             more_cols: false,
+            count_rest: false,
+            rows_past: 0,
+            last_row_past: None,
+        }
+    }
+
+    /// Reads on past the kept rows, to count the rows with a value there.
+    pub(crate) fn counting_rest(self) -> Self {
+        Grid {
+            count_rest: true,
+            ..self
         }
     }
 
@@ -94,7 +113,11 @@ impl Grid {
             self.more_rows |= !dropped.is_empty();
         } else if u64::from(row) >= u64::from(first) + self.max_rows as u64 {
             self.more_rows = true;
-            return false;
+            if self.count_rest && self.last_row_past != Some(row) {
+                self.rows_past += 1;
+                self.last_row_past = Some(row);
+            }
+            return self.count_rest;
         }
         let cells = self.rows.entry(row).or_default();
         if cells.len() >= self.max_cols && !cells.contains_key(&col) {
@@ -139,6 +162,7 @@ impl Grid {
             rows,
             more_rows: self.more_rows,
             more_cols,
+            rows_past: self.rows_past,
         })
     }
 }
@@ -151,8 +175,7 @@ type Sheet = (String, Option<SheetView>);
 fn read_xlsx<R: Read + Seek>(
     reader: R,
     limits: &Limits,
-    max_rows: usize,
-    max_cols: usize,
+    grid: impl Fn() -> Grid,
     mut emit: impl FnMut(Sheet) -> bool,
 ) -> Result<(), ExtractError> {
     // calamine opens the zip on its own; it is first inflated whole through
@@ -168,7 +191,7 @@ fn read_xlsx<R: Read + Seek>(
         .map(|s| s.name.clone())
         .collect();
     for name in names {
-        let mut grid = Grid::new(max_rows, max_cols, limits.max_sheet_cells);
+        let mut grid = grid();
         let mut cells = wb.worksheet_cells_reader(&name).map_err(xlsx_error)?;
         while let Some(cell) = cells.next_cell().map_err(xlsx_error)? {
             let (row, col) = cell.get_position();
@@ -190,8 +213,7 @@ fn read_xlsx<R: Read + Seek>(
 fn read_xls<R: Read + Seek>(
     mut reader: R,
     limits: &Limits,
-    max_rows: usize,
-    max_cols: usize,
+    grid: impl Fn() -> Grid,
     mut emit: impl FnMut(Sheet) -> bool,
 ) -> Result<(), ExtractError> {
     let len = reader
@@ -216,7 +238,7 @@ fn read_xls<R: Read + Seek>(
         .collect();
     for name in names {
         let range = wb.worksheet_range(&name).map_err(xls_error)?;
-        let mut grid = Grid::new(max_rows, max_cols, limits.max_sheet_cells);
+        let mut grid = grid();
         if let Some((r0, c0)) = range.start() {
             for (r, c, value) in range.used_cells() {
                 if !grid.add(r0 + r as u32, c0 + c as u32, format_data(value)) {
@@ -336,6 +358,38 @@ fn sheet_lines(sink: &mut LineSink, name: &str, view: Option<SheetView>) {
 }
 
 impl SheetView {
+    /// The rows as a Markdown table: the first row as its header, then the separator, then
+    /// the others, one line each (a cell's line breaks become spaces, its `|` is escaped);
+    /// below it, a line saying how many rows (or that columns) were left out.
+    pub(crate) fn markdown(&self) -> String {
+        let width = self.rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let mut out = String::new();
+        for (i, row) in self.rows.iter().enumerate() {
+            out.push('|');
+            for col in 0..width {
+                let cell = row.get(col).map(|c| one_line(c)).unwrap_or_default();
+                out.push(' ');
+                out.push_str(&cell.replace('|', "\\|"));
+                out.push_str(" |");
+            }
+            out.push('\n');
+            if i == 0 {
+                out.push_str(&"| --- ".repeat(width));
+                out.push_str("|\n");
+            }
+        }
+        match (self.rows_past, self.more_rows) {
+            (0, false) => {}
+            (0, true) => out.push_str("(more rows are not shown)\n"),
+            (1, _) => out.push_str("(1 more row is not shown)\n"),
+            (n, _) => out.push_str(&format!("({n} more rows are not shown)\n")),
+        }
+        if self.more_cols {
+            out.push_str("(more columns are not shown)\n");
+        }
+        out
+    }
+
     /// Writes the rows as preview lines, as every table-like preview (sheets, CSV) shows them:
     /// cells joined by ` | ` with trailing empty cells dropped, the first row as the header
     /// after `header_prefix`, the others as `Row N: …`, and a closing note when rows were
@@ -398,6 +452,7 @@ fn preview_inner<R: Read + Seek>(
 ) -> Result<String, ExtractError> {
     let mut sink = LineSink::new(max_chars);
     let mut any = false;
+    let preview_grid = || Grid::new(PREVIEW_ROWS, PREVIEW_COLUMNS, limits.max_sheet_cells);
     let each = |(name, view): Sheet| {
         any = true;
         sink.blank();
@@ -405,14 +460,35 @@ fn preview_inner<R: Read + Seek>(
         !sink.full()
     };
     if legacy {
-        read_xls(reader, limits, PREVIEW_ROWS, PREVIEW_COLUMNS, each)?;
+        read_xls(reader, limits, preview_grid, each)?;
     } else {
-        read_xlsx(reader, limits, PREVIEW_ROWS, PREVIEW_COLUMNS, each)?;
+        read_xlsx(reader, limits, preview_grid, each)?;
     }
     if !any {
         sink.line("(no sheets)");
     }
     Ok(sink.finish())
+}
+
+/// Each sheet of an XLSX (`legacy == false`) or XLS workbook as a search reads it, handed to
+/// `emit` with its name until it returns false: its first `max_rows` rows from its first
+/// non-empty one as a Markdown table ([`SheetView::markdown`]), with the rows left out counted.
+pub(crate) fn tables<R: Read + Seek>(
+    reader: R,
+    legacy: bool,
+    max_rows: usize,
+    limits: &Limits,
+    mut emit: impl FnMut(String, Option<SheetView>) -> bool,
+) -> Result<(), ExtractError> {
+    let grid = || Grid::new(max_rows, limits.html_columns, limits.max_sheet_cells).counting_rest();
+    let each = |(name, view): Sheet| emit(name, view);
+    guarded(legacy, || {
+        if legacy {
+            read_xls(reader, limits, grid, each)
+        } else {
+            read_xlsx(reader, limits, grid, each)
+        }
+    })
 }
 
 /// Spreadsheet column letters: 0 → A, 25 → Z, 26 → AA.
@@ -503,6 +579,13 @@ fn html_body_inner<R: Read + Seek>(
     let mut body = Body::new(limits);
     let mut count = 0usize;
     let mut more_sheets = false;
+    let html_grid = || {
+        Grid::new(
+            limits.html_rows,
+            limits.html_columns,
+            limits.max_sheet_cells,
+        )
+    };
     let each = |(name, view): Sheet| {
         if count == limits.html_sheets {
             more_sheets = true;
@@ -517,9 +600,9 @@ fn html_body_inner<R: Read + Seek>(
         !body.full()
     };
     if legacy {
-        read_xls(reader, limits, limits.html_rows, limits.html_columns, each)?;
+        read_xls(reader, limits, html_grid, each)?;
     } else {
-        read_xlsx(reader, limits, limits.html_rows, limits.html_columns, each)?;
+        read_xlsx(reader, limits, html_grid, each)?;
     }
     if more_sheets {
         body.note(&format!(
@@ -621,6 +704,7 @@ mod tests {
             ],
             more_rows: true,
             more_cols: false,
+            rows_past: 0,
         };
         let mut sink = LineSink::new(4000);
         sheet_lines(&mut sink, "Sheet1", Some(view));
@@ -630,5 +714,37 @@ mod tests {
             sink.finish(),
             "Sheet1: Revenue | Q1\nRow 1: North | 125000\nRow 2:\n... (first 20 rows)\n\nEmpty: (empty)"
         );
+    }
+
+    #[test]
+    fn a_sheet_reads_as_a_markdown_table_with_what_was_left_out_counted() {
+        let view = SheetView {
+            first_row: 0,
+            first_col: 0,
+            rows: vec![
+                vec!["Fruit".into(), "Note".into()],
+                vec!["Apple".into(), "red|green".into(), "x".into()],
+                vec![],
+                vec!["Banana".into(), "one\ntwo".into()],
+            ],
+            more_rows: true,
+            more_cols: false,
+            rows_past: 2,
+        };
+        assert_eq!(
+            view.markdown(),
+            "| Fruit | Note |  |\n\
+             | --- | --- | --- |\n\
+             | Apple | red\\|green | x |\n\
+             |  |  |  |\n\
+             | Banana | one two |  |\n\
+             (2 more rows are not shown)\n"
+        );
+        let mut grid = Grid::new(2, 10, 100).counting_rest();
+        for (row, col) in [(0, 0), (1, 0), (2, 0), (2, 1), (3, 0), (7, 0)] {
+            assert!(grid.add(row, col, "v".into()));
+        }
+        let view = grid.finish().unwrap();
+        assert_eq!((view.rows.len(), view.rows_past), (2, 3));
     }
 }

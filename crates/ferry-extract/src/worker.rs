@@ -37,6 +37,9 @@ pub enum Op {
     /// ([`crate::slides_pdf`]).
     #[serde(rename = "slides_pdf")]
     SlidesPdf,
+    /// A document's text as a search reads it ([`crate::document_text_reader`]).
+    #[serde(rename = "document_text")]
+    DocumentText,
 }
 
 impl Op {
@@ -48,6 +51,7 @@ impl Op {
             Op::ModelImage => "model_image",
             Op::PdfPage => "pdf_page",
             Op::SlidesPdf => "slides_pdf",
+            Op::DocumentText => "document_text",
         }
     }
 }
@@ -152,6 +156,11 @@ pub enum WorkerResponse {
         /// The page's picture and text.
         page: PdfPage,
     },
+    /// A document's text was read for a search.
+    Text {
+        /// Its sections.
+        text: crate::DocumentText,
+    },
     /// A presentation's slides were exported as a PDF.
     Pdf {
         /// Where the PDF was written, beside the deck.
@@ -232,6 +241,10 @@ pub fn handle(request: &WorkerRequest) -> WorkerResponse {
             &request.limits,
         )
         .map(|page| WorkerResponse::Page { page }),
+        Op::DocumentText => {
+            crate::read::document_text_file(&request.path, &request.file_name, &request.limits)
+                .map(|text| WorkerResponse::Text { text })
+        }
         Op::SlidesPdf => match &request.office {
             Some(renderer) => crate::slides::slides_pdf(&request.path, renderer)
                 .map(|path| WorkerResponse::Pdf { path }),

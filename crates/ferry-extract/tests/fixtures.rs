@@ -352,3 +352,91 @@ async fn a_wide_png_is_scaled_to_1568_pixels_across() {
         "the right half stays clear"
     );
 }
+
+#[tokio::test]
+async fn documents_are_searched_page_by_page_sheet_by_sheet_and_slide_by_slide() {
+    let text = |name: &'static str| async move {
+        extractor()
+            .document_text("test", &fixture(name), name)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let book = text("seed.xlsx").await;
+    let sheets: Vec<_> = book
+        .sections
+        .iter()
+        .map(|s| (s.sheet.as_deref().unwrap(), s.rows))
+        .collect();
+    assert_eq!(
+        sheets,
+        [
+            ("Sheet1", Some((1, 3))),
+            ("Orders", Some((1, 31))),
+            ("Kinds", Some((1, 9)))
+        ]
+    );
+    assert_eq!(
+        book.sections[0].text,
+        "| Revenue | Q1 | Q2 | Q3 | Q4 |\n\
+         | --- | --- | --- | --- | --- |\n\
+         | North | 125000 | 132000 | 141000 | 156000 |\n\
+         | South | 98000 | 103000 | 115000 | 122000 |\n"
+    );
+    assert!(
+        book.sections[2]
+            .text
+            .contains("| empty |  | after empty |\n| multi-line | one two |  |\n"),
+        "{}",
+        book.sections[2].text
+    );
+    assert!(!book.cut);
+
+    let pdf = text("two-pages.pdf").await;
+    let pages: Vec<_> = pdf
+        .sections
+        .iter()
+        .map(|s| (s.page.unwrap(), s.text.as_str()))
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            (
+                1,
+                "Ferry fixture, page one.\nThe quick brown fox jumps over the lazy dog."
+            ),
+            (2, "Page two says hello."),
+        ]
+    );
+
+    let deck = text("deck.pptx").await;
+    let slides: Vec<_> = deck
+        .sections
+        .iter()
+        .map(|s| (s.slide.unwrap(), s.text.as_str()))
+        .collect();
+    assert_eq!(
+        slides,
+        [
+            (1, "Quarterly Review\nFerry fixture deck"),
+            (2, ""),
+            (3, "Revenue by Region\nNorth: 156,000\nSouth: 122,000"),
+            (4, "Only a text box here"),
+        ]
+    );
+
+    let report = text("report.docx").await;
+    assert_eq!(report.sections.len(), 1);
+    assert!(
+        report.sections[0]
+            .text
+            .starts_with("# Quarterly Report\n# Summary\n")
+    );
+
+    let refused = extractor()
+        .document_text("test", &fixture("orders.csv"), "orders.csv")
+        .await;
+    assert!(
+        matches!(refused, Err(ExtractError::Unsupported(_))),
+        "{refused:?}"
+    );
+}

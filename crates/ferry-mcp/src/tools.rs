@@ -35,6 +35,9 @@ on /sandbox/... (your thread's sandbox; a relative path is under /sandbox/worksp
 - read_file numbers lines and reads 2000 at a time; pass offset to read on. It answers an \
 etag: pass it as ifMatch to edit_file, write_file or delete_file to change only what you read.
 - Prefer edit_file for changing part of a file: old_string must match exactly and occur once.
+- grep with documents: true searches inside PDF, Word, Excel and PowerPoint files, naming the \
+page, sheet and row, or slide of each match; read_file with pages shows a PDF's pages or a \
+deck's slides as images.
 - /sandbox/skills/ is read-only.
 
 Running code: when the execute tool is listed, it runs a shell command in your sandbox \
@@ -174,7 +177,8 @@ pub fn all() -> Vec<Tool> {
              as the image itself (scaled so its long edge is at most 1,568 pixels) with its \
              hidden note; a PDF as its note and then its pages (the first 5, or those asked \
              with pages) each as an image followed by that page's text, so scans and charts \
-             can be read; another document as its note, which carries the preview of its text.",
+             can be read; a presentation the same way, slide by slide, when asked with pages; \
+             another document as its note, which carries the preview of its text.",
         ),
     ];
     for tool in &mut tools {
@@ -302,7 +306,8 @@ pub struct SayArgs {
 pub struct ReadUploadArgs {
     /// The upload's id, as list_uploads gives it
     pub upload_id: String,
-    /// PDF only: the pages to show, e.g. "1-3,7" (default the first 5; at most 100)
+    /// PDF or PPTX only: the pages (a deck's slides) to show, e.g. "1-3,7" (a PDF's default is
+    /// the first 5; at most 100)
     // Passed on as the route's `pages`, which reads it.
     #[serde(default)]
     pub pages: Option<String>,

@@ -15,6 +15,7 @@
 //! functions and only shapes their answers.
 
 mod batch;
+mod document_text;
 mod edit;
 mod read;
 mod search;

@@ -100,9 +100,9 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
     let etag = quoted_etag(&current.etag);
     let name = path.file_name().to_owned();
     if let Some(selection) = &input.pages {
-        if !ferry_extract::is_pdf(&name) {
+        if !crate::pdf_pages::has_pages(&name) {
             return Err(Error::invalid_request(format!(
-                "pages applies to PDF files; {path} is not one"
+                "pages applies to PDF files and presentations (PPTX); {path} is neither"
             )));
         }
         return pdf_pages(caller, &path, current, selection).await;
@@ -114,6 +114,8 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
         let text = document_text(caller, &name, current).await?;
         let pages = if ferry_extract::is_pdf(&name) {
             " (ask with pages, e.g. \"1-3\", to see its pages as images)"
+        } else if ferry_extract::is_slides(&name) && caller.app.extractor.draws_slides() {
+            " (ask with pages, e.g. \"1-3\", to see its slides as images)"
         } else {
             ""
         };
@@ -236,7 +238,8 @@ async fn image(caller: Caller<'_>, path: &AgentPath, current: Current) -> Result
     }
 }
 
-/// The pages of a PDF asked for, drawn by the worker, kept by the content's hash.
+/// The pages of a PDF (or slides of a deck) asked for, drawn by the worker, kept by the
+/// content's hash.
 async fn pdf_pages(
     caller: Caller<'_>,
     path: &AgentPath,
@@ -249,7 +252,10 @@ async fn pdf_pages(
     let scratch = caller.app.cache.scratch(bytes).await?;
     let owner = caller.principal.identity_key();
     let document = crate::pdf_pages::Document::file(&sha256, &scratch);
-    let shown = crate::pdf_pages::show(caller.app, &owner, &document, Some(selection)).await?;
+    let name = path.file_name();
+    let shown =
+        crate::pdf_pages::show_document(caller.app, &owner, name, &document, Some(selection))
+            .await?;
     let total_pages = match &shown {
         Pages::Shown { count, .. } => Some(*count),
         Pages::Refused { .. } => None,

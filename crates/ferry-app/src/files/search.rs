@@ -6,7 +6,8 @@
 //! Both are bounded so that no folder and no file can hold a request: a file over
 //! [`GREP_MAX_FILE_BYTES`] or holding a NUL byte is skipped and counted, the bytes searched in
 //! one request stop at [`GREP_MAX_TOTAL_BYTES`], and answers stop at their limits with
-//! `truncated: true`.
+//! `truncated: true`. With `documents: true`, a PDF, Word, Excel or PowerPoint file is searched
+//! in its extracted text instead ([`super::document_text`]), section by section.
 
 use ferry_core::AgentPath;
 use ferry_core::agent_files::{GlobInput, GrepInput, MAX_GLOB_PATHS, MAX_GREP_RESULTS};
@@ -15,6 +16,7 @@ use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::document_text::{Searchable, searchable};
 use super::{Caller, files_below, open, parse};
 use crate::error::{Error, Result};
 use crate::memory::Held;
@@ -28,6 +30,11 @@ pub const GREP_MAX_TOTAL_BYTES: u64 = 1 << 30;
 const MATCH_MAX_CHARS: usize = 500;
 /// Files of another place than a sandbox read at once.
 const READ_AHEAD: usize = 8;
+/// Documents whose text is asked for at once (the extraction workers share themselves fairly
+/// between users, and bound how many run).
+const DOCUMENTS_AT_ONCE: usize = 4;
+/// Unreadable documents named in one answer at most (all are counted).
+const UNREADABLE_NAMED: usize = 20;
 /// Bytes and files read in one batch at most.
 const BATCH_BYTES: u64 = 32 << 20;
 const BATCH_FILES: usize = 512;
@@ -204,7 +211,20 @@ pub async fn glob(caller: Caller<'_>, input: &GlobInput) -> Result<Globbed> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct GrepMatch {
     pub path: String,
-    /// 1-based.
+    /// A document's page the line is on (`documents: true`, a PDF), from 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    /// A document's sheet the line is in (`documents: true`, a workbook).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sheet: Option<String>,
+    /// The spreadsheet row (from 1, as the spreadsheet numbers it) the line shows, for a line
+    /// of a sheet's table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<u32>,
+    /// A document's slide the line is on (`documents: true`, a presentation), from 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slide: Option<u32>,
+    /// 1-based: in the file, or in the page, sheet or slide of a document.
     pub line: u64,
     /// The line, without its line break; cut at 500 characters.
     pub text: String,
@@ -222,6 +242,16 @@ pub struct Skipped {
     /// backslash, not UTF-8, or a path over 1,024 bytes), made on disk by a command or an
     /// agent working in the folder: left out, with everything below such a folder.
     pub unaddressable: u64,
+    /// Documents (`documents: true`) whose text could not be read: damaged, encrypted, or past
+    /// the extraction's limits; the first are named in `unreadable`.
+    pub unreadable: u64,
+}
+
+/// A document `grep` could not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Unreadable {
+    pub path: String,
+    pub reason: String,
 }
 
 /// `grep`'s answer.
@@ -233,6 +263,86 @@ pub struct Grepped {
     pub truncated: bool,
     pub files_searched: u64,
     pub skipped: Skipped,
+    /// The first 20 documents counted in `skipped.unreadable`, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// What is searched of a file: its bytes, or a document's text.
+enum Content {
+    Bytes(Vec<u8>),
+    Document(Searchable),
+}
+
+/// A batch's documents turned into their text, when `documents: true` asks for it; the other
+/// files keep their bytes.
+async fn contents(
+    caller: Caller<'_>,
+    documents: bool,
+    batch: Vec<(AgentPath, Result<Vec<u8>>)>,
+) -> Vec<(AgentPath, Result<Content>)> {
+    futures::stream::iter(batch)
+        .map(|(path, bytes)| async move {
+            let content = match bytes {
+                Ok(bytes) if documents && ferry_extract::is_document(path.file_name()) => {
+                    searchable(caller, path.file_name(), bytes)
+                        .await
+                        .map(Content::Document)
+                }
+                bytes => bytes.map(Content::Bytes),
+            };
+            (path, content)
+        })
+        .buffered(DOCUMENTS_AT_ONCE)
+        .collect()
+        .await
+}
+
+/// The matches found so far, up to `max`.
+struct Found {
+    matches: Vec<GrepMatch>,
+    max: usize,
+    truncated: bool,
+}
+
+impl Found {
+    /// Searches `text` of the file `path` (of its `section`, for a document's text).
+    fn search(
+        &mut self,
+        searcher: &mut grep_searcher::Searcher,
+        matcher: &grep_regex::RegexMatcher,
+        path: &str,
+        section: Option<&ferry_extract::Section>,
+        text: &[u8],
+    ) -> Result<()> {
+        searcher
+            .search_slice(
+                matcher,
+                text,
+                sinks::Lossy(|line, text| {
+                    if self.matches.len() == self.max {
+                        self.truncated = true;
+                        return Ok(false);
+                    }
+                    let text = text.trim_end_matches(['\n', '\r']);
+                    let text = match text.char_indices().nth(MATCH_MAX_CHARS) {
+                        Some((cut, _)) => &text[..cut],
+                        None => text,
+                    };
+                    self.matches.push(GrepMatch {
+                        path: path.to_owned(),
+                        page: section.and_then(|s| s.page),
+                        sheet: section.and_then(|s| s.sheet.clone()),
+                        row: section.and_then(|s| s.row_of(line)),
+                        slide: section.and_then(|s| s.slide),
+                        line,
+                        text: text.to_owned(),
+                    });
+                    Ok(true)
+                }),
+            )
+            .map_err(Error::internal)
+    }
 }
 
 /// `grep`.
@@ -285,13 +395,18 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
         .line_number(true)
         .binary_detection(BinaryDetection::none())
         .build();
-    let (mut matches, mut truncated, mut searched, mut total) = (Vec::new(), false, 0, 0u64);
+    let mut found = Found {
+        matches: Vec::new(),
+        max,
+        truncated: false,
+    };
+    let (mut searched, mut total, mut unreadable) = (0, 0u64, Vec::new());
     'batches: while let Some(batch) = reads.next().await {
         // The batch's share of the memory budget is given back when it has been searched.
         let (_held, batch) = batch?;
-        for (path, bytes) in batch {
-            let bytes = match bytes {
-                Ok(bytes) => bytes,
+        for (path, content) in contents(caller, input.documents, batch).await {
+            let content = match content {
+                Ok(content) => content,
                 // Removed, or grown past the bound, since it was listed.
                 Err(Error::NotFound(_)) => continue,
                 Err(Error::TooLarge(_)) => {
@@ -300,50 +415,52 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
                 }
                 Err(e) => return Err(e),
             };
-            if memchr::memchr(0, &bytes).is_some() {
-                skipped.binary += 1;
-                continue;
-            }
-            total += bytes.len() as u64;
+            let shown = path.to_string();
+            let sections: Vec<(Option<&ferry_extract::Section>, &[u8])> = match &content {
+                Content::Bytes(bytes) if memchr::memchr(0, bytes).is_some() => {
+                    skipped.binary += 1;
+                    continue;
+                }
+                Content::Bytes(bytes) => vec![(None, bytes)],
+                Content::Document(Searchable::Unreadable { reason }) => {
+                    skipped.unreadable += 1;
+                    if unreadable.len() < UNREADABLE_NAMED {
+                        unreadable.push(Unreadable {
+                            path: shown,
+                            reason: reason.clone(),
+                        });
+                    }
+                    continue;
+                }
+                Content::Document(Searchable::Text(text)) => text
+                    .sections
+                    .iter()
+                    .map(|section| (Some(section), section.text.as_bytes()))
+                    .collect(),
+            };
+            total += sections
+                .iter()
+                .map(|(_, text)| text.len() as u64)
+                .sum::<u64>();
             if total > GREP_MAX_TOTAL_BYTES {
-                truncated = true;
+                found.truncated = true;
                 break 'batches;
             }
             searched += 1;
-            let shown = path.to_string();
-            searcher
-                .search_slice(
-                    &matcher,
-                    &bytes,
-                    sinks::Lossy(|line, text| {
-                        if matches.len() == max {
-                            truncated = true;
-                            return Ok(false);
-                        }
-                        let text = text.trim_end_matches(['\n', '\r']);
-                        let text = match text.char_indices().nth(MATCH_MAX_CHARS) {
-                            Some((cut, _)) => &text[..cut],
-                            None => text,
-                        };
-                        matches.push(GrepMatch {
-                            path: shown.clone(),
-                            line,
-                            text: text.to_owned(),
-                        });
-                        Ok(true)
-                    }),
-                )
-                .map_err(Error::internal)?;
-            if truncated {
-                break 'batches;
+            for (section, text) in sections {
+                found.search(&mut searcher, &matcher, &shown, section, text)?;
+                if found.truncated {
+                    break 'batches;
+                }
             }
         }
     }
     Ok(Grepped {
-        matches,
-        truncated,
+        matches: found.matches,
+        truncated: found.truncated,
         files_searched: searched,
         skipped,
+        unreadable,
     })
 }
 

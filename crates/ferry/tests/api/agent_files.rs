@@ -443,7 +443,7 @@ async fn a_pdf_is_read_as_its_pages_when_asked_with_pages() {
         .expect_invalid("pages must list page numbers and ranges");
     read(json!({"path": "/sandbox/outputs/r.txt", "pages": "1"}))
         .await
-        .expect_invalid("pages applies to PDF files; /sandbox/outputs/r.txt is not one");
+        .expect_invalid("pages applies to PDF files and presentations (PPTX); /sandbox/outputs/r.txt is neither");
 }
 
 #[tokio::test]
@@ -879,4 +879,83 @@ async fn a_batch_answers_each_file_on_its_own() {
     fs(&app, &t.agent, "download_files", json!({"paths": many}))
         .await
         .expect_invalid("this one names 1001");
+}
+
+/// `grep` with `documents: true` searches a workbook, a PDF, a Word file and a deck in their
+/// text, each match naming its sheet and row, page or slide; a damaged document is counted
+/// with its reason and the search goes on; without `documents` they are all binary.
+#[tokio::test]
+async fn grep_searches_documents_in_their_text_and_says_where_each_match_is() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    for name in ["seed.xlsx", "two-pages.pdf", "report.docx", "deck.pptx"] {
+        put_file(&app, &t, &format!("user_uploads/{name}"), &fixture(name)).await;
+    }
+    put_file(
+        &app,
+        &t,
+        "user_uploads/broken.xlsx",
+        b"PK\x03\x04 not a workbook",
+    )
+    .await;
+    let grep = |pattern: &str, documents: bool| {
+        fs(
+            &app,
+            &t.agent,
+            "grep",
+            json!({"pattern": pattern, "path": "/sandbox/user_uploads", "documents": documents}),
+        )
+    };
+
+    // Without documents, their bytes: compressed, or skipped as binary.
+    let plain = ok(&grep("South", false).await);
+    assert_eq!(plain["matches"], json!([]), "{plain}");
+    assert!(plain["skipped"]["binary"].as_u64().unwrap() >= 3, "{plain}");
+
+    // Twice: the second search reads the texts kept by the first.
+    for _ in 0..2 {
+        let found = ok(&grep("South", true).await);
+        assert_eq!(
+            found["matches"],
+            json!([
+                {"path": "/sandbox/user_uploads/deck.pptx", "slide": 3, "line": 3,
+                 "text": "South: 122,000"},
+                {"path": "/sandbox/user_uploads/report.docx", "line": 8,
+                 "text": "South | 115000 | 122000"},
+                {"path": "/sandbox/user_uploads/seed.xlsx", "sheet": "Sheet1", "row": 3,
+                 "line": 4, "text": "| South | 98000 | 103000 | 115000 | 122000 |"},
+            ]),
+            "{found}"
+        );
+        assert_eq!(found["filesSearched"], 4, "{found}");
+        assert_eq!(found["skipped"]["unreadable"], 1, "{found}");
+        assert_eq!(
+            found["unreadable"][0]["path"],
+            "/sandbox/user_uploads/broken.xlsx"
+        );
+        assert!(
+            found["unreadable"][0]["reason"]
+                .as_str()
+                .is_some_and(|r| !r.is_empty()),
+            "{found}"
+        );
+    }
+
+    let page = ok(&grep("hello", true).await);
+    assert_eq!(
+        page["matches"],
+        json!([{"path": "/sandbox/user_uploads/two-pages.pdf", "page": 2, "line": 1,
+                "text": "Page two says hello."}])
+    );
+    let slide = ok(&grep("Revenue by", true).await);
+    assert_eq!(
+        slide["matches"],
+        json!([{"path": "/sandbox/user_uploads/deck.pptx", "slide": 3, "line": 1,
+                "text": "Revenue by Region"}])
+    );
+    // A sheet's rows past the first read as a table too: the Orders sheet's 25th order is on
+    // its 26th row.
+    let order = ok(&grep("A-025", true).await);
+    assert_eq!(order["matches"][0]["sheet"], "Orders", "{order}");
+    assert_eq!(order["matches"][0]["row"], 26, "{order}");
 }

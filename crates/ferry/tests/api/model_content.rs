@@ -210,7 +210,7 @@ async fn pages_that_cannot_be_shown_are_refused_with_what_to_write_instead() {
     let url = format!("{}?pages=1", upload_url(&t, &sheet));
     app.get(&url, &t.user)
         .await
-        .expect_invalid("pages applies to PDF files; q.csv is not one");
+        .expect_invalid("pages applies to PDF files and presentations (PPTX); q.csv is neither");
 }
 
 #[tokio::test]

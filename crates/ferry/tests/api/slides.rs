@@ -1,10 +1,11 @@
 //! A presentation's slides as images for the preview panel (docs/reference/uploads.md, "Pages
-//! and slides as images"): drawn by the office renderer into a PDF, whose pages are drawn as a
-//! PDF's are; without a renderer, a clear 422 and the deck's HTML rendering stays.
+//! and slides as images") and for a model that asks with `pages`: drawn by the office renderer
+//! into a PDF, whose pages are drawn as a PDF's are; without a renderer, a clear 422 and the
+//! deck's HTML rendering stays.
 
 use crate::support::TestApp;
 use crate::thread_support::{Thread, fixture, thread, upload_one};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn slide(t: &Thread, upload: &Value, n: u32) -> String {
     t.url(&format!(
@@ -122,5 +123,92 @@ async fn without_an_office_renderer_a_decks_slides_are_refused_and_its_html_stay
         html.header("content-type")
             .unwrap()
             .starts_with("text/html")
+    );
+}
+
+/// A model asking for a deck's `pages` (an upload's model content, `read_file`) is shown its
+/// slides as a PDF's pages are shown: each slide's image, then `Slide N of M of NAME:` and its
+/// text.
+#[tokio::test]
+async fn a_model_asking_for_pages_sees_a_decks_slides_as_images() {
+    let Some((program, sandbox)) = ferry_test_support::peers::office_renderer() else {
+        return;
+    };
+    let office = ferry_extract::OfficeRenderer { program, sandbox };
+    let app = TestApp::with(|c| c.app.extract.office = Some(office)).await;
+    let t = thread(&app, "alice").await;
+    let deck = upload_one(&app, &t, "deck.pptx", &fixture("deck.pptx")).await;
+    let id = deck["id"].as_str().unwrap();
+
+    // Without pages, the deck's text, as before: drawing it takes the office renderer.
+    let plain = app
+        .get(&t.url(&format!("/uploads/{id}/model-content")), &t.agent)
+        .await;
+    plain.expect(200, None);
+    assert_eq!(
+        plain.json().as_array().unwrap().len(),
+        1,
+        "{}",
+        plain.json()
+    );
+
+    let shown = app
+        .get(
+            &t.url(&format!("/uploads/{id}/model-content?pages=3")),
+            &t.agent,
+        )
+        .await;
+    shown.expect(200, None);
+    let blocks = shown.json().as_array().unwrap().clone();
+    assert_eq!(
+        blocks.len(),
+        3,
+        "the note, the slide's image, its text: {blocks:?}"
+    );
+    assert_eq!(blocks[1]["type"], "image");
+    let text = blocks[2]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Slide 3 of 4 of deck.pptx:\n") && text.contains("Revenue by Region"),
+        "{text}"
+    );
+
+    let read = app
+        .post_json(
+            "/api/fs/read_file",
+            &t.agent,
+            json!({"path": "/sandbox/user_uploads/deck.pptx", "pages": "2"}),
+        )
+        .await;
+    read.expect(200, None);
+    let read = read.json();
+    assert_eq!(
+        (read["kind"].as_str(), read["totalPages"].as_u64()),
+        (Some("pages"), Some(4))
+    );
+    assert_eq!(
+        read["content"][1]["text"],
+        "Slide 2 of 4 of deck.pptx: no text on this slide; what it shows is in its image"
+    );
+}
+
+#[tokio::test]
+async fn without_an_office_renderer_a_model_asking_for_a_decks_pages_is_told_why() {
+    let app = TestApp::with(|c| c.app.extract.office = None).await;
+    let t = thread(&app, "alice").await;
+    let deck = upload_one(&app, &t, "deck.pptx", &fixture("deck.pptx")).await;
+    let id = deck["id"].as_str().unwrap();
+    let shown = app
+        .get(
+            &t.url(&format!("/uploads/{id}/model-content?pages=1")),
+            &t.agent,
+        )
+        .await;
+    shown.expect(200, None);
+    let blocks = shown.json().as_array().unwrap().clone();
+    let said = blocks[1]["text"].as_str().unwrap();
+    assert!(
+        said.starts_with("[The pages of deck.pptx cannot be shown as images: ")
+            && said.contains("no office renderer"),
+        "{said}"
     );
 }

@@ -61,7 +61,7 @@ FILE_TOOL_FIELDS: dict[str, tuple[list[str], set[str]]] = {
     "write_file": (["path", "content"], {"encoding", "ifNoneMatch", "ifMatch"}),
     "edit_file": (["path", "old_string", "new_string"], {"replace_all", "ifMatch"}),
     "glob": (["pattern"], {"path"}),
-    "grep": (["pattern"], {"path", "glob", "ignoreCase", "regex", "maxResults"}),
+    "grep": (["pattern"], {"path", "glob", "ignoreCase", "regex", "maxResults", "documents"}),
     "move_file": (["source", "destination"], {"overwrite"}),
     "delete_file": (["path"], {"recursive", "ifMatch"}),
     "file_url": (["path", "method"], {"expiresIn"}),
@@ -815,13 +815,35 @@ print("saved")
 async def seed_checklist(
     name: str, ferry: Ferry, session: ClientSession, thread: str, fixtures: str
 ) -> None:
+    for upload in ("seed.xlsx", "two-pages.pdf", "report.docx"):
+        await ferry.upload(thread, f"{fixtures}/{upload}")
+    # The documents are searched in their text, each match saying where it is.
+    plain = ok(await session.call_tool("grep", {"pattern": "South", "path": "/sandbox/user_uploads"}), "grep")
+    check(plain["matches"] == [], "without documents, their bytes hold no such word", plain)
+    found = ok(
+        await session.call_tool("grep", {"pattern": "South", "path": "/sandbox/user_uploads", "documents": True}),
+        "grep with documents",
+    )
+    places = [(m["path"].rsplit("/", 1)[1], m.get("sheet"), m.get("row"), m.get("page"), m["text"]) for m in found["matches"]]
+    check(
+        places
+        == [
+            ("report.docx", None, None, None, "South | 115000 | 122000"),
+            ("seed.xlsx", "Sheet1", 3, None, "| South | 98000 | 103000 | 115000 | 122000 |"),
+        ],
+        f"grep finds a word inside a workbook with its sheet and row, over {name}",
+        found,
+    )
+    paged = ok(
+        await session.call_tool("grep", {"pattern": "hello", "path": "/sandbox/user_uploads", "documents": True}),
+        "grep of a PDF",
+    )
+    check([(m.get("page"), m["line"]) for m in paged["matches"]] == [(2, 1)], "and a PDF's page", paged)
     if not await ferry.runs_commands(ferry.user):
         reason = (await ferry.request("GET", "/api/limits", ferry.user)).json()["execute"].get("reason")
         print(f"SKIPPED: the seed's checklist over {name}: {reason}", file=sys.stderr)
         check(os.environ.get("FERRY_CI") != "1", "commands must run in CI", reason)
         return
-    for upload in ("seed.xlsx", "two-pages.pdf", "report.docx"):
-        await ferry.upload(thread, f"{fixtures}/{upload}")
     original = await ferry.request("GET", f"/api/threads/{thread}/sandbox/user_uploads/report.docx", ferry.user)
     for what, (command, expected) in CHECKLIST.items():
         result = await session.call_tool("execute", {"command": command})
