@@ -1,8 +1,9 @@
 // ferry's browser tests: the real binary, Debian's Chromium driven by playwright-core, and an
 // agent speaking HTTP from here. One scenario, in order, as a person and an agent would go:
 // sign in, create a thread, upload, send, receive published files, previews, downloads,
-// send_file, say, a dropped connection, a reload, a second user, spaces, small and large
-// screens. Screenshots of each main screen go to target/e2e-artifacts/.
+// send_file, say, a dropped connection, a reload, a server that goes down and comes back, a
+// second user, spaces, small and large screens. Screenshots of each main screen go to
+// target/e2e-artifacts/.
 //
 //   FERRY_BIN=target/debug/ferry node e2e/run.mjs
 //
@@ -17,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startFerry, client, drawsSlides } from './lib/server.mjs';
 import './unit.mjs';
-import { makePng, MARKDOWN, sha256, writeBigFile, fixture, writeFile } from './lib/fixtures.mjs';
+import { makePng, MARKDOWN, sha256, writeBigFile, fixture, writeFile, textContrast } from './lib/fixtures.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '..');
@@ -27,6 +28,7 @@ const ARTIFACTS = process.env.FERRY_E2E_ARTIFACTS || join(REPO, 'target', 'e2e-a
 const UPLOAD_LIMIT = 32 * 1024 * 1024;
 const BIG = 30 * 1000 * 1000;
 const PUBLISH_LIMIT = 40 * 1024 * 1024;
+const SERVER_ENV = { FERRY_UPLOAD_MAX_BYTES: String(UPLOAD_LIMIT), FERRY_PUBLISH_MAX_BYTES: String(PUBLISH_LIMIT) };
 
 const S = {}; // what the scenario has made so far
 const requestUrls = [];
@@ -83,7 +85,8 @@ before(async () => {
   assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}`);
   mkdirSync(ARTIFACTS, { recursive: true });
   S.tmp = mkdtempSync(join(tmpdir(), 'ferry-e2e-'));
-  S.ferry = await startFerry(BIN, { FERRY_UPLOAD_MAX_BYTES: String(UPLOAD_LIMIT), FERRY_PUBLISH_MAX_BYTES: String(PUBLISH_LIMIT) });
+  S.ferry = await startFerry(BIN, SERVER_ENV);
+  S.earlierLogs = []; // the log of the server before a restart
   S.alice = S.ferry.token(['--user', 'alice']);
   S.bob = S.ferry.token(['--user', 'bob']);
   S.files = {
@@ -434,6 +437,57 @@ function previewFrame(page) {
   return page.frames().find((fr) => fr.url().startsWith('blob:') && fr !== page.mainFrame());
 }
 
+/**
+ * Text of a preview is legible in the light and the dark theme, judged by its pixels: a
+ * screenshot of `text` (an element holding only text) has a background and letters whose
+ * colours contrast at least 4.5:1 (WCAG AA), over enough pixels to be letters. White text on a
+ * white panel measures 1:1. `shotName` also keeps the dark screen.
+ */
+async function expectLegible(page, text, what, shotName) {
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const { contrast, textPixels } = textContrast(await text.screenshot());
+    assert.ok(contrast >= 4.5 && textPixels >= 40,
+      `${what} is legible in the ${scheme} theme: its text contrasts ${contrast.toFixed(2)}:1 with its background, over ${textPixels} pixels`);
+    if (scheme === 'dark' && shotName) await shot(page, shotName);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
+/** Whether two boxes (from boundingBox()) overlap. */
+function intersects(a, b) {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+/**
+ * The panel's header at `width` px: Close, Download, the names and (when shown) the revision
+ * picker each keep a place of their own, inside the screen. Answers whether the picker shows.
+ */
+async function expectHeaderLaidOut(page, width, what) {
+  const panel = page.getByRole('dialog');
+  const box = async (selector) => {
+    const el = panel.locator(selector);
+    return (await el.count()) && await el.isVisible() ? el.boundingBox() : null;
+  };
+  const close = await box('.panel-close');
+  const download = await box('.panel-download');
+  const titles = await box('.panel-titles');
+  const picker = await box('.revision-picker');
+  assert.ok(close && download && titles, `${what} at ${width} px: Close, Download and the names are shown`);
+  assert.ok(!intersects(close, download), `${what} at ${width} px: Close ${JSON.stringify(close)} is off Download ${JSON.stringify(download)}`);
+  assert.ok(!intersects(close, titles) && !intersects(download, titles), `${what} at ${width} px: the buttons are off the names`);
+  if (picker) {
+    for (const other of [close, download, titles]) assert.ok(!intersects(picker, other), `${what} at ${width} px: the revision picker has a row of its own`);
+  }
+  for (const b of [close, download, titles, picker].filter(Boolean)) {
+    assert.ok(b.x >= 0 && b.x + b.width <= width + 0.5, `${what} at ${width} px: ${JSON.stringify(b)} is inside the screen`);
+  }
+  const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(over <= 0, `${what} at ${width} px: nothing scrolls sideways (${over}px)`);
+  return Boolean(picker);
+}
+
 step('each card opens the right preview in the side panel', async () => {
   const { page } = S;
   const { md, png, xlsx, pdf, pptx } = S.published;
@@ -451,7 +505,11 @@ step('each card opens the right preview in the side panel', async () => {
   const margin = await frame.evaluate(() => getComputedStyle(document.body).marginLeft);
   assert.equal(margin, '20px', 'the preview\'s own stylesheet applies inside the frame');
   assert.equal(await panel.locator('.panel-meta').textContent(), `launch-plan.md · MD · ${fmtSize(md.bytes.length)} · ${md.desc}`);
+  // One revision so far: no choice, so no revision picker.
+  await page.waitForFunction(() => document.querySelectorAll('#panel-revision option').length === 1);
+  assert.equal(await panel.locator('.revision-picker').isVisible(), false, 'a file of one revision has no picker');
   await shot(page, '08-preview-markdown');
+  await expectLegible(page, frame.locator('h1'), 'the Markdown preview', '08-preview-markdown-dark');
   await closeWithEscape(md);
 
   // PNG → the image itself.
@@ -472,6 +530,7 @@ step('each card opens the right preview in the side panel', async () => {
   await frame.locator('td, th', { hasText: 'North' }).first().waitFor();
   assert.ok(await frame.locator('td, th', { hasText: 'Revenue' }).count() > 0);
   await shot(page, '10-preview-xlsx');
+  await expectLegible(page, frame.locator('table').first(), 'the spreadsheet preview', '10-preview-xlsx-dark');
   await closeWithEscape(xlsx);
 
   // PDF → its pages as the server draws them: images, so nothing of the document runs here.
@@ -591,6 +650,7 @@ step('Download saves the right bytes under the right name', async () => {
   for (let i = 0; i < 50 && !(notesFrame = previewFrame(page)); i++) await page.waitForTimeout(50);
   await notesFrame.getByText('Budget').waitFor();
   await shot(page, '13a-upload-document-preview');
+  await expectLegible(page, notesFrame.locator('pre'), 'the text file\'s preview', '13a-upload-document-preview-dark');
   await page.keyboard.press('Escape');
   await notesPanel.waitFor({ state: 'detached' });
   // An image's chip shows the image and opens it in the panel, which downloads the original.
@@ -601,7 +661,7 @@ step('Download saves the right bytes under the right name', async () => {
   const panel = page.getByRole('dialog', { name: 'shop-front.png' });
   await panel.locator('img.preview-image').waitFor();
   assert.ok(await panel.locator('img.preview-image').evaluate((img) => img.complete && img.naturalWidth === 120));
-  assert.equal(await panel.getByLabel('Revision', { exact: true }).isDisabled(), true);
+  assert.equal(await panel.locator('.revision-picker').isVisible(), false, 'an upload has one version: no revision picker');
   await shot(page, '13b-upload-preview');
   const [download] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: 'Download shop-front.png' }).click()]);
   assert.equal(download.suggestedFilename(), 'shop-front.png');
@@ -765,6 +825,93 @@ step('a reload shows the same thread, everything once', async () => {
   await shot(page, '15-after-reload');
 });
 
+step('a thread opened while the server is down says so with Retry, and opens by itself once it is back', async () => {
+  const { page } = S;
+  // Away from the thread (inside the app: no reload), the server goes down as in a crash.
+  await page.getByRole('link', { name: 'ferry, home' }).click();
+  await page.getByRole('heading', { name: 'Files between you and your agents' }).waitFor();
+  await page.evaluate(() => { window.__sameDocument = true; });
+  await S.ferry.crash();
+  await page.getByRole('list', { name: 'Your threads' }).getByRole('link', { name: /Tea shop launch/ }).click();
+  const failure = page.locator('.thread-failed');
+  await failure.getByText(/^The thread could not be opened: /).waitFor();
+  await failure.getByText(/^Trying again by itself in \d+ s\.$/).waitFor();
+  await shot(page, '15a-thread-outage');
+  // Retry tries at once; the server is still down, so the same box says so again, in place.
+  const retried = page.waitForEvent('requestfailed', (r) => r.url().includes(`/api/threads/${S.threadId}`));
+  await failure.getByRole('button', { name: 'Retry' }).click();
+  await retried;
+  await failure.getByRole('button', { name: 'Retry' }).waitFor();
+  assert.equal(await failure.locator('.load-failure').count(), 1);
+  // The server comes back on the same address and data; the thread opens by itself.
+  S.earlierLogs.push(...S.ferry.log);
+  S.ferry = await startFerry(BIN, SERVER_ENV, S.ferry);
+  await page.getByRole('heading', { name: 'Tea shop launch' }).waitFor({ timeout: 40000 });
+  await page.locator('.conn-live').waitFor();
+  await page.locator('.event-message', { hasText: 'Welcome back' }).waitFor();
+  assert.equal(await failure.count(), 0);
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'it came back without a reload');
+});
+
+step('a list or a preview that cannot be loaded says so with Retry, and comes back by itself', async () => {
+  const { page } = S;
+  // The threads list, its request dropped on the way (as in an outage), over a reload.
+  await page.route('**/api/threads', (route) => route.abort());
+  await page.reload();
+  const list = page.getByRole('list', { name: 'Your threads' });
+  await list.getByText(/^Threads could not be loaded: /).waitFor();
+  await list.getByRole('button', { name: 'Retry' }).waitFor();
+  await page.locator('.conn-live').waitFor();
+  assert.equal(await list.getByText('No threads yet').count(), 0, 'a list that was not read is not said to be empty');
+  await page.unroute('**/api/threads');
+  await list.getByRole('link', { name: /Tea shop launch/ }).waitFor({ timeout: 40000 });
+  // A preview: the error, Retry, and no empty revision picker, then the preview by itself.
+  const previews = '**/api/threads/*/published/*/preview*';
+  await page.route(previews, (route) => route.abort());
+  const { xlsx } = S.published;
+  const panel = await openPanel(xlsx);
+  await panel.getByText(/^The preview could not be loaded: /).waitFor();
+  await panel.getByRole('button', { name: 'Retry' }).waitFor();
+  await page.waitForFunction(() => document.querySelectorAll('#panel-revision option').length === 1);
+  assert.equal(await panel.locator('.revision-picker').isVisible(), false, 'no revision picker for a file of one revision');
+  await expectHeaderLaidOut(page, 1440, 'a preview that failed');
+  await shot(page, '15b-preview-outage');
+  await page.unroute(previews);
+  await panel.locator('iframe.preview-html').waitFor({ timeout: 40000 });
+  let frame;
+  for (let i = 0; i < 50 && !(frame = previewFrame(page)); i++) await page.waitForTimeout(50);
+  await frame.locator('td, th', { hasText: 'North' }).first().waitFor();
+  await closeWithEscape(xlsx);
+});
+
+step('the preview header: nothing overlaps at 320, 375, 414 and 1440 px', async () => {
+  const { page } = S;
+  // Previews of published files fail here, for the header of a failed preview.
+  const previews = '**/api/threads/*/published/*/preview*';
+  await page.route(previews, (route) => route.abort());
+  for (const width of [1440, 414, 375, 320]) {
+    await page.setViewportSize({ width, height: 812 });
+    const cases = [
+      ['an upload', page.getByRole('button', { name: /^Preview meeting notes\.txt/ }), () => page.locator('iframe.preview-html').waitFor()],
+      ['a file of two revisions', page.locator('.card-ready', { hasText: 'Now with Chloé' }).locator('.card-open'),
+        () => page.waitForFunction(() => document.querySelectorAll('#panel-revision option').length === 2)],
+      ['a failed preview', S.published.xlsx.card.locator('.card-open'), () => page.getByRole('dialog').getByRole('button', { name: 'Retry' }).waitFor()],
+    ];
+    for (const [what, opener, ready] of cases) {
+      await opener.click();
+      await page.getByRole('dialog').waitFor();
+      await ready();
+      const picker = await expectHeaderLaidOut(page, width, what);
+      assert.equal(picker, what === 'a file of two revisions', `${what}: a revision picker only when there is a choice`);
+      if (width === 320 || width === 1440) await shot(page, `15c-preview-header-${width}-${what.replace(/ /g, '-')}`);
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'detached' });
+    }
+  }
+  await page.unroute(previews);
+  await page.setViewportSize({ width: 1440, height: 900 });
+});
+
 step('a second user sees none of it', async () => {
   const page = await S.context.newPage();
   watch(page);
@@ -782,12 +929,20 @@ step('a second user sees none of it', async () => {
   await page.close();
 });
 
-step('spaces: the person\'s spaces are listed; open one by name, browse its tree, open a file', async () => {
+step('spaces: the person\'s spaces are listed; open one by name, browse its tree, preview its files', async () => {
   const { page, agent } = S;
   const note = '# Tea shop\n\nIdeas for the opening week.\n';
   await agent.put('/api/spaces/notes/files/ideas/20261121-0930-tea-shop.md', Buffer.from(note), 'text/markdown; charset=utf-8');
   await agent.put('/api/spaces/notes/files/ideas/archive/20261101-old.md', Buffer.from('old idea\n'), 'text/markdown; charset=utf-8');
   await agent.put('/api/spaces/notes/files/logo.png', makePng(32, 32), 'image/png');
+  // The files a thread previews well, kept in a space: they preview the same there.
+  const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="30" onload="window.top.__pwned=1">'
+    + '<script>window.top.__pwned=2</script><rect width="40" height="30" fill="#c00"/></svg>';
+  await agent.put('/api/spaces/notes/files/docs/badge.svg', Buffer.from(svg), 'image/svg+xml');
+  await agent.put('/api/spaces/notes/files/docs/report.docx', fixture(REPO, 'report.docx'), 'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
+  await agent.put('/api/spaces/notes/files/docs/two-pages.pdf', S.published.pdf.bytes, 'application/pdf');
+  await agent.put('/api/spaces/notes/files/docs/orders.csv', fixture(REPO, 'orders.csv'), 'text/csv');
+  await agent.put('/api/spaces/notes/files/docs/blob.bin', Buffer.from([0x50, 0x4b, 3, 4, 0, 0xff, 0xfe, 0, 7]), 'application/octet-stream');
   await page.getByRole('link', { name: 'Spaces' }).click();
   await page.waitForURL(/\/spaces$/);
   // The space the agent wrote into is listed (GET /api/spaces) before the person opens it.
@@ -799,16 +954,74 @@ step('spaces: the person\'s spaces are listed; open one by name, browse its tree
   await tree.waitFor();
   await tree.locator('summary', { hasText: 'ideas' }).waitFor();
   await tree.locator('summary', { hasText: 'archive' }).waitFor();
-  await page.getByRole('button', { name: /^Open ideas\/20261121-0930-tea-shop\.md/ }).click();
-  // A Markdown file is shown rendered (by the server, sanitized), not as its source.
-  const viewer = page.getByRole('region', { name: 'File' });
-  await viewer.locator('.viewer-markdown').getByRole('heading', { name: 'Tea shop', level: 1 }).waitFor();
-  assert.equal(await viewer.getByText('Ideas for the opening week.').isVisible(), true);
-  assert.equal(await viewer.getByText('# Tea shop').count(), 0);
+  const openFile = async (path) => {
+    const opener = page.getByRole('button', { name: new RegExp(`^Open ${path.replace(/[.]/g, '\\.')} `) });
+    await opener.click();
+    const name = path.slice(path.lastIndexOf('/') + 1);
+    const panel = page.getByRole('dialog', { name });
+    await panel.waitFor();
+    assert.match(await panel.locator('.panel-meta').textContent(), new RegExp(`^notes/${path.replace(/[.]/g, '\\.')} · `));
+    return { panel, opener };
+  };
+  const closePanel = async ({ panel, opener }) => {
+    await page.keyboard.press('Escape');
+    await panel.waitFor({ state: 'detached' });
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), await opener.getAttribute('aria-label'), 'focus goes back to the file');
+  };
+  // Markdown: rendered (by the server, sanitized), not shown as its source, legible in both themes.
+  let open = await openFile('ideas/20261121-0930-tea-shop.md');
+  const rendered = open.panel.locator('.preview-markdown');
+  await rendered.getByRole('heading', { name: 'Tea shop', level: 1 }).waitFor();
+  assert.equal(await rendered.getByText('Ideas for the opening week.').isVisible(), true);
+  assert.equal(await open.panel.getByText('# Tea shop').count(), 0);
+  assert.equal(await open.panel.locator('.revision-picker').isVisible(), false);
   await page.getByRole('navigation', { name: 'Your spaces' }).getByRole('link', { name: 'notes', exact: true }).waitFor();
   await shot(page, '17-spaces');
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /^Download logo\.png/ }).click()]);
+  await expectLegible(page, rendered.locator('h1'), 'a space\'s Markdown preview', '17-spaces-dark');
+  await closePanel(open);
+  // An image, downloaded from the panel as it is.
+  open = await openFile('logo.png');
+  await page.waitForFunction(() => document.querySelector('img.preview-image')?.naturalWidth === 32);
+  const [download] = await Promise.all([page.waitForEvent('download'), open.panel.getByRole('button', { name: 'Download logo.png' }).click()]);
   assert.equal(download.suggestedFilename(), 'logo.png');
+  await closePanel(open);
+  // An SVG: an image, never a document, so its script does not run.
+  open = await openFile('docs/badge.svg');
+  await page.waitForFunction(() => document.querySelector('img.preview-image')?.naturalWidth === 40);
+  assert.equal(await open.panel.locator('iframe, object, embed').count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined, 'the SVG ran nothing');
+  await closePanel(open);
+  // A PDF: its pages as the server draws them, as in a thread.
+  open = await openFile('docs/two-pages.pdf');
+  await page.waitForFunction(() => document.querySelectorAll('img.preview-page-image').length === 2
+    && [...document.querySelectorAll('img.preview-page-image')].every((img) => img.naturalWidth > 0));
+  assert.equal(await open.panel.locator('img.preview-page-image').first().getAttribute('alt'), 'Page 1 of 2 of two-pages.pdf');
+  assert.equal(await open.panel.locator('iframe').count(), 0, 'no frame holds the document');
+  await shot(page, '17-spaces-pdf');
+  await closePanel(open);
+  // A DOCX: its text, as agents read it, never its ZIP bytes.
+  open = await openFile('docs/report.docx');
+  const docText = open.panel.locator('.preview-text');
+  await docText.waitFor();
+  assert.match(await docText.textContent(), /Quarterly Report[\s\S]*North/);
+  assert.doesNotMatch(await open.panel.locator('.panel-body').textContent(), /PK\u0003\u0004|\[Content_Types\]/);
+  await open.panel.getByText(/^The text of report\.docx, as your agents read it/).waitFor();
+  await expectLegible(page, docText, 'a space\'s document preview');
+  await closePanel(open);
+  // A CSV: a table, its first record the header.
+  open = await openFile('docs/orders.csv');
+  const table = open.panel.locator('table.preview-table');
+  await table.waitFor();
+  assert.deepEqual(await table.locator('thead th').allTextContents(), ['Order', 'Customer', 'Amount']);
+  assert.equal(await table.locator('tbody td', { hasText: 'Customer 5, Ltd' }).count(), 1, 'a quoted comma stays in its cell');
+  await shot(page, '17-spaces-csv');
+  await expectLegible(page, table.locator('thead'), 'a space\'s CSV preview');
+  await closePanel(open);
+  // Bytes that are not text are never shown as text.
+  open = await openFile('docs/blob.bin');
+  await open.panel.getByText('Preview not available — download to view').waitFor();
+  assert.equal(await open.panel.locator('.preview-text, pre').count(), 0);
+  await closePanel(open);
   // A folder downloads as one zip (stored members: names and bytes appear as they are), and
   // its button does not fold the folder.
   const [zipped] = await Promise.all([page.waitForEvent('download'), tree.getByRole('button', { name: 'Download ideas as a zip' }).click()]);
@@ -1173,6 +1386,9 @@ step('readable at 375 px and at 1440 px', async () => {
   assert.ok(box.width >= 370 && box.x <= 1, 'the panel takes the whole width');
   await page.waitForTimeout(300);
   await shot(page, '21-preview-375');
+  let narrowFrame;
+  for (let i = 0; i < 50 && !(narrowFrame = previewFrame(page)); i++) await page.waitForTimeout(50);
+  await expectLegible(page, narrowFrame.locator('table').first(), 'the spreadsheet preview at 375 px', '21-preview-375-dark');
   await page.keyboard.press('Escape');
   await page.getByRole('button', { name: 'Show threads' }).click();
   await page.locator('.sidebar-open').waitFor();
@@ -1458,13 +1674,13 @@ step('no request URL and no server log line ever carries a token; no console err
     for (const t of tokens) assert.ok(!withoutFragment.includes(t), `a request URL carries a token: ${url.slice(0, 120)}`);
   }
   assert.ok(requestUrls.length > 20);
-  const log = S.ferry.log.join('');
+  const log = [...S.earlierLogs, ...S.ferry.log].join('');
   for (const t of tokens) assert.ok(!log.includes(t), 'the server log carries a token');
   // Refusals the scenario asks for on purpose (401, 404, 413, a create-only 409, and the 422 of a
   // deck's slides on a server with no office renderer) and requests it drops (offline, a part it
-  // aborts) are the browser's notes, not the app's errors.
+  // aborts, the server it stops) are the browser's notes, not the app's errors.
   const refused = drawsSlides() ? '401|404|409|413' : '401|404|409|413|422';
   const real = problems.filter((p) => !new RegExp(`Failed to load resource: the server responded with a status of (${refused})`).test(p)
-    && !/net::ERR_INTERNET_DISCONNECTED|net::ERR_FAILED|Failed to fetch|ERR_NETWORK|network error/i.test(p));
+    && !/net::ERR_INTERNET_DISCONNECTED|net::ERR_FAILED|net::ERR_CONNECTION_REFUSED|net::ERR_CONNECTION_RESET|net::ERR_EMPTY_RESPONSE|net::ERR_INCOMPLETE_CHUNKED_ENCODING|Failed to fetch|ERR_NETWORK|network error/i.test(p));
   assert.deepEqual(real, []);
 });

@@ -24,6 +24,25 @@ function unauthenticated(error) {
   for (const fn of listeners) fn(error);
 }
 
+const backListeners = new Set();
+let unreachable = false;
+
+/**
+ * Calls `fn` when the server answers again after a request could not reach it (retry.js tries
+ * a failed load again at once then). Answers a function that stops it.
+ */
+export function onServerBack(fn) {
+  backListeners.add(fn);
+  return () => backListeners.delete(fn);
+}
+
+/** Notes that the server answered (with any status): it is reachable again, if it was not. */
+export function serverAnswered() {
+  if (!unreachable) return;
+  unreachable = false;
+  for (const fn of [...backListeners]) fn();
+}
+
 export function authHeaders(extra = {}) {
   const token = getToken();
   return token ? { ...extra, Authorization: `Bearer ${token}` } : { ...extra };
@@ -90,8 +109,10 @@ export async function request(path, { method = 'GET', json, body, headers = {}, 
     response = await fetch(url, init);
   } catch (e) {
     if (e.name === 'AbortError') throw e;
+    unreachable = true;
     throw new ApiError(0, 'NETWORK', 'The server could not be reached. Check your connection and try again.');
   }
+  serverAnswered();
   if (!response.ok) throw await errorFrom(response);
   return response;
 }
@@ -142,6 +163,7 @@ export function uploadFile(threadId, file, onProgress) {
       if (e.lengthComputable) onProgress?.(e.loaded, e.total);
     });
     xhr.addEventListener('load', () => {
+      serverAnswered();
       let body = null;
       try {
         body = xhr.responseText ? JSON.parse(xhr.responseText) : null;

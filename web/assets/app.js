@@ -9,6 +9,7 @@ import { ThreadView, threadNotFound, loadingView } from './thread-view.js';
 import { PreviewPanel } from './preview.js';
 import { SpacesView } from './spaces.js';
 import { S3KeysPanel } from './s3-keys.js';
+import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
 
 const root = document.getElementById('app');
 
@@ -16,6 +17,9 @@ const app = {
   claims: null,
   view: null,
   threads: [],
+  threadsLoaded: false,
+  threadsRetry: null,
+  loading: null,
   preview: null,
   expiryTimer: null,
   els: {},
@@ -26,6 +30,8 @@ const app = {
 function signInScreen(reason, detail) {
   app.view?.destroy?.();
   app.view = null;
+  app.loading?.stop();
+  app.threadsRetry?.stop();
   app.preview?.close();
   clearTimeout(app.expiryTimer);
   const titles = {
@@ -175,6 +181,8 @@ function toggleSidebar(force) {
 function renderThreadList(currentId = app.currentThreadId) {
   const { list, search } = app.els;
   if (!list) return;
+  // Until the list is read, its failure (with Retry) stays: no thread is not "no threads yet".
+  if (!app.threadsLoaded && list.querySelector(':scope > .load-failure')) return;
   if (!app.threads.length) {
     replace(list, h('li', { class: 'thread-empty', text: 'No threads yet. Create one to start.' }));
     return;
@@ -198,16 +206,23 @@ function renderThreadList(currentId = app.currentThreadId) {
       h('span', { class: 'thread-link-when', text: formatWhen(t.createdAt) }))))));
 }
 
-async function loadThreads() {
-  try {
+/** Lists the person's threads in the sidebar; a failure says so there, with Retry (retry.js). */
+function loadThreads() {
+  app.threadsRetry?.stop();
+  app.threadsRetry = keepTrying(async () => {
     const { threads } = await getJson(route('threads'));
-    app.threads = threads || [];
-  } catch (e) {
-    if (e.status === 401) return;
-    replace(app.els.list, h('li', { class: 'form-error', role: 'alert', text: `Threads could not be loaded: ${e.message}` }));
-    return;
-  }
-  renderThreadList();
+    // Threads this page made or opened meanwhile stay listed.
+    const known = new Set((threads || []).map((t) => t.id));
+    app.threads = [...app.threads.filter((t) => !known.has(t.id)), ...(threads || [])];
+    app.threadsLoaded = true;
+    showKeepingFocus(app.els.list, () => renderThreadList(), () => app.els.list.querySelector('a') || app.els.search);
+  }, {
+    onError: (e, attempt) => {
+      if (e.status === 401) return false;
+      showFailure(app.els.list, { message: 'Threads could not be loaded', error: e, attempt, tag: 'li', compact: true });
+      return undefined;
+    },
+  });
 }
 
 /** The person's settings: who they are signed in as, and their S3 access keys. */
@@ -243,6 +258,8 @@ async function render() {
   const r = parseRoute(window.location.pathname);
   app.view?.destroy?.();
   app.view = null;
+  app.loading?.stop();
+  app.loading = null;
   app.preview.close();
   toggleSidebar(false);
   root.dataset.route = r.name;
@@ -256,45 +273,31 @@ async function render() {
 
   if (r.name === 'thread') {
     replace(main, loadingView('Opening thread…'));
-    let thread;
-    try {
-      thread = await getJson(route('threads', r.id));
-    } catch (e) {
-      if (seq !== app.renderSeq) return;
-      if (e.status === 401) return;
-      document.title = 'Not found · ferry';
-      replace(main, e.status === 404 ? threadNotFound(r.id) : h('p', { class: 'panel-error', role: 'alert', text: `The thread could not be opened: ${e.message}` }));
-      return;
-    }
-    if (seq !== app.renderSeq) return;
-    if (!app.threads.some((t) => t.id === thread.id)) {
-      app.threads = [thread, ...app.threads];
-      renderThreadList();
-    }
-    const view = new ThreadView(thread, {
-      preview: app.preview,
-      onNotFound: () => replace(main, threadNotFound(r.id)),
-      onRenamed: (renamed) => {
-        app.threads = app.threads.map((t) => (t.id === renamed.id ? { ...t, title: renamed.title } : t));
-        renderThreadList();
-        document.title = `${renamed.title || 'Untitled thread'} · ferry`;
-      },
-      onDeleted: (deleted) => {
-        app.threads = app.threads.filter((t) => t.id !== deleted.id);
-        announce(`Thread ${deleted.title || 'Untitled thread'} deleted`);
-        navigate('/');
+    // A thread that cannot be opened now (the server out of reach, or failing) says so with
+    // Retry, and opens by itself as soon as it can (retry.js).
+    const failed = h('section', { class: 'notice thread-failed', 'aria-label': 'Thread' });
+    app.loading = keepTrying(async () => {
+      const thread = await getJson(route('threads', r.id));
+      if (seq === app.renderSeq) showThread(thread, r, { afterFailure: failed.isConnected });
+    }, {
+      onError: (e, attempt) => {
+        if (seq !== app.renderSeq || e.status === 401) return false;
+        if (e.status === 404) {
+          document.title = 'Not found · ferry';
+          replace(main, threadNotFound(r.id));
+          return false;
+        }
+        document.title = 'Thread not opened · ferry';
+        if (!failed.isConnected) replace(main, failed);
+        showFailure(failed, { message: 'The thread could not be opened', error: e, attempt });
+        return undefined;
       },
     });
-    app.view = view;
-    document.title = `${thread.title || 'Untitled thread'} · ferry`;
-    replace(main, view.el);
-    view.start();
-    view.composer.focus();
     return;
   }
   if (r.name === 'spaces') {
     document.title = r.space ? `${r.space} · Spaces · ferry` : 'Spaces · ferry';
-    const view = new SpacesView({ sub: app.claims.sub, space: r.space, navigate });
+    const view = new SpacesView({ sub: app.claims.sub, space: r.space, navigate, preview: app.preview });
     app.view = view;
     replace(main, view.el);
     if (!r.space) main.querySelector('#space-name')?.focus();
@@ -316,6 +319,40 @@ async function render() {
   }
   document.title = 'ferry';
   replace(main, homeView());
+}
+
+/**
+ * Shows a thread that was read: its view in the main area, and its link in the sidebar.
+ * `afterFailure`: it opens after its failure was shown, by Retry or by itself.
+ */
+function showThread(thread, r, { afterFailure = false } = {}) {
+  const { main } = app.els;
+  if (!app.threads.some((t) => t.id === thread.id)) {
+    app.threads = [thread, ...app.threads];
+    renderThreadList();
+  }
+  const view = new ThreadView(thread, {
+    preview: app.preview,
+    onNotFound: () => replace(main, threadNotFound(r.id)),
+    onRenamed: (renamed) => {
+      app.threads = app.threads.map((t) => (t.id === renamed.id ? { ...t, title: renamed.title } : t));
+      renderThreadList();
+      document.title = `${renamed.title || 'Untitled thread'} · ferry`;
+    },
+    onDeleted: (deleted) => {
+      app.threads = app.threads.filter((t) => t.id !== deleted.id);
+      announce(`Thread ${deleted.title || 'Untitled thread'} deleted`);
+      navigate('/');
+    },
+  });
+  app.view = view;
+  document.title = `${thread.title || 'Untitled thread'} · ferry`;
+  // The message box takes the focus; when the thread opens after a failure, only if the focus
+  // was on Retry or nowhere: one who moved on to the sidebar meanwhile keeps their place.
+  const focusHere = !afterFailure || main.contains(document.activeElement) || document.activeElement === document.body;
+  replace(main, view.el);
+  view.start();
+  if (focusHere) view.composer.focus();
 }
 
 function homeView() {
@@ -357,6 +394,8 @@ function boot() {
     return;
   }
   app.claims = state.claims;
+  app.threads = [];
+  app.threadsLoaded = false;
   buildShell();
   scheduleExpiry();
   loadThreads();

@@ -6,7 +6,8 @@ import { h } from './dom.js';
 import { icon, fileIcon } from './icons.js';
 import { formatSize, typeLabel, extensionOf, formatDuration, terminalText } from './format.js';
 import { route, getBlob } from './api.js';
-import { downloadTo, saveBlob, showInlineError } from './download.js';
+import { downloadTo, saveBlob } from './download.js';
+import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
 
 function button(label, iconName, attrs = {}) {
   return h('button', { type: 'button', class: 'btn', ...attrs },
@@ -128,9 +129,22 @@ export function attachmentView(threadId, attachment, { findPublished, onOpen } =
       h('figcaption', {},
         h('span', { class: 'photo-name', text: `${attachment.filename} · ${formatSize(attachment.size)}` }),
         downloadButton()));
-    getBlob(path).then((blob) => {
+    // A photo that cannot be loaded now says so in its place, with Retry, and is loaded by itself
+    // once the server answers again (retry.js).
+    const failed = h('div', { class: 'photo-failure' });
+    keepTrying(async () => {
+      const blob = await getBlob(path);
       img.src = URL.createObjectURL(blob);
-    }).catch((e) => showInlineError(img, `The photo could not be loaded: ${e.message}`));
+      showKeepingFocus(failed, () => failed.remove(), () => figure.querySelector('button'));
+    }, {
+      onError: (e, attempt) => {
+        // A thread left meanwhile: nothing to show it in.
+        if (!figure.isConnected) return false;
+        if (!failed.isConnected) figure.insertBefore(failed, figure.lastElementChild);
+        showFailure(failed, { message: 'The photo could not be loaded', error: e, attempt, compact: true });
+        return undefined;
+      },
+    });
     return figure;
 
     function downloadButton() {

@@ -1,26 +1,29 @@
 // The preview panel (docs/reference/web-ui.md): opened by clicking a published file's card,
-// or the chip of a file the person uploaded. It shows the server's preview by `preview_kind`:
-// an image; a PDF's pages (and a presentation's slides, when the server has an office
-// renderer) as the server draws them (images: nothing of the document runs in the browser);
-// server-rendered HTML in a sandboxed frame; or "Preview not available — download to view".
-// It has a revision picker and Download. Escape or Close closes it, and focus goes back to
-// the card it came from.
+// the chip of a file the person uploaded, or a file of a space, so a file previews the same
+// wherever it is. A thread's file is shown by its `preview_kind`: an image; a PDF's pages (and
+// a presentation's slides, when the server has an office renderer) as the server draws them
+// (images: nothing of the document runs in the browser); server-rendered HTML in a sandboxed
+// frame; or "Preview not available — download to view". A space's file is shown with the same
+// views (space-preview.js). A preview that cannot be loaded says why, with Retry, and tries
+// again by itself (retry.js). The header has the file's name, Download and Close, and a
+// revision picker when the file has two revisions or more. Escape or Close closes it, and focus
+// goes back to what opened it.
 import { h, replace, announce } from './dom.js';
 import { icon } from './icons.js';
-import { formatSize, typeLabel, formatWhen, extensionOf } from './format.js';
+import { formatSize, typeLabel, formatWhen, formatDateTime, extensionOf } from './format.js';
 import { route, getBlob, getJson, request } from './api.js';
 import { downloadTo } from './download.js';
 import { publishedContentPath } from './cards.js';
-
-/** Pages of a PDF the panel shows at most; the rest are a download away. */
-const PAGES_SHOWN = 20;
+import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
+import { imageView, frameView, unavailableView, pagesView } from './preview-views.js';
+import { spacePreview, spaceFilePath } from './space-preview.js';
 
 /**
- * Files with one version: a person's upload, or a file shown from its own address (`src`: a
- * say-mode photo). Published files have revisions.
+ * Files with one version: a person's upload, a file shown from its own address (`src`: a
+ * say-mode photo), or a space's file. Published files have revisions.
  */
 function oneVersion(file) {
-  return Boolean(file.upload || file.src);
+  return Boolean(file.upload || file.src || file.space);
 }
 
 export class PreviewPanel {
@@ -29,6 +32,8 @@ export class PreviewPanel {
     this.el = null;
     this.urls = [];
     this.loadSeq = 0;
+    this.retries = new Set();
+    this.revisionRetry = null;
     this.returnFocus = null;
     this.file = null;
     this.threadId = null;
@@ -62,8 +67,28 @@ export class PreviewPanel {
     }, returnFocusTo);
   }
 
+  /**
+   * Opens the panel on a file of a space (an entry of GET /api/spaces/{space}/files): one
+   * version, shown as the same file would be in a thread.
+   */
+  openSpaceFile(space, entry, returnFocusTo) {
+    const name = entry.path.slice(entry.path.lastIndexOf('/') + 1);
+    this.open(null, {
+      space,
+      path: entry.path,
+      display_name: name,
+      filename: name,
+      file_type: extensionOf(name),
+      file_size: entry.size,
+      contentType: entry.contentType,
+      updatedAt: entry.updatedAt,
+      revision: 1,
+    }, returnFocusTo);
+  }
+
   /** Where the panel's Download gets the file shown. */
   contentPath(file) {
+    if (file.space) return spaceFilePath(file.space, file.path);
     if (file.src) return file.src;
     return file.upload
       ? route('threads', this.threadId, 'uploads', file.id, 'content')
@@ -86,6 +111,8 @@ export class PreviewPanel {
   close() {
     if (!this.el) return;
     this.loadSeq += 1;
+    this.stopRetries();
+    this.revisionRetry?.stop();
     this.revokeUrls();
     this.el.remove();
     this.el = null;
@@ -110,6 +137,8 @@ export class PreviewPanel {
         announce(`Showing revision ${revision}`);
       }
     });
+    this.picker = h('div', { class: 'revision-picker', hidden: true },
+      h('label', { for: 'panel-revision', text: 'Revision' }), this.select);
     this.download = h('button', {
       type: 'button',
       class: 'btn btn-primary panel-download',
@@ -117,23 +146,23 @@ export class PreviewPanel {
         oneVersion(this.file) ? {} : { revision: this.file.revision }).catch(() => {}),
     }, icon('download'), h('span', { class: 'label', text: 'Download' }));
     this.body = h('div', { class: 'panel-body', 'aria-live': 'polite' });
+    // The header is a grid (app.css): the names, Download and Close share its first row, each in
+    // a column of its own, so they cannot overlap at any width; the revision picker, when there
+    // is a choice, takes the second row.
     this.el = h('aside', {
       class: 'panel',
       role: 'dialog',
       'aria-modal': 'false',
       'aria-labelledby': 'panel-title',
     },
-    // Close sits in the panel's corner, apart from the file's actions.
     h('header', { class: 'panel-header' },
       h('div', { class: 'panel-titles' }, this.title, this.meta),
+      h('div', { class: 'panel-actions' }, this.download),
       h('button', {
         type: 'button', class: 'btn btn-icon panel-close', 'aria-label': 'Close preview', title: 'Close (Esc)',
         onclick: () => this.close(),
       }, icon('close')),
-      h('div', { class: 'panel-actions' },
-        h('div', { class: 'revision-picker' },
-          h('label', { for: 'panel-revision', text: 'Revision' }), this.select),
-        this.download)),
+      this.picker),
     this.body);
     this.host.append(this.el);
     document.addEventListener('keydown', this.onKey);
@@ -141,31 +170,40 @@ export class PreviewPanel {
 
   showFile(file) {
     this.title.textContent = file.display_name;
-    const parts = [file.filename, `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`];
-    if (file.description) parts.push(file.description);
-    this.meta.textContent = parts.join(' · ');
+    const type = `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`;
+    const parts = file.space
+      ? [`${file.space}/${file.path}`, type, file.updatedAt ? `updated ${formatDateTime(file.updatedAt)}` : '']
+      : [file.filename, type, file.description];
+    this.meta.textContent = parts.filter(Boolean).join(' · ');
+    this.download.setAttribute('aria-label', oneVersion(file)
+      ? `Download ${file.filename}`
+      : `Download ${file.filename}, revision ${file.revision}`);
     if (oneVersion(file)) {
-      // An upload or a say-mode photo has one version: the picker says so and stays disabled.
-      this.download.setAttribute('aria-label', `Download ${file.filename}`);
-      replace(this.select, h('option', { value: '1', text: file.upload ? 'Uploaded original' : 'As sent' }));
-      this.select.disabled = true;
+      this.picker.hidden = true;
       return;
     }
-    this.download.setAttribute('aria-label', `Download ${file.filename}, revision ${file.revision}`);
-    if (!this.revisions) {
-      replace(this.select, h('option', { value: String(file.revision), text: `Revision ${file.revision}` }));
-    }
-    this.select.value = String(file.revision);
+    // Until the revisions are known (or when they cannot be), the picker stays hidden: a choice
+    // of one is no choice.
+    if (!this.revisions) this.picker.hidden = true;
+    else this.select.value = String(file.revision);
   }
 
-  async loadRevisions(file) {
+  /**
+   * Lists the file's revisions (again after a new one is published): the picker is shown once
+   * there are two or more. A failure is tried again by itself, quietly: the preview works
+   * without it.
+   */
+  loadRevisions(file) {
     this.revisions = null;
+    this.revisionRetry?.stop();
+    this.revisionRetry = null;
     if (oneVersion(file)) return;
-    try {
-      const { files } = await getJson(route('threads', this.threadId, 'published'), { query: { revisions: 'all' } });
+    const threadId = this.threadId;
+    this.revisionRetry = keepTrying(async () => {
+      const { files } = await getJson(route('threads', threadId, 'published'), { query: { revisions: 'all' } });
       if (this.file?.id !== file.id || !this.el) return;
       const mine = (files || []).filter((f) => f.id === file.id).sort((a, b) => b.revision - a.revision);
-      if (!mine.some((r) => r.revision === file.revision)) mine.push(file);
+      if (!mine.some((r) => r.revision === this.file.revision)) mine.push(this.file);
       this.revisions = mine;
       const latest = Math.max(...mine.map((r) => r.revision));
       replace(this.select, mine.map((r) => h('option', {
@@ -173,15 +211,20 @@ export class PreviewPanel {
         text: `Revision ${r.revision}${r.revision === latest ? ' (latest)' : ''}${r.published_at ? ` · ${formatWhen(r.published_at)}` : ''}`,
       })));
       this.select.value = String(this.file.revision);
-      this.select.disabled = mine.length < 2;
-    } catch {
-      this.select.disabled = true;
-    }
+      this.picker.hidden = mine.length < 2;
+    }, {
+      onError: () => (this.file?.id === file.id && this.el ? undefined : false),
+    });
   }
 
   revokeUrls() {
     for (const url of this.urls) URL.revokeObjectURL(url);
     this.urls = [];
+  }
+
+  stopRetries() {
+    for (const retry of this.retries) retry.stop();
+    this.retries.clear();
   }
 
   blobUrl(blob) {
@@ -190,104 +233,85 @@ export class PreviewPanel {
     return url;
   }
 
-  async loadPreview(file) {
+  /**
+   * Shows the preview of `file`. A failure to load it is shown with Retry and tried again by
+   * itself (retry.js) until it loads or the panel moves on; a file with no preview (404, 422)
+   * says so.
+   */
+  loadPreview(file) {
     const seq = ++this.loadSeq;
+    this.stopRetries();
     this.revokeUrls();
-    const kind = file.preview_kind || 'none';
+    const kind = file.space ? 'space' : (file.preview_kind || 'none');
     this.body.dataset.kind = kind;
     replace(this.body, h('div', { class: 'panel-loading', role: 'status' }, icon('spinner', 'icon spin'), h('span', { text: 'Loading preview…' })));
     if (kind === 'none') {
       this.showUnavailable();
       return;
     }
+    /** @type {import('./preview-views.js').ViewContext} */
+    const ctx = {
+      current: () => seq === this.loadSeq && this.el !== null,
+      url: (blob) => this.blobUrl(blob),
+      track: (handle) => this.retries.add(handle),
+    };
+    ctx.track(keepTrying(async () => {
+      const view = file.space ? await spacePreview(file, ctx) : await this.threadPreview(file, ctx);
+      if (!ctx.current()) return;
+      showKeepingFocus(this.body, () => replace(this.body, view), () => this.el.querySelector('.panel-close'));
+    }, {
+      onError: (error, attempt) => {
+        if (!ctx.current()) return false;
+        if (error.status === 404 || error.status === 422) {
+          this.showUnavailable(error.message);
+          return false;
+        }
+        showFailure(this.body, { message: 'The preview could not be loaded', error, attempt });
+        return undefined;
+      },
+    }));
+  }
+
+  /**
+   * The view of a thread's file (a published revision, an upload, a photo) by its preview_kind.
+   * @param {any} file
+   * @param {import('./preview-views.js').ViewContext} ctx
+   */
+  async threadPreview(file, ctx) {
+    const kind = file.preview_kind;
+    const name = file.display_name;
     // A presentation's slides are drawn by the server when it has an office renderer; without
     // one (422) the deck's HTML rendering, its slides' text and pictures, is shown instead.
     const slides = kind === 'html' && file.file_type === '.pptx';
     if (kind === 'pdf' || slides) {
-      const shown = await this.showPages(file, seq, { orElse: slides });
-      if (shown || seq !== this.loadSeq) return;
-    }
-    let blob;
-    try {
-      blob = file.src ? await getBlob(file.src) : file.upload
-        ? await getBlob(route('threads', this.threadId, 'uploads', file.id, 'preview'))
-        : await getBlob(route('threads', this.threadId, 'published', file.id, 'preview'), { query: { revision: file.revision } });
-    } catch (e) {
-      if (seq !== this.loadSeq) return;
-      if (e.status === 404 || e.status === 422) this.showUnavailable(e.message);
-      else replace(this.body, h('p', { class: 'panel-error', role: 'alert', text: `The preview could not be loaded: ${e.message}` }));
-      return;
-    }
-    if (seq !== this.loadSeq) return;
-    const name = file.display_name;
-    if (kind === 'image') {
-      const img = h('img', { class: 'preview-image', alt: `${name} (preview)`, src: this.blobUrl(blob) });
-      replace(this.body, h('div', { class: 'preview-image-wrap' }, img));
-    } else if (kind === 'html') {
-      // Server-rendered, sanitized HTML, in a frame that may run nothing and reach nothing:
-      // no allow-scripts, no allow-same-origin.
-      const html = new Blob([await blob.text()], { type: 'text/html;charset=utf-8' });
-      if (seq !== this.loadSeq) return;
-      const frame = h('iframe', { class: 'preview-frame preview-html', title: `${name} (preview)`, sandbox: '', referrerpolicy: 'no-referrer', src: this.blobUrl(html) });
-      replace(this.body, frame);
-    } else {
-      this.showUnavailable();
-    }
-  }
-
-  /**
-   * A PDF (or a deck) as its pages, drawn by the server (the same drawings a model is shown):
-   * page 1 first, which says how many there are, then the others in turn, up to PAGES_SHOWN.
-   * Answers whether the pages are shown; with `orElse`, a first page the server cannot draw
-   * (422) is left to the caller's other preview instead of being reported.
-   */
-  async showPages(file, seq, { orElse = false } = {}) {
-    const path = (n) => (file.upload
-      ? route('threads', this.threadId, 'uploads', file.id, 'pages', n)
-      : route('threads', this.threadId, 'published', file.id, 'pages', n));
-    const query = file.upload ? {} : { revision: file.revision };
-    let first;
-    try {
-      first = await request(path(1), { query });
-    } catch (e) {
-      if (seq !== this.loadSeq) return true;
-      if (orElse && e.status === 422) return false;
-      if (e.status === 404 || e.status === 422) this.showUnavailable(e.message);
-      else replace(this.body, h('p', { class: 'panel-error', role: 'alert', text: `The preview could not be loaded: ${e.message}` }));
-      return true;
-    }
-    const count = Number(first.headers.get('x-page-count')) || 1;
-    const blob = await first.blob();
-    if (seq !== this.loadSeq) return true;
-    const name = file.display_name;
-    const [unit, units] = file.file_type === '.pptx' ? ['Slide', 'Slides'] : ['Page', 'Pages'];
-    const pages = h('div', { class: 'preview-pages', role: 'list', 'aria-label': `${name}, ${count} ${(count === 1 ? unit : units).toLowerCase()}` });
-    const add = (n, image) => pages.append(h('figure', { class: 'preview-page', role: 'listitem' },
-      h('img', { class: 'preview-page-image', alt: `${unit} ${n} of ${count} of ${name}`, src: this.blobUrl(image) }),
-      h('figcaption', { text: `${unit} ${n} of ${count}` })));
-    replace(this.body, pages);
-    add(1, blob);
-    const shown = Math.min(count, PAGES_SHOWN);
-    for (let n = 2; n <= shown; n++) {
+      const path = (n) => (file.upload
+        ? route('threads', this.threadId, 'uploads', file.id, 'pages', n)
+        : route('threads', this.threadId, 'published', file.id, 'pages', n));
+      const query = file.upload ? {} : { revision: file.revision };
+      let first;
       try {
-        const image = await getBlob(path(n), { query });
-        if (seq !== this.loadSeq) return true;
-        add(n, image);
+        first = await request(path(1), { query });
       } catch (e) {
-        if (seq !== this.loadSeq) return true;
-        pages.append(h('p', { class: 'note', role: 'listitem', text: `${unit} ${n} cannot be shown: ${e.message}` }));
+        if (!(slides && e.status === 422)) throw e;
+      }
+      if (first) {
+        const count = Number(first.headers.get('x-page-count')) || 1;
+        const image = await first.blob();
+        return pagesView({ name, count, first: image, slides, load: (n) => getBlob(path(n), { query }) }, ctx);
       }
     }
-    if (count > shown) {
-      pages.append(h('p', { class: 'note', text: `${units} ${shown + 1}–${count} are not shown here; download the file to see them all.` }));
+    const blob = file.src ? await getBlob(file.src) : file.upload
+      ? await getBlob(route('threads', this.threadId, 'uploads', file.id, 'preview'))
+      : await getBlob(route('threads', this.threadId, 'published', file.id, 'preview'), { query: { revision: file.revision } });
+    if (kind === 'image') return imageView(ctx.url(blob), name);
+    if (kind === 'html') {
+      const html = new Blob([await blob.text()], { type: 'text/html;charset=utf-8' });
+      return frameView(ctx.url(html), name);
     }
-    return true;
+    return unavailableView();
   }
 
   showUnavailable(detail) {
-    replace(this.body, h('div', { class: 'preview-unavailable' },
-      icon('file', 'icon icon-xl'),
-      h('p', { class: 'unavailable-title', text: 'Preview not available — download to view' }),
-      detail ? h('p', { class: 'note', text: detail }) : null));
+    replace(this.body, unavailableView(detail));
   }
 }

@@ -6,6 +6,7 @@ import { icon } from './icons.js';
 import { formatDateTime } from './format.js';
 import { route, getJson, sendJson, request } from './api.js';
 import { confirmDialog } from './confirm.js';
+import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
 
 /** A read-only field with a Copy button. */
 function copyField(id, label, value) {
@@ -43,14 +44,30 @@ export class S3KeysPanel {
     this.refresh();
   }
 
-  async refresh() {
-    let keys;
-    try {
-      ({ keys } = await getJson(route('s3', 'keys')));
-    } catch (e) {
-      replace(this.list, h('li', { class: 'panel-error', text: `The keys could not be listed: ${e.message}` }));
-      return;
-    }
+  /**
+   * Lists the keys. A failure says so in the list, with Retry, and is tried again by itself
+   * (retry.js) while the settings page is shown. Resolves once the list is shown or has failed.
+   */
+  refresh() {
+    this.retry?.stop();
+    return new Promise((resolve) => {
+      this.retry = keepTrying(async () => {
+        const { keys } = await getJson(route('s3', 'keys'));
+        showKeepingFocus(this.list, () => this.showKeys(keys || []), () => this.createButton);
+        resolve(undefined);
+      }, {
+        onError: (e, attempt) => {
+          resolve(undefined);
+          // The settings page was left: nothing to show it in, no reason to keep trying.
+          if (!this.el.isConnected) return false;
+          showFailure(this.list, { message: 'The keys could not be listed', error: e, attempt, tag: 'li', compact: true });
+          return undefined;
+        },
+      });
+    });
+  }
+
+  showKeys(keys) {
     if (!keys.length) {
       replace(this.list, h('li', { class: 'empty', text: 'No access keys yet.' }));
       return;

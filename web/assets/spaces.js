@@ -1,35 +1,23 @@
 // Spaces: the person's per-user storage. The page lists the person's spaces (GET /api/spaces)
 // and opens one by name (a space exists once something is saved in it, so a new one is opened
-// by typing its name). A space's files are shown as a tree of folders; opening a text file
-// shows it (Markdown rendered), anything else downloads. Files are uploaded into the space or
-// any folder (create-only: a name already taken is refused, never overwritten) and deleted after
-// an in-page confirmation. The space and each folder download as one zip (`?format=zip`, built
-// by the server while it is sent).
+// by typing its name). A space's files are shown as a tree of folders; opening a file shows it in
+// the preview panel, as the same file would be shown in a thread (preview.js). Files are
+// uploaded into the space or any folder (create-only: a name already taken is refused, never
+// overwritten) and deleted after an in-page confirmation. The space and each folder download as
+// one zip (`?format=zip`, built by the server while it is sent). A list that cannot be read says
+// so with Retry, and is read again by itself (retry.js).
 import { h, replace, announce } from './dom.js';
 import { icon, fileIcon } from './icons.js';
 import { formatSize, formatDateTime } from './format.js';
-import { route, getJson, getBlob, request, ApiError } from './api.js';
+import { route, getJson, request } from './api.js';
 import { confirmDialog } from './confirm.js';
-import { renderMarkdown } from './markdown.js';
-import { saveBlob, downloadTo } from './download.js';
+import { downloadTo } from './download.js';
+import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
+import { spaceFilePath as filePath } from './space-preview.js';
 
 const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 // Over S3, `sandbox-{thread id}` names a thread's sandbox: no space takes such a name.
 const RESERVED = /^sandbox-/;
-
-/** A path of a space file as a URL path: each segment encoded, the slashes kept. */
-function filePath(space, path) {
-  return `${route('spaces', space, 'files')}/${path.split('/').map(encodeURIComponent).join('/')}`;
-}
-
-function isMarkdown(name, contentType) {
-  return /\.(md|markdown)$/i.test(name) || /markdown/i.test(String(contentType || ''));
-}
-
-function isText(contentType) {
-  const t = String(contentType || '').toLowerCase();
-  return t.startsWith('text/') || /json|xml|javascript|ecmascript|yaml|toml|x-sh|svg/.test(t);
-}
 
 /** Files (recursive listing) → a tree: { dirs: Map<name, node>, files: [] }. */
 export function buildTree(files) {
@@ -48,10 +36,12 @@ export function buildTree(files) {
 }
 
 export class SpacesView {
-  constructor({ sub, space, navigate }) {
+  constructor({ sub, space, navigate, preview }) {
     this.sub = sub;
     this.navigate = navigate;
+    this.preview = preview;
     this.space = space || null;
+    this.retries = { recent: null, list: null };
     this.input = h('input', {
       id: 'space-name', class: 'input', name: 'space', autocomplete: 'off', spellcheck: 'false',
       placeholder: 'e.g. notes', 'aria-describedby': 'space-name-help', value: space || '',
@@ -60,8 +50,6 @@ export class SpacesView {
     this.formError.hidden = true;
     this.recent = h('nav', { class: 'recent-spaces', 'aria-label': 'Your spaces' });
     this.content = h('div', { class: 'space-content' });
-    this.viewer = h('section', { class: 'space-viewer', 'aria-label': 'File', 'aria-live': 'polite' });
-    this.viewer.hidden = true;
     this.el = h('section', { class: 'spaces', 'aria-labelledby': 'spaces-title' },
       h('header', { class: 'page-header' },
         h('h1', { id: 'spaces-title', tabindex: '-1', text: 'Spaces' }),
@@ -79,11 +67,16 @@ export class SpacesView {
       h('p', { id: 'space-name-help', class: 'field-help', text: '1–64 letters, digits, dots, dashes or underscores, not starting with a dot or "sandbox-". A space exists once something is saved in it.' }),
       this.formError),
       this.recent,
-      h('div', { class: 'space-layout' }, this.content, this.viewer),
+      this.content,
       h('p', { class: 'field-help' }, 'S3 tools reach your spaces as buckets: create a key in ',
         h('a', { href: '/settings', 'data-nav': '', text: 'Settings' }), '.'));
     this.renderRecent();
     if (space) this.load(space);
+  }
+
+  destroy() {
+    this.retries.recent?.stop();
+    this.retries.list?.stop();
   }
 
   openByName(name) {
@@ -97,14 +90,25 @@ export class SpacesView {
     this.navigate(`/spaces/${encodeURIComponent(name)}`);
   }
 
-  async renderRecent() {
-    let spaces;
-    try {
-      ({ spaces } = await getJson(route('spaces')));
-    } catch {
-      // The list is a convenience: opening a space by name still works.
-      spaces = [];
-    }
+  renderRecent() {
+    this.retries.recent?.stop();
+    this.retries.recent = keepTrying(async () => {
+      const { spaces } = await getJson(route('spaces'));
+      showKeepingFocus(this.recent, () => this.showRecent(spaces || []), () => this.recent.querySelector('a') || this.input);
+    }, {
+      onError: (e, attempt) => {
+        // Opening a space by name works meanwhile; the list says it could not be read.
+        this.recent.hidden = false;
+        if (!this.recent.querySelector('.recent-failure')) {
+          replace(this.recent, h('h2', { class: 'section-title', text: 'Your spaces' }), h('div', { class: 'recent-failure' }));
+        }
+        showFailure(this.recent.querySelector('.recent-failure'), { message: 'Your spaces could not be listed', error: e, attempt, compact: true });
+        return undefined;
+      },
+    });
+  }
+
+  showRecent(spaces) {
     if (!spaces.length) {
       this.recent.hidden = false;
       replace(this.recent,
@@ -125,18 +129,27 @@ export class SpacesView {
         }, icon('folder'), h('span', { text: name }))))));
   }
 
-  async load(space) {
+  load(space) {
     replace(this.content, h('p', { class: 'loading', role: 'status', text: `Loading ${space}…` }));
-    let files;
-    try {
-      ({ files } = await getJson(route('spaces', space, 'files'), { query: { recursive: 'true', limit: 10000 } }));
-    } catch (e) {
-      replace(this.content, h('p', { class: 'panel-error', role: 'alert', text: `The space could not be listed: ${e.message}` }));
-      return;
-    }
-    const list = files || [];
+    this.retries.list?.stop();
+    return new Promise((resolve) => {
+      this.retries.list = keepTrying(async () => {
+        const { files } = await getJson(route('spaces', space, 'files'), { query: { recursive: 'true', limit: 10000 } });
+        showKeepingFocus(this.content, () => this.showFiles(space, files || []), () => this.content.querySelector('.space-title'));
+        resolve(undefined);
+      }, {
+        onError: (e, attempt) => {
+          showFailure(this.content, { message: 'The space could not be listed', error: e, attempt });
+          resolve(undefined);
+          return undefined;
+        },
+      });
+    });
+  }
+
+  showFiles(space, list) {
     this.status = h('p', { class: 'space-status', role: 'status' });
-    const heading = h('h2', { class: 'section-title space-title' }, icon('folder'), h('span', { text: space }),
+    const heading = h('h2', { class: 'section-title space-title', tabindex: '-1' }, icon('folder'), h('span', { text: space }),
       h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }),
       h('span', { class: 'space-actions' },
         this.uploadButton(space, '', 'Upload files'),
@@ -163,8 +176,8 @@ export class SpacesView {
     }
     for (const file of node.files.sort((a, b) => a.name.localeCompare(b.name))) {
       const open = h('button', {
-        type: 'button', class: 'tree-file',
-        'aria-label': `${isText(file.contentType) ? 'Open' : 'Download'} ${file.path} (${formatSize(file.size)})`,
+        type: 'button', class: 'tree-file', 'aria-haspopup': 'dialog',
+        'aria-label': `Open ${file.path} (${formatSize(file.size)})`,
         onclick: () => this.openFile(space, file, open),
       },
       fileIcon(file.name, file.contentType),
@@ -241,9 +254,8 @@ export class SpacesView {
       failure: `${file.path} was not deleted`,
       run: () => request(filePath(space, file.path), { method: 'DELETE' }),
       done: async () => {
-        if (this.viewer.dataset.path === file.path) {
-          this.viewer.hidden = true;
-          replace(this.viewer);
+        if (this.preview.isOpen && this.preview.file?.space === space && this.preview.file?.path === file.path) {
+          this.preview.close();
         }
         await this.load(space);
         this.renderRecent();
@@ -275,53 +287,10 @@ export class SpacesView {
     return button;
   }
 
-  async openFile(space, file, opener) {
+  /** Opens a file in the preview panel, which gives the focus back to its row when it closes. */
+  openFile(space, file, opener) {
     for (const b of this.content.querySelectorAll('.tree-file[aria-current]')) b.removeAttribute('aria-current');
     opener.setAttribute('aria-current', 'true');
-    let blob;
-    try {
-      blob = await getBlob(filePath(space, file.path));
-    } catch (e) {
-      this.viewer.hidden = false;
-      replace(this.viewer, h('p', { class: 'panel-error', role: 'alert', text: `${file.path} could not be opened: ${e instanceof ApiError ? e.message : e}` }));
-      return;
-    }
-    if (!isText(file.contentType || blob.type)) {
-      saveBlob(blob, file.name);
-      announce(`${file.name} downloaded`);
-      return;
-    }
-    const text = await blob.text();
-    const close = h('button', {
-      type: 'button', class: 'btn btn-icon', 'aria-label': 'Close file', title: 'Close',
-      onclick: () => {
-        this.viewer.hidden = true;
-        replace(this.viewer);
-        opener.focus();
-      },
-    }, icon('close'));
-    const download = h('button', {
-      type: 'button', class: 'btn btn-small', 'aria-label': `Download ${file.name}`,
-      onclick: () => saveBlob(blob, file.name),
-    }, icon('download'), h('span', { class: 'label', text: 'Download' }));
-    const body = h('pre', { class: 'viewer-text', tabindex: '0', 'aria-labelledby': 'viewer-title' }, text);
-    this.viewer.hidden = false;
-    replace(this.viewer,
-      h('header', { class: 'viewer-header' },
-        h('h2', { class: 'viewer-title', id: 'viewer-title', tabindex: '-1', text: file.path }),
-        h('div', { class: 'viewer-actions' }, download, close)),
-      h('p', { class: 'viewer-meta', text: `${file.contentType || blob.type} · ${formatSize(file.size)}` }),
-      body);
-    this.viewer.dataset.path = file.path;
-    this.viewer.querySelector('#viewer-title').focus();
-    if (isMarkdown(file.name, file.contentType)) {
-      // Rendered by the server, sanitized (markdown.js); the plain text stays if that fails.
-      renderMarkdown(text).then((html) => {
-        if (this.viewer.dataset.path !== file.path || !body.isConnected) return;
-        const rendered = h('div', { class: 'viewer-markdown markdown', tabindex: '0', 'aria-labelledby': 'viewer-title' });
-        rendered.innerHTML = html;
-        body.replaceWith(rendered);
-      }, () => {});
-    }
+    this.preview.openSpaceFile(space, file, opener);
   }
 }

@@ -2,7 +2,7 @@
 // so the stream is read and parsed here. The client remembers the last event id it saw and
 // resumes after a drop with `Last-Event-ID`, backing off between attempts; the view dedupes
 // by id, so a replayed event is never shown twice.
-import { authHeaders, errorFrom, route } from './api.js';
+import { authHeaders, errorFrom, route, serverAnswered } from './api.js';
 
 /** Parses `text/event-stream` incrementally (the WHATWG rules for fields and lines). */
 export class SseParser {
@@ -134,6 +134,8 @@ export class ThreadEvents {
         const response = await fetch(route('threads', this.threadId, 'events'), {
           headers, signal: controller.signal, cache: 'no-store',
         });
+        // The stream is often the first to hear the server back: loads that failed try again.
+        serverAnswered();
         if (!response.ok) {
           const error = await errorFrom(response);
           if ([401, 403, 404].includes(response.status)) {

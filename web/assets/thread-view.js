@@ -6,6 +6,7 @@ import { formatWhen, formatDateTime } from './format.js';
 import { route, getJson, sendJson } from './api.js';
 import { downloadTo } from './download.js';
 import { renderMarkdown } from './markdown.js';
+import { keepTrying } from './retry.js';
 import { ThreadEvents } from './sse.js';
 import { Composer } from './composer.js';
 import { confirmDialog } from './confirm.js';
@@ -394,14 +395,18 @@ export class ThreadView {
   }
 
   showMarkdown(bubble, text) {
-    renderMarkdown(text).then((html) => {
+    // Until it is rendered the plain text stays, still readable; a rendering that failed is
+    // asked for again by itself (retry.js: the texts asked for together go in one request).
+    keepTrying(async () => {
+      const html = await renderMarkdown(text);
       const stick = this.stick;
       // Sanitized by the server (see markdown.js); the page's CSP would stop any script anyway.
       bubble.innerHTML = html;
       bubble.classList.add('markdown');
       if (stick) this.scroller.scrollTop = this.scroller.scrollHeight;
-    }, () => {
-      // The plain text stays: still readable, and the next view of the thread tries again.
+    }, {
+      // A thread left meanwhile has no bubble to render into.
+      onError: () => (this.el.isConnected ? undefined : false),
     });
   }
 
