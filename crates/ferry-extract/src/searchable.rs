@@ -1,5 +1,5 @@
-//! Documents as a search reads them (`grep` with `documents: true`): the text a model would be
-//! given of each part of the document, with where that part is.
+//! Documents as a model reads them (`read_file`) and a search searches them (`grep` with
+//! `documents: true`): the text of each part of the document, with where that part is.
 //!
 //! | type | sections |
 //! | --- | --- |
@@ -10,6 +10,10 @@
 //!
 //! A document's sections hold at most [`SEARCH_MAX_CHARS`] characters in all; the text past
 //! them is not read, and [`DocumentText::cut`] says so.
+//!
+//! As one text ([`DocumentText::render`]), each section follows a heading line of its own
+//! (`## Page 2`, `## Sheet: Orders`, `## Slide 3`; a Word document has none), with a blank line
+//! between sections: what `read_file` pages through, and what `grep`'s line numbers count.
 
 use std::io::{Read, Seek};
 
@@ -56,7 +60,52 @@ pub struct Section {
     pub text: String,
 }
 
+impl DocumentText {
+    /// The document as one text: each section under its heading, a blank line between them.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (i, section) in self.sections.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            if let Some(heading) = section.heading() {
+                out.push_str(&heading);
+                out.push('\n');
+            }
+            out.push_str(section.text.trim_end_matches('\n'));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The line (from 1) of [`DocumentText::render`]'s text on which each section's text
+    /// starts.
+    pub fn starts(&self) -> Vec<u64> {
+        let mut line = 1u64;
+        self.sections
+            .iter()
+            .enumerate()
+            .map(|(i, section)| {
+                line += u64::from(i > 0) + u64::from(section.heading().is_some());
+                let start = line;
+                line += section.text.trim_end_matches('\n').split('\n').count() as u64;
+                start
+            })
+            .collect()
+    }
+}
+
 impl Section {
+    /// The line that heads the section in the document's text, if it has one.
+    pub fn heading(&self) -> Option<String> {
+        match (self.page, &self.sheet, self.slide) {
+            (Some(page), _, _) => Some(format!("## Page {page}")),
+            (_, Some(sheet), _) => Some(format!("## Sheet: {sheet}")),
+            (_, _, Some(slide)) => Some(format!("## Slide {slide}")),
+            _ => None,
+        }
+    }
+
     fn new(text: String) -> Section {
         Section {
             page: None,
@@ -260,6 +309,41 @@ mod tests {
                 (Some(2), "Next steps"),
             ]
         );
+    }
+
+    #[test]
+    fn a_document_renders_each_section_under_its_heading_and_says_where_each_starts() {
+        let text = DocumentText {
+            sections: vec![
+                Section {
+                    slide: Some(1),
+                    ..Section::new("Title\nbody".into())
+                },
+                Section {
+                    slide: Some(2),
+                    ..Section::new(String::new())
+                },
+                Section {
+                    slide: Some(3),
+                    ..Section::new("Last\n".into())
+                },
+            ],
+            cut: false,
+        };
+        let (rendered, starts) = (text.render(), text.starts());
+        assert_eq!(
+            rendered,
+            "## Slide 1\nTitle\nbody\n\n## Slide 2\n\n\n## Slide 3\nLast\n"
+        );
+        assert_eq!(starts, [2, 6, 9]);
+        let lines: Vec<&str> = rendered.lines().collect();
+        assert_eq!(lines[8], "Last");
+        let word = DocumentText {
+            sections: vec![Section::new("# Report\ntext".into())],
+            cut: false,
+        };
+        assert_eq!(word.render(), "# Report\ntext\n");
+        assert_eq!(word.starts(), [1]);
     }
 
     #[test]

@@ -11,14 +11,13 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+use super::document_text::Searchable;
 use super::{Caller, Current, READ_MAX_BYTES, open, parse};
 use crate::error::{Error, Result};
 use crate::model_content::{ContentBlock, page_blocks};
 use crate::pdf_pages::Pages;
 use ferry_core::conditions::quoted_etag;
 
-/// Characters of a document's extracted text `read_file` pages through at most.
-pub const DOCUMENT_MAX_CHARS: usize = 2_000_000;
 /// Characters of one line shown at most; the rest of a longer line is cut, and said to be.
 pub const LINE_MAX_CHARS: usize = 10_000;
 /// Lines one `read_file` returns at most, whatever `limit` asks.
@@ -268,24 +267,22 @@ async fn pdf_pages(
     })
 }
 
-/// A document's text, extracted by the worker.
+/// A document's text, extracted by the worker (and kept by content hash): the text `grep`
+/// with `documents: true` searches, each page, sheet or slide under its heading.
 async fn document_text(caller: Caller<'_>, name: &str, current: Current) -> Result<String> {
     let bytes = current.bytes_for_answer(caller.app, READ_MAX_BYTES).await?;
-    let scratch = caller.app.cache.scratch(bytes).await?;
-    let owner = caller.principal.identity_key();
-    let preview = caller
-        .app
-        .extractor
-        .preview(&owner, &scratch, name, DOCUMENT_MAX_CHARS)
-        .await
-        .map_err(|e| {
+    match super::document_text::searchable(caller, name, bytes).await? {
+        Searchable::Text(text) => Ok(text.render()),
+        Searchable::Unreadable { reason } => {
             // A scan has no text, but its pages can still be looked at.
             let pages = if ferry_extract::is_pdf(name) {
                 "; read its pages as images instead, with pages (e.g. \"1-5\")"
             } else {
                 ""
             };
-            Error::invalid_request(format!("the text of {name} cannot be read: {e}{pages}"))
-        })?;
-    Ok(preview.text.unwrap_or_default())
+            Err(Error::invalid_request(format!(
+                "the text of {name} cannot be read: {reason}{pages}"
+            )))
+        }
+    }
 }

@@ -274,15 +274,16 @@ enum Content {
     Document(Searchable),
 }
 
-/// A batch's documents turned into their text, when `documents: true` asks for it; the other
-/// files keep their bytes.
-async fn contents(
+/// A batch's files in order, its documents turned into their text when `documents: true` asks
+/// for it (a few at once), the other files keeping their bytes. A stream, so that only the
+/// texts being read and searched are held, not a whole batch's.
+fn contents(
     caller: Caller<'_>,
     documents: bool,
     batch: Vec<(AgentPath, Result<Vec<u8>>)>,
-) -> Vec<(AgentPath, Result<Content>)> {
+) -> impl futures::Stream<Item = (AgentPath, Result<Content>)> + '_ {
     futures::stream::iter(batch)
-        .map(|(path, bytes)| async move {
+        .map(move |(path, bytes)| async move {
             let content = match bytes {
                 Ok(bytes) if documents && ferry_extract::is_document(path.file_name()) => {
                     searchable(caller, path.file_name(), bytes)
@@ -294,8 +295,6 @@ async fn contents(
             (path, content)
         })
         .buffered(DOCUMENTS_AT_ONCE)
-        .collect()
-        .await
 }
 
 /// The matches found so far, up to `max`.
@@ -306,13 +305,14 @@ struct Found {
 }
 
 impl Found {
-    /// Searches `text` of the file `path` (of its `section`, for a document's text).
+    /// Searches `text` of the file `path`: the whole file, or of a document the `section`
+    /// whose first line is line `start` of the document's text.
     fn search(
         &mut self,
         searcher: &mut grep_searcher::Searcher,
         matcher: &grep_regex::RegexMatcher,
         path: &str,
-        section: Option<&ferry_extract::Section>,
+        (section, start): (Option<&ferry_extract::Section>, u64),
         text: &[u8],
     ) -> Result<()> {
         searcher
@@ -335,7 +335,7 @@ impl Found {
                         sheet: section.and_then(|s| s.sheet.clone()),
                         row: section.and_then(|s| s.row_of(line)),
                         slide: section.and_then(|s| s.slide),
-                        line,
+                        line: start + line - 1,
                         text: text.to_owned(),
                     });
                     Ok(true)
@@ -404,7 +404,8 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
     'batches: while let Some(batch) = reads.next().await {
         // The batch's share of the memory budget is given back when it has been searched.
         let (_held, batch) = batch?;
-        for (path, content) in contents(caller, input.documents, batch).await {
+        let mut contents = std::pin::pin!(contents(caller, input.documents, batch));
+        while let Some((path, content)) = contents.next().await {
             let content = match content {
                 Ok(content) => content,
                 // Removed, or grown past the bound, since it was listed.
@@ -416,12 +417,13 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
                 Err(e) => return Err(e),
             };
             let shown = path.to_string();
-            let sections: Vec<(Option<&ferry_extract::Section>, &[u8])> = match &content {
+            type Part<'t> = ((Option<&'t ferry_extract::Section>, u64), &'t [u8]);
+            let sections: Vec<Part<'_>> = match &content {
                 Content::Bytes(bytes) if memchr::memchr(0, bytes).is_some() => {
                     skipped.binary += 1;
                     continue;
                 }
-                Content::Bytes(bytes) => vec![(None, bytes)],
+                Content::Bytes(bytes) => vec![((None, 1), bytes)],
                 Content::Document(Searchable::Unreadable { reason }) => {
                     skipped.unreadable += 1;
                     if unreadable.len() < UNREADABLE_NAMED {
@@ -435,7 +437,8 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
                 Content::Document(Searchable::Text(text)) => text
                     .sections
                     .iter()
-                    .map(|section| (Some(section), section.text.as_bytes()))
+                    .zip(text.starts())
+                    .map(|(section, start)| ((Some(section), start), section.text.as_bytes()))
                     .collect(),
             };
             total += sections
@@ -447,8 +450,8 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
                 break 'batches;
             }
             searched += 1;
-            for (section, text) in sections {
-                found.search(&mut searcher, &matcher, &shown, section, text)?;
+            for (place, text) in sections {
+                found.search(&mut searcher, &matcher, &shown, place, text)?;
                 if found.truncated {
                     break 'batches;
                 }

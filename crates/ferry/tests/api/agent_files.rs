@@ -918,12 +918,12 @@ async fn grep_searches_documents_in_their_text_and_says_where_each_match_is() {
         assert_eq!(
             found["matches"],
             json!([
-                {"path": "/sandbox/user_uploads/deck.pptx", "slide": 3, "line": 3,
+                {"path": "/sandbox/user_uploads/deck.pptx", "slide": 3, "line": 11,
                  "text": "South: 122,000"},
                 {"path": "/sandbox/user_uploads/report.docx", "line": 8,
                  "text": "South | 115000 | 122000"},
                 {"path": "/sandbox/user_uploads/seed.xlsx", "sheet": "Sheet1", "row": 3,
-                 "line": 4, "text": "| South | 98000 | 103000 | 115000 | 122000 |"},
+                 "line": 5, "text": "| South | 98000 | 103000 | 115000 | 122000 |"},
             ]),
             "{found}"
         );
@@ -944,13 +944,13 @@ async fn grep_searches_documents_in_their_text_and_says_where_each_match_is() {
     let page = ok(&grep("hello", true).await);
     assert_eq!(
         page["matches"],
-        json!([{"path": "/sandbox/user_uploads/two-pages.pdf", "page": 2, "line": 1,
+        json!([{"path": "/sandbox/user_uploads/two-pages.pdf", "page": 2, "line": 6,
                 "text": "Page two says hello."}])
     );
     let slide = ok(&grep("Revenue by", true).await);
     assert_eq!(
         slide["matches"],
-        json!([{"path": "/sandbox/user_uploads/deck.pptx", "slide": 3, "line": 1,
+        json!([{"path": "/sandbox/user_uploads/deck.pptx", "slide": 3, "line": 9,
                 "text": "Revenue by Region"}])
     );
     // A sheet's rows past the first read as a table too: the Orders sheet's 25th order is on
@@ -958,4 +958,29 @@ async fn grep_searches_documents_in_their_text_and_says_where_each_match_is() {
     let order = ok(&grep("A-025", true).await);
     assert_eq!(order["matches"][0]["sheet"], "Orders", "{order}");
     assert_eq!(order["matches"][0]["row"], 26, "{order}");
+
+    // read_file shows the same text, so a match's line is where read_file shows it.
+    let read = ok(&fs(
+        &app,
+        &t.agent,
+        "read_file",
+        json!({"path": "/sandbox/user_uploads/seed.xlsx", "offset": 4, "limit": 1}),
+    )
+    .await);
+    assert_eq!(
+        read["content"],
+        "     5\t| South | 98000 | 103000 | 115000 | 122000 |\n"
+    );
+    let sheets = ok(&fs(
+        &app,
+        &t.agent,
+        "grep",
+        json!({"pattern": "## Sheet", "path": "/sandbox/user_uploads/seed.xlsx", "documents": true}),
+    )
+    .await);
+    assert_eq!(
+        sheets["matches"],
+        json!([]),
+        "headings are not the document's text"
+    );
 }
