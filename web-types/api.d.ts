@@ -1321,25 +1321,6 @@ export interface components {
          * @enum {string}
          */
         Encoding: "utf-8" | "base64";
-        /** @description One entry of a listing, as every door shows it. */
-        Entry: {
-            /** @description The file's ETag, quoted as in an `ETag` header. */
-            etag?: string | null;
-            /** @description RFC 3339. */
-            modifiedAt?: string | null;
-            /** @description The entry's path in the agent's path space, e.g. /sandbox/outputs/report.md. */
-            path: string;
-            /** Format: int64 */
-            size?: number | null;
-            /** @description `file` or `dir`. */
-            type: string;
-            /**
-             * @description Only on a sandbox entry that no path can name (a name made by a command that holds a
-             *     control character or a backslash, or is not UTF-8): why. Its `path` then writes each
-             *     such character or byte as `\xNN` and a backslash as `\\`, and it has no other field.
-             */
-            unaddressable?: string | null;
-        };
         /** @description The body of every error answer. */
         Error: {
             error: {
@@ -1553,21 +1534,33 @@ export interface components {
             /** Format: int64 */
             sizeBytes: number;
         };
-        /** @description One entry of a listing: a file, or (non-recursive listings only) a folder. */
+        /** @description One entry of a listing: a file, or a folder. */
         FileEntry: {
+            /**
+             * @description The type the file is served with: a space file's as written, a sandbox file's its
+             *     name's.
+             */
             contentType?: string | null;
+            /** @description Quoted, as in an `ETag` header. */
             etag?: string | null;
+            /** @description The same instant as `updatedAt`, under the name file-system tools use for it. */
+            modifiedAt?: string | null;
+            /**
+             * @description In a space's listing, the path within the space (`ideas/tea.md`); in a sandbox's listing
+             *     and in `ls`, the agent's path (`/sandbox/outputs/report.md`, `/spaces/notes/ideas/tea.md`).
+             */
             path: string;
             /** Format: int64 */
             size?: number | null;
             /** @description `file` or `dir`. */
             type: string;
             /**
-             * @description Only on a sandbox entry that no route can address (a name made by a command that holds
-             *     a control character or a backslash, or is not UTF-8): why. Its `path` then writes each
+             * @description Only on a sandbox entry that no path can name (a name made by a command that holds a
+             *     control character or a backslash, or is not UTF-8): why. Its `path` then writes each
              *     such character or byte as `\xNN` and a backslash as `\\`, and it has no other field.
              */
             unaddressable?: string | null;
+            /** @description When the file was last written (RFC 3339). */
             updatedAt?: string | null;
         };
         /**
@@ -1579,6 +1572,7 @@ export interface components {
             code: string;
             message: string;
         };
+        /** @description A space's or a sandbox's listing. */
         FileList: {
             files: components["schemas"]["FileEntry"][];
             /** @description Present when more entries follow; pass it back as `cursor`. */
@@ -1749,7 +1743,7 @@ export interface components {
         /** @description `ls`'s answer. */
         Listing: {
             /** @description One level, sorted by path. */
-            entries: components["schemas"]["Entry"][];
+            entries: components["schemas"]["FileEntry"][];
             /** @description Present (true) when the folder holds more than [`MAX_LISTED`] entries. */
             truncated?: boolean;
         };
@@ -2126,17 +2120,14 @@ export interface components {
             /** @description Where to write, e.g. /sandbox/outputs/report.md; the folders on the way are made. */
             path: string;
         };
-        /** @description The answer to a successful PUT (docs/reference/spaces.md). */
-        WriteResult: {
-            contentType: string;
-            etag: string;
-            path: string;
-            /** Format: int64 */
-            size: number;
-        };
-        /** @description `write_file`'s answer. */
+        /** @description What a write answers, whichever route or tool made it. */
         Written: {
-            /** @description Whether nothing was at the path before. */
+            /** @description The type the file is served with from now on. */
+            contentType: string;
+            /**
+             * @description Whether nothing was at the path before (a route also says so by `201` rather than
+             *     `200`).
+             */
             created: boolean;
             /** @description Quoted, as in an `ETag` header. */
             etag: string;
@@ -3924,7 +3915,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WriteResult"];
+                    "application/json": components["schemas"]["Written"];
                 };
             };
             /** @description Created */
@@ -3933,7 +3924,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WriteResult"];
+                    "application/json": components["schemas"]["Written"];
                 };
             };
             /** @description INVALID_PATH or INVALID_REQUEST */
@@ -6506,7 +6497,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WriteResult"];
+                    "application/json": components["schemas"]["Written"];
                 };
             };
             /** @description Created: the path did not exist */
@@ -6515,7 +6506,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WriteResult"];
+                    "application/json": components["schemas"]["Written"];
                 };
             };
             /** @description INVALID_PATH or INVALID_REQUEST */

@@ -17,6 +17,7 @@
 mod batch;
 mod document_text;
 mod edit;
+mod entry;
 mod read;
 mod search;
 mod write;
@@ -26,6 +27,7 @@ pub use batch::{
     UploadResult, Uploaded, download_files, upload_files,
 };
 pub use edit::{Edited, edit};
+pub use entry::{FileEntry, Written};
 pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
 pub use write::{Base64Decoder, Fields, SpooledWrite, write, write_spooled};
@@ -41,7 +43,7 @@ use ferry_core::door::Door;
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
-use ferry_store::spaces::{FileMeta, ListQuery, SpaceEntry, SpaceFile, WriteCondition};
+use ferry_store::spaces::{FileMeta, ListQuery, SpaceFile, WriteCondition};
 use futures::StreamExt;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -274,67 +276,11 @@ async fn find(caller: Caller<'_>, path: &AgentPath) -> Result<Option<PathKind>> 
     }
 }
 
-/// One entry of a listing, as every door shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Entry {
-    /// The entry's path in the agent's path space, e.g. /sandbox/outputs/report.md.
-    pub path: String,
-    /// `file` or `dir`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// RFC 3339.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub modified_at: Option<String>,
-    /// The file's ETag, quoted as in an `ETag` header.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub etag: Option<String>,
-    /// Only on a sandbox entry that no path can name (a name made by a command that holds a
-    /// control character or a backslash, or is not UTF-8): why. Its `path` then writes each
-    /// such character or byte as `\xNN` and a backslash as `\\`, and it has no other field.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unaddressable: Option<&'static str>,
-}
-
-impl Entry {
-    fn dir(path: String) -> Entry {
-        Entry {
-            path,
-            kind: "dir",
-            size: None,
-            modified_at: None,
-            etag: None,
-            unaddressable: None,
-        }
-    }
-
-    fn unaddressable(entry: &crate::sandbox::Unaddressable) -> Entry {
-        Entry {
-            kind: if entry.is_dir { "dir" } else { "file" },
-            unaddressable: Some(entry.why.describe()),
-            ..Entry::dir(format!("/sandbox/{}", entry.shown))
-        }
-    }
-
-    fn file(path: String, size: u64, modified: ferry_core::Timestamp, etag: &str) -> Entry {
-        Entry {
-            path,
-            kind: "file",
-            size: Some(size),
-            modified_at: Some(modified.rfc3339()),
-            etag: Some(quoted_etag(etag)),
-            unaddressable: None,
-        }
-    }
-}
-
 /// `ls`'s answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Listing {
     /// One level, sorted by path.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<FileEntry>,
     /// Present (true) when the folder holds more than [`MAX_LISTED`] entries.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
@@ -354,10 +300,10 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
     if input.path.trim() == "/" {
         let mut entries = Vec::new();
         if caller.thread().is_ok() {
-            entries.push(Entry::dir("/sandbox".to_owned()));
+            entries.push(FileEntry::dir("/sandbox".to_owned()));
         }
         if caller.principal.space_owner().is_ok() {
-            entries.push(Entry::dir("/spaces".to_owned()));
+            entries.push(FileEntry::dir("/spaces".to_owned()));
         }
         return Ok(Listing {
             entries,
@@ -368,11 +314,15 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
     if find(caller, path).await? == Some(PathKind::File) {
         let entry = match open(caller, path).await?.source {
             Source::Sandbox(file) => {
-                Entry::file(path.to_string(), file.size, file.modified, &file.etag)
+                FileEntry::sandbox_file(path.to_string(), file.size, &file.etag, file.modified)
             }
-            Source::Space(file) => {
-                Entry::file(path.to_string(), file.size, file.updated_at, &file.sha256)
-            }
+            Source::Space(file) => FileEntry::file(
+                path.to_string(),
+                file.size,
+                file.content_type,
+                &file.sha256,
+                file.updated_at,
+            ),
         };
         return Ok(Listing {
             entries: vec![entry],
@@ -390,16 +340,16 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
                 false,
             )
             .await?;
-            let unaddressable = listing.unaddressable.iter().map(Entry::unaddressable);
-            let mut entries: Vec<Entry> = listing
+            let unaddressable = listing.unaddressable.iter().map(FileEntry::unaddressable);
+            let mut entries: Vec<FileEntry> = listing
                 .entries
                 .into_iter()
                 .map(|entry| {
                     let shown = format!("/sandbox/{}", entry.path);
                     if entry.is_dir {
-                        Entry::dir(shown)
+                        FileEntry::dir(shown)
                     } else {
-                        Entry::file(shown, entry.size, entry.modified, &entry.etag)
+                        FileEntry::sandbox_file(shown, entry.size, &entry.etag, entry.modified)
                     }
                 })
                 .chain(unaddressable)
@@ -410,7 +360,7 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
         AgentPath::Spaces => crate::spaces::list_spaces(caller.app, caller.principal)
             .await?
             .into_iter()
-            .map(|space| Entry::dir(format!("/spaces/{}", space.name)))
+            .map(|space| FileEntry::dir(format!("/spaces/{}", space.name)))
             .collect(),
         AgentPath::Space { space, path: dir } => {
             let prefix = space_prefix(space);
@@ -424,15 +374,11 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
                     after,
                 };
                 let page = crate::spaces::list(caller.app, caller.principal, space, &query).await?;
-                entries.extend(page.entries.into_iter().map(|entry| match entry {
-                    SpaceEntry::Dir { path } => Entry::dir(format!("{prefix}{path}")),
-                    SpaceEntry::File(f) => Entry::file(
-                        format!("{prefix}{}", f.path),
-                        f.size,
-                        f.updated_at,
-                        &f.sha256,
-                    ),
-                }));
+                entries.extend(
+                    page.entries
+                        .into_iter()
+                        .map(|entry| FileEntry::of_space(entry, &prefix)),
+                );
                 match page.next {
                     Some(next) if entries.len() <= MAX_LISTED => after = Some(next),
                     _ => break,
@@ -444,17 +390,6 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
     let truncated = entries.len() > MAX_LISTED;
     entries.truncate(MAX_LISTED);
     Ok(Listing { entries, truncated })
-}
-
-/// `write_file`'s answer.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Written {
-    pub path: String,
-    pub size: u64,
-    /// Quoted, as in an `ETag` header.
-    pub etag: String,
-    /// Whether nothing was at the path before.
-    pub created: bool,
 }
 
 /// The write condition of a tool's `ifNoneMatch` / `ifMatch`.

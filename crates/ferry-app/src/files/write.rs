@@ -10,6 +10,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use bytes::Bytes;
+use ferry_core::AgentPath;
 use ferry_core::agent_files::{Encoding, WriteFileInput};
 use ferry_core::conditions::quoted_etag;
 use futures::{Stream, StreamExt};
@@ -165,9 +166,15 @@ where
         content_type.push_str("; charset=utf-8");
     }
     let (created, size, etag) = put(caller, &path, &content_type, &condition, body).await?;
+    // A space keeps the type a file was written with; a sandbox file is served with its name's.
+    let content_type = match path {
+        AgentPath::Sandbox(_) => ferry_core::mime::mime_for_name(path.file_name()),
+        _ => content_type,
+    };
     Ok(Written {
         path: path.to_string(),
         size,
+        content_type,
         etag: quoted_etag(&etag),
         created,
     })

@@ -15,7 +15,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::error_code::HttpStatus as _;
 use crate::extract::ApiPath;
-use crate::file_views::WriteResult;
+use crate::file_views::Written;
 use crate::routes::uploads::UploadList;
 use crate::serve::header_value;
 use crate::state::AppState;
@@ -376,7 +376,7 @@ async fn finish(state: &AppState, principal: &Principal, id: &str) -> ApiResult<
             }),
             Ok(Some(Finished::SpaceFile(written))) => {
                 let status = if written.created { 201 } else { 200 };
-                let answer = WriteResult::of_space_write(written);
+                let answer = Written::of_space(written);
                 json!({ "status": status, "etag": answer.etag, "body": answer })
             }
             Err(e) => {

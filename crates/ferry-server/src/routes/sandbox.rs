@@ -16,7 +16,7 @@ use utoipa::IntoParams;
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
-use crate::file_views::{FileEntry, FileList, WriteResult};
+use crate::file_views::{FileEntry, FileList, Written};
 use crate::openapi::FileBytes;
 use crate::serve::{ListFormat, Representation, header_value, quoted_etag, respond, zip_download};
 use crate::state::AppState;
@@ -43,11 +43,7 @@ fn entry_view(entry: SandboxEntry) -> FileEntry {
     if entry.is_dir {
         FileEntry::dir(path)
     } else {
-        let mime = ferry_core::mime::mime_for_name(&entry.path);
-        FileEntry {
-            etag: Some(quoted_etag(&entry.etag)),
-            ..FileEntry::file(path, entry.size, mime, "", entry.modified)
-        }
+        FileEntry::sandbox_file(path, entry.size, &entry.etag, entry.modified)
     }
 }
 
@@ -192,7 +188,7 @@ pub async fn head(
     responses(
         (status = 404, description = "NOT_FOUND"),
         (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
-        (status = 201, body = WriteResult, description = "Created: the path did not exist"), (status = 200, body = WriteResult, description = "Replaced: the path existed"),
+        (status = 201, body = Written, description = "Created: the path did not exist"), (status = 200, body = Written, description = "Replaced: the path existed"),
         (status = 403, description = "FORBIDDEN: the owner, or a write into /sandbox/skills/"),
         (status = 409, description = "ALREADY_EXISTS"), (status = 412, description = "PRECONDITION_FAILED"),
         (status = 413, description = "REQUEST_TOO_LARGE"), (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
@@ -229,11 +225,13 @@ pub async fn write(
     };
     let mut response = (
         status,
-        Json(WriteResult {
+        Json(Written {
             path: path.display(),
             size: entry.size,
-            content_type,
+            // Whatever type was sent, a sandbox file is served with its name's.
+            content_type: ferry_core::mime::mime_for_name(path.file_name()),
             etag: tag.clone(),
+            created,
         }),
     )
         .into_response();

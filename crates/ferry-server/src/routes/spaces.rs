@@ -17,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
-use crate::file_views::{FileEntry, FileList, WriteResult};
+use crate::file_views::{FileEntry, FileList, Written};
 use crate::openapi::FileBytes;
 use crate::serve::{ListFormat, Servable, header_value, serve_blob, zip_download};
 use crate::state::AppState;
@@ -158,7 +158,11 @@ pub async fn list_files(
     )
     .await?;
     Ok(Json(FileList {
-        files: page.entries.into_iter().map(FileEntry::from).collect(),
+        files: page
+            .entries
+            .into_iter()
+            .map(|entry| FileEntry::of_space(entry, ""))
+            .collect(),
         next_cursor: page.next.as_ref().map(encode_cursor),
     })
     .into_response())
@@ -296,8 +300,8 @@ pub async fn delete_file(
         content((FileBytes = "application/octet-stream"), (FileBytes = "*/*")),
     ),
     responses(
-        (status = 201, body = WriteResult, description = "Created"),
-        (status = 200, body = WriteResult, description = "Overwritten"),
+        (status = 201, body = Written, description = "Created"),
+        (status = 200, body = Written, description = "Overwritten"),
         (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
         (status = 409, description = "ALREADY_EXISTS"),
         (status = 412, description = "PRECONDITION_FAILED"),
@@ -336,7 +340,7 @@ pub async fn put_file(
     } else {
         StatusCode::OK
     };
-    let answer = WriteResult::of_space_write(outcome);
+    let answer = Written::of_space(outcome);
     let tag = answer.etag.clone();
     let mut response = (status, Json(answer)).into_response();
     response

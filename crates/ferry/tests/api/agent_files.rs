@@ -984,3 +984,72 @@ async fn grep_searches_documents_in_their_text_and_says_where_each_match_is() {
         "headings are not the document's text"
     );
 }
+
+/// One file API: `ls` answers the entry the spaces and sandbox listings answer, and
+/// `write_file` the answer a `PUT` gives, field for field.
+#[tokio::test]
+async fn every_listing_answers_one_entry_and_every_write_one_answer() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let put = app
+        .put(
+            "/api/spaces/notes/files/ideas/tea.md",
+            &t.user,
+            "text/markdown; charset=utf-8",
+            b"# Tea\n",
+        )
+        .await;
+    put.expect(201, None);
+    let written = ok(&fs(
+        &app,
+        &t.user,
+        "write_file",
+        json!({"path": "/spaces/notes/ideas/cake.md", "content": "# Cake\n"}),
+    )
+    .await);
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        keys(&put.json()),
+        keys(&written),
+        "{} vs {written}",
+        put.json()
+    );
+    assert_eq!(put.json()["created"], true);
+    assert_eq!(written["contentType"], "text/markdown; charset=utf-8");
+
+    let listed = app
+        .get("/api/spaces/notes/files?dir=ideas", &t.user)
+        .await
+        .json();
+    let ls = ok(&fs(&app, &t.user, "ls", json!({"path": "/spaces/notes/ideas"})).await);
+    for (route, tool) in listed["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(ls["entries"].as_array().unwrap())
+    {
+        let mut route = route.clone();
+        route["path"] = json!(format!("/spaces/notes/{}", route["path"].as_str().unwrap()));
+        assert_eq!(&route, tool);
+        assert_eq!(tool["updatedAt"], tool["modifiedAt"]);
+    }
+
+    // A sandbox file is served, listed and answered with its name's type, whatever was sent.
+    let sent = app
+        .put(
+            &t.url("/sandbox/outputs/data.csv"),
+            &t.agent,
+            "application/octet-stream",
+            b"a,b\n",
+        )
+        .await;
+    sent.expect(201, None);
+    assert_eq!(sent.json()["contentType"], "text/csv");
+    let sandbox = app
+        .get(&t.url("/sandbox?dir=/sandbox/outputs"), &t.agent)
+        .await
+        .json();
+    let ls = ok(&fs(&app, &t.agent, "ls", json!({"path": "/sandbox/outputs"})).await);
+    assert_eq!(sandbox["files"], ls["entries"]);
+    assert_eq!(ls["entries"][0]["contentType"], "text/csv");
+}

@@ -58,13 +58,13 @@ async fn over_mcp(app: &TestApp, token: &str, operation: &str, arguments: &Value
     }
 }
 
-/// `value` with every `modifiedAt` replaced by a mark: the only field that may differ between
-/// two sides that do the same a moment apart.
+/// `value` with every `modifiedAt` and `updatedAt` replaced by a mark: the only fields that may
+/// differ between two sides that do the same a moment apart.
 fn normalised(mut value: Value) -> Value {
     match &mut value {
         Value::Object(fields) => {
             for (name, field) in fields.iter_mut() {
-                *field = if name == "modifiedAt" {
+                *field = if name == "modifiedAt" || name == "updatedAt" {
                     json!("<time>")
                 } else {
                     normalised(field.take())
