@@ -2108,6 +2108,11 @@ export interface components {
             /** @description The file's content: text, or base64 with encoding "base64". */
             content: string;
             /**
+             * @description The media type a space file is kept and served with, e.g. text/csv (default: its
+             *     name's). A sandbox file is always served with its name's type.
+             */
+            contentType?: string | null;
+            /**
              * @description How `content` is written or carried: "utf-8" (the default), the text itself, or "base64",
              *     the bytes base64-encoded (written with padding; read with padding optional).
              * @enum {string}

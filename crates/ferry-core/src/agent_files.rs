@@ -113,6 +113,10 @@ pub struct WriteFileInput {
     /// Write only if the file's ETag is still this one (PRECONDITION_FAILED otherwise).
     #[serde(default)]
     pub if_match: Option<String>,
+    /// The media type a space file is kept and served with, e.g. text/csv (default: its
+    /// name's). A sandbox file is always served with its name's type.
+    #[serde(default)]
+    pub content_type: Option<String>,
 }
 
 /// `edit_file`: replace an exact string in a text file.

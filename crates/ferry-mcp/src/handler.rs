@@ -363,9 +363,13 @@ impl FerryMcp {
 
     async fn write_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
         let args: tools::WriteSpaceArgs = parse(tools::WRITE_SPACE_FILE, arguments)?;
-        // §11: text types carry their text; every other type carries base64. A missing or
-        // unreadable type is sent as text, so the server's own answer (415) comes back.
-        let textual = tools::is_text_type(&args.content_type) || !args.content_type.contains('/');
+        // As write_file: `encoding` says how the content is carried. Without it, text types
+        // carry their text and every other type base64; a missing or unreadable type is sent as
+        // text, so the server's own answer (415) comes back.
+        let textual = match args.encoding {
+            Some(encoding) => encoding == ferry_core::agent_files::Encoding::Utf8,
+            None => tools::is_text_type(&args.content_type) || !args.content_type.contains('/'),
+        };
         let body = if textual {
             Bytes::from(args.content.into_bytes())
         } else {
@@ -375,14 +379,17 @@ impl FerryMcp {
                 .filter(|c| !c.is_ascii_whitespace())
                 .collect();
             Bytes::from(STANDARD.decode(cleaned.as_bytes()).map_err(|e| {
-                envelope(
-                    ErrorCode::InvalidRequest,
+                let message = if args.encoding.is_some() {
+                    format!("content is not valid base64: {e}")
+                } else {
                     format!(
                         "content must be base64 for the content type '{}' ({e}); send text only \
-                         for text types (text/*, JSON, XML, JavaScript, SVG)",
+                         for text types (text/*, JSON, XML, JavaScript, SVG), or say \
+                         encoding: \"utf-8\"",
                         args.content_type
-                    ),
-                )
+                    )
+                };
+                envelope(ErrorCode::InvalidRequest, message)
             })?)
         };
         let mut headers = HeaderMap::new();

@@ -265,10 +265,15 @@ pub struct WriteSpaceArgs {
     pub space_name: String,
     /// Path of the file in the space, e.g. ideas/20261121-0930-tea-shop.md
     pub path: String,
-    /// The file's content: text for text types, base64 for any other type
+    /// The file's content: text for text types, base64 for any other type (unless encoding says)
     pub content: String,
     /// The file's media type, e.g. text/markdown; charset=utf-8
     pub content_type: String,
+    /// "utf-8" (content is the text) or "base64" (content is the bytes in base64), as write_file
+    /// takes it; without it, the content type decides
+    #[serde(default)]
+    #[schema(inline)]
+    pub encoding: Option<ferry_core::agent_files::Encoding>,
     /// "*" to create the file only if it does not exist yet
     #[serde(default)]
     #[schema(inline)]

@@ -8,7 +8,8 @@
 //! ([`ferry_app::files::write_spooled`]).
 //!
 //! A body must be exactly the JSON object its operation takes: for `write_file` the fields
-//! `path`, `content`, `encoding`, `ifNoneMatch`, `ifMatch`, each at most once, nothing else; for
+//! `path`, `content`, `encoding`, `ifNoneMatch`, `ifMatch`, `contentType`, each at most once,
+//! nothing else; for
 //! `upload_files` the one field `files`, an array of up to 1,000 such objects. What is not is
 //! `INVALID_REQUEST` saying what was wrong; a body over the limit is `REQUEST_TOO_LARGE` once it
 //! passes it.
@@ -192,7 +193,7 @@ fn read_write<R: Read>(
     }
     json.begin_object()?;
     let (mut path, mut content, mut encoding) = (None, None, None);
-    let (mut if_none_match, mut if_match) = (None, None);
+    let (mut if_none_match, mut if_match, mut content_type) = (None, None, None);
     while json.has_next()? {
         let name = json.next_name_owned()?;
         match name.as_str() {
@@ -216,10 +217,11 @@ fn read_write<R: Read>(
             }
             "ifNoneMatch" => once(&mut if_none_match, &name, optional_string(json, &name)?)?,
             "ifMatch" => once(&mut if_match, &name, optional_string(json, &name)?)?,
+            "contentType" => once(&mut content_type, &name, optional_string(json, &name)?)?,
             other => {
                 return Err(Refused::Json(format!(
                     "unknown field `{other}`, expected one of `path`, `content`, `encoding`, \
-                     `ifNoneMatch`, `ifMatch`"
+                     `ifNoneMatch`, `ifMatch`, `contentType`"
                 )));
             }
         }
@@ -231,6 +233,7 @@ fn read_write<R: Read>(
         encoding: encoding.unwrap_or_default(),
         if_none_match: if_none_match.flatten(),
         if_match: if_match.flatten(),
+        content_type: content_type.flatten(),
     };
     let (mut spool, len) = content.ok_or_else(|| missing("content"))?;
     spool.flush().map_err(storage)?;

@@ -47,6 +47,7 @@ pub struct Fields {
     pub encoding: Encoding,
     pub if_none_match: Option<String>,
     pub if_match: Option<String>,
+    pub content_type: Option<String>,
 }
 
 impl Fields {
@@ -56,6 +57,7 @@ impl Fields {
             encoding: input.encoding,
             if_none_match: input.if_none_match.clone(),
             if_match: input.if_match.clone(),
+            content_type: input.content_type.clone(),
         }
     }
 }
@@ -149,8 +151,8 @@ fn not_base64(why: String) -> Error {
     Error::invalid_request(format!("content is not valid base64: {why}"))
 }
 
-/// Writes `body` at the request's path, with its conditions, typed by the file's name (text
-/// sent as text is UTF-8, and says so, as the spaces' notes do).
+/// Writes `body` at the request's path, with its conditions, typed as the write says or else by
+/// the file's name (text sent as text is UTF-8, and says so, as the spaces' notes do).
 async fn write_body<S, E>(caller: Caller<'_>, fields: &Fields, body: Incoming<S>) -> Result<Written>
 where
     S: Stream<Item = std::result::Result<Bytes, E>>,
@@ -158,13 +160,20 @@ where
 {
     let path = file_path(&fields.path)?;
     let condition = condition(fields.if_none_match.as_deref(), fields.if_match.as_deref())?;
-    let mut content_type = ferry_core::mime::mime_for_name(path.file_name());
-    if fields.encoding == Encoding::Utf8
-        && content_type.starts_with("text/")
-        && !content_type.contains("charset")
-    {
-        content_type.push_str("; charset=utf-8");
-    }
+    let content_type = match &fields.content_type {
+        // The same check as a PUT's Content-Type.
+        Some(given) => ferry_core::content_type::check(given)?.to_owned(),
+        None => {
+            let mut by_name = ferry_core::mime::mime_for_name(path.file_name());
+            if fields.encoding == Encoding::Utf8
+                && by_name.starts_with("text/")
+                && !by_name.contains("charset")
+            {
+                by_name.push_str("; charset=utf-8");
+            }
+            by_name
+        }
+    };
     let (created, size, etag) = put(caller, &path, &content_type, &condition, body).await?;
     // A space keeps the type a file was written with; a sandbox file is served with its name's.
     let content_type = match path {

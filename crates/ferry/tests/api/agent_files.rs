@@ -1034,6 +1034,26 @@ async fn every_listing_answers_one_entry_and_every_write_one_answer() {
         assert_eq!(tool["updatedAt"], tool["modifiedAt"]);
     }
 
+    // write_file names a space file's type as a PUT does; a bad one is refused as a PUT's is.
+    let typed = ok(&fs(
+        &app,
+        &t.user,
+        "write_file",
+        json!({"path": "/spaces/notes/data.txt", "content": "a,b\n", "contentType": "text/csv"}),
+    )
+    .await);
+    assert_eq!(typed["contentType"], "text/csv");
+    let served = app.get("/api/spaces/notes/files/data.txt", &t.user).await;
+    assert_eq!(served.header("content-type"), Some("text/csv"));
+    fs(
+        &app,
+        &t.user,
+        "write_file",
+        json!({"path": "/spaces/notes/bad.txt", "content": "x", "contentType": "not a type"}),
+    )
+    .await
+    .expect(415, Some("UNSUPPORTED_MEDIA_TYPE"));
+
     // A sandbox file is served, listed and answered with its name's type, whatever was sent.
     let sent = app
         .put(
@@ -1045,6 +1065,14 @@ async fn every_listing_answers_one_entry_and_every_write_one_answer() {
         .await;
     sent.expect(201, None);
     assert_eq!(sent.json()["contentType"], "text/csv");
+    let named = ok(&fs(
+        &app,
+        &t.agent,
+        "write_file",
+        json!({"path": "/sandbox/outputs/notes.md", "content": "x", "contentType": "text/plain"}),
+    )
+    .await);
+    assert_eq!(named["contentType"], "text/markdown");
     let sandbox = app
         .get(&t.url("/sandbox?dir=/sandbox/outputs"), &t.agent)
         .await

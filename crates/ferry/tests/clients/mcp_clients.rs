@@ -215,6 +215,22 @@ async fn mcp_over_http_acts_with_the_callers_token() {
     assert_eq!(result["structuredContent"]["path"], "ideas/a b.md");
     assert_eq!(result["structuredContent"]["size"], 3);
 
+    // `encoding` says how the content is carried, as write_file's does: text of a binary type.
+    let (_, plain) = rpc(
+        addr,
+        Some(&alice),
+        call(
+            20,
+            "write_space_file",
+            json!({"spaceName": "notes", "path": "raw.bin", "content": "not base64!",
+                   "contentType": "application/octet-stream", "encoding": "utf-8"}),
+        ),
+    )
+    .await;
+    assert_eq!(plain["result"]["isError"], false, "{plain}");
+    let raw = app.get("/api/spaces/notes/files/raw.bin", &alice).await;
+    assert_eq!(raw.text(), "not base64!");
+
     // The file is alice's: the HTTP API shows it to her, and bob's token does not reach it.
     let direct = app
         .get("/api/spaces/notes/files/ideas/a%20b.md", &alice)

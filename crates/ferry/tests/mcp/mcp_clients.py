@@ -58,7 +58,7 @@ TOOLS = [
 FILE_TOOL_FIELDS: dict[str, tuple[list[str], set[str]]] = {
     "ls": ([], {"path"}),
     "read_file": (["path"], {"offset", "limit", "pages"}),
-    "write_file": (["path", "content"], {"encoding", "ifNoneMatch", "ifMatch"}),
+    "write_file": (["path", "content"], {"encoding", "ifNoneMatch", "ifMatch", "contentType"}),
     "edit_file": (["path", "old_string", "new_string"], {"replace_all", "ifMatch"}),
     "glob": (["pattern"], {"path"}),
     "grep": (["pattern"], {"path", "glob", "ignoreCase", "regex", "maxResults", "documents"}),
@@ -112,6 +112,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "content": {"type": "string"},
             "contentType": {"type": "string"},
             "ifNoneMatch": {"type": "string", "enum": ["*"]},
+            "encoding": {"type": "string", "enum": ["utf-8", "base64"]},
         },
         "required": ["spaceName", "path", "content", "contentType"],
         "additionalProperties": False,
