@@ -263,7 +263,7 @@ step('a file over the limit shows the limit in words; a cancelled upload leaves 
   await page.locator('input[type=file]').setInputFiles([S.files.huge]);
   const huge = page.locator('.pending-file[data-name="too-big.bin"]');
   await huge.locator('.pending-status', { hasText: 'Too large' }).waitFor({ timeout: 30000 });
-  assert.match(await huge.locator('.pending-status').textContent(), /Too large — the limit is 32 MiB/);
+  assert.match(await huge.locator('.pending-status').textContent(), /Too large — the limit is 32 MB/);
   await shot(page, '05-too-large');
   await huge.getByRole('button', { name: 'Dismiss too-big.bin' }).click();
   assert.equal(await huge.count(), 0);
@@ -274,7 +274,7 @@ step('a file over the limit shows the limit in words; a cancelled upload leaves 
   assert.equal(await empty.getByRole('button', { name: 'Retry upload of empty.txt' }).isVisible(), false);
   await empty.getByRole('button', { name: 'Dismiss empty.txt' }).click();
   // The limit is said where files are attached.
-  assert.equal(await page.getByRole('button', { name: 'Attach files (at most 32 MiB each)' }).count(), 1);
+  assert.equal(await page.getByRole('button', { name: 'Attach files (at most 32 MB each)' }).count(), 1);
 
   const cdp = await S.context.newCDPSession(page);
   await cdp.send('Network.enable');
@@ -1101,7 +1101,9 @@ step('threads are renamed, found by title and deleted after an in-app confirmati
   const { token } = await alice.post(`/api/threads/${extra.id}/agent-token`, {});
   const markdown = [
     '## Quotes so far', '', '- **Acme**: 120 € per box', '- `Bolt & Co`: see https://example.com/quotes.', '',
-    '| supplier | price |', '|---|---|', '| Acme | 120 |', '',
+    '| supplier | price |', '|---|--:|', '| Acme | 120 |', '',
+    '- [x] ask Acme', '- [ ] ask Bolt', '',
+    '```python', `print("${'a very long line '.repeat(20)}")`, '```', '',
     '<script>window.__pwned = 1</script>', '[click me](javascript:window.__pwned=2)', '<img src=x onerror="window.__pwned=3">',
   ].join('\n');
   await client(S.ferry.base, token).post(`/api/threads/${extra.id}/messages`, { text: markdown });
@@ -1111,6 +1113,19 @@ step('threads are renamed, found by title and deleted after an in-app confirmati
   await answer.getByRole('heading', { name: 'Quotes so far', level: 2 }).waitFor();
   assert.equal(await answer.locator('strong').first().textContent(), 'Acme');
   assert.equal(await answer.locator('table td').first().textContent(), 'Acme');
+  // A right-aligned column stays right-aligned; a task list keeps its boxes.
+  assert.equal(await answer.locator('table td').nth(1).evaluate((td) => getComputedStyle(td).textAlign), 'right');
+  assert.ok((await answer.textContent()).includes('☑ ask Acme') && (await answer.textContent()).includes('☐ ask Bolt'));
+  // A code block says its language, copies its code, and scrolls rather than spill out.
+  const block = answer.locator('.code-block');
+  assert.equal(await block.locator('.code-lang').textContent(), 'python');
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  await block.getByRole('button', { name: 'Copy the python' }).click();
+  await block.locator('.code-copy', { hasText: 'Copied' }).waitFor();
+  assert.match(await page.evaluate(() => navigator.clipboard.readText()), /^print\("a very long line /);
+  const [bubbleBox, preBox] = [await answer.boundingBox(), await block.locator('pre').boundingBox()];
+  assert.ok(preBox.x + preBox.width <= bubbleBox.x + bubbleBox.width + 1, 'the code block stays inside its message');
+  assert.ok(await block.locator('pre').evaluate((pre) => pre.scrollWidth > pre.clientWidth), 'a long line scrolls');
   const link = answer.getByRole('link', { name: 'https://example.com/quotes' });
   assert.equal(await link.getAttribute('target'), '_blank');
   assert.match(await link.getAttribute('rel'), /noopener/);
@@ -1207,9 +1222,36 @@ step('a large file goes up in parts: Pause, Resume, and after a reload it contin
   // The held part never reaches the server (a part let go half-way would keep what arrived).
   for (const route of held) await route.abort().catch(() => {});
   await page.unroute('**/api/uploads/resumable/*');
+  // A second unfinished upload, of a file this test never picks again, to dismiss after the reload.
+  const draft = await fetch(`${S.ferry.base}/api/uploads/resumable`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${S.alice}`, 'Tus-Resumable': '1.0.0', 'Upload-Length': '1000',
+      'Upload-Metadata': `threadId ${Buffer.from(thread.id).toString('base64')},filename ${Buffer.from('draft.bin').toString('base64')}`,
+    },
+  });
+  assert.equal(draft.status, 201);
+  const draftUrl = new URL(draft.headers.get('location'), S.ferry.base).pathname;
+  await page.evaluate(([key, url]) => localStorage.setItem(key, url), [`ferry.resumable:${thread.id}:1000:0:draft.bin`, draftUrl]);
   await page.reload();
   await page.locator('.conn-live').waitFor();
   assert.equal(await serverOffset(), 16 * MiB);
+  // After the reload the composer lists what was left unfinished, how much the server kept, and
+  // how to go on; Dismiss forgets one and frees its bytes on the server.
+  const unfinished = page.locator('.unfinished');
+  await unfinished.getByText('Pick the file again to continue').first().waitFor();
+  const left = unfinished.locator('.unfinished-file[data-name="recording.bin"]');
+  await left.locator('.unfinished-kept', { hasText: '16.0 MB of 20.0 MB kept' }).waitFor();
+  await shot(page, '17e-unfinished-after-reload');
+  await unfinished.getByRole('button', { name: 'Dismiss the unfinished upload of draft.bin' }).click();
+  await unfinished.locator('.unfinished-file[data-name="draft.bin"]').waitFor({ state: 'detached' });
+  assert.equal(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.endsWith(':draft.bin')).length), 0, 'a dismissed upload is forgotten');
+  for (let i = 0; i < 50; i++) {
+    const head = await fetch(`${S.ferry.base}${draftUrl}`, { method: 'HEAD', headers: { Authorization: `Bearer ${S.alice}`, 'Tus-Resumable': '1.0.0' } });
+    if (head.status === 404 || head.status === 410) break;
+    assert.ok(i < 49, `a dismissed upload is ended on the server (HEAD answers ${head.status})`);
+    await page.waitForTimeout(100);
+  }
   // The same file again: the remembered upload continues from 16 MiB.
   const sent = [];
   const noteRequest = (r) => {
@@ -1218,6 +1260,7 @@ step('a large file goes up in parts: Pause, Resume, and after a reload it contin
   page.on('request', noteRequest);
   await page.locator('input[type=file]').setInputFiles([path]);
   await tile.locator('.pending-status', { hasText: 'Ready to send' }).waitFor({ timeout: 30000 });
+  await unfinished.waitFor({ state: 'hidden' }); // the picked file was the last one listed
   page.off('request', noteRequest);
   assert.deepEqual(sent, [String(16 * MiB)], 'only the last 4 MiB were sent after the reload');
   assert.equal(await storedUrl(), undefined, 'a finished upload is forgotten');
@@ -1230,6 +1273,37 @@ step('a large file goes up in parts: Pause, Resume, and after a reload it contin
   await page.getByRole('button', { name: 'Send message' }).click();
   await page.locator('.event-message.from-user .chip', { hasText: 'recording.bin' }).waitFor();
   assert.equal(await page.locator('.event-upload').count(), 0, 'a sent upload shows on its message only');
+  // The network goes in the middle of a large upload: the row says it waits for it, and the
+  // upload goes on by itself, from the bytes the server kept, when the browser is online again.
+  const flaky = join(S.tmp, 'offline.bin');
+  writeBigFile(flaky, 12 * MiB); // 8 + 4
+  const flakyTile = page.locator('.pending-file[data-name="offline.bin"]');
+  const firstPart = [];
+  await page.route('**/api/uploads/resumable/*', (route) => {
+    if (route.request().method() === 'PATCH' && firstPart.length === 0) return firstPart.push(route);
+    return route.continue().catch(() => {});
+  });
+  await page.locator('input[type=file]').setInputFiles([flaky]);
+  while (firstPart.length === 0) await page.waitForTimeout(50);
+  await page.context().setOffline(true);
+  await firstPart[0].abort('internetdisconnected');
+  await flakyTile.locator('.pending-status', { hasText: 'Waiting for the network…' }).waitFor();
+  await page.waitForTimeout(1500); // offline, nothing is tried: the note stays
+  assert.match(await flakyTile.locator('.pending-status').textContent(), /Waiting for the network…/);
+  assert.equal(await page.getByRole('button', { name: 'Send message' }).isEnabled(), false, 'nothing to send while it waits');
+  await shot(page, '17f-upload-waiting-for-network');
+  await page.context().setOffline(false);
+  await flakyTile.locator('.pending-status', { hasText: 'Ready to send' }).waitFor({ timeout: 30000 });
+  await page.unroute('**/api/uploads/resumable/*');
+  const flakyUpload = (await alice.get(`/api/threads/${thread.id}/uploads`)).uploads.find((u) => u.fileName === 'offline.bin');
+  assert.equal(flakyUpload?.sha256, sha256(readFileSync(flaky)), 'the exact bytes, after the network came back');
+  // Never sent: after a reload it is listed on its own, saying it was not sent.
+  await page.reload();
+  const unsent = page.locator('.event-upload', { hasText: 'offline.bin' });
+  await unsent.waitFor();
+  assert.match(await unsent.textContent(), /Uploaded, not sent in a message/);
+  assert.equal(await page.locator('.event-message .chip', { hasText: 'offline.bin' }).count(), 0, 'not shown on a message');
+  await page.locator('.conn-live').waitFor();
   // An upload made through the API, with no message, shows in the thread on its own, live,
   // and opens in the preview panel like any other.
   await alice.call('POST', `/api/threads/${thread.id}/uploads?filename=api-note.txt`,
@@ -1243,7 +1317,8 @@ step('a large file goes up in parts: Pause, Resume, and after a reload it contin
   await panel.waitFor({ state: 'detached' });
   await page.reload();
   await own.waitFor();
-  assert.equal(await page.locator('.event-upload').count(), 1, 'after a reload: the unsent upload, once');
+  assert.equal(await page.locator('.event-upload').count(), 2, 'after a reload: the unsent uploads, once each');
+  assert.equal(await page.locator('.event-upload', { hasText: 'Uploaded, not sent in a message' }).count(), 2);
   await alice.call('DELETE', `/api/threads/${thread.id}`);
 });
 
@@ -1427,6 +1502,138 @@ step('readable at 375 px and at 1440 px', async () => {
   assert.ok(sideways <= 0, `no sideways scrolling (${sideways}px)`);
   await shot(signedOut, '24-sign-in-375');
   await signedOut.close();
+  await page.setViewportSize({ width: 1440, height: 900 });
+});
+
+/**
+ * Every visible element `selectors` find lies whole inside the screen and inside whatever clips
+ * it (an ancestor that hides or scrolls its overflow), and nothing scrolls sideways: what is cut
+ * off on a phone is named.
+ */
+async function expectAllOnScreen(page, selectors, what) {
+  const cut = await page.evaluate((sels) => {
+    const out = [];
+    const name = (el) => `${el.tagName.toLowerCase()}.${String(el.className?.baseVal ?? el.className).trim().replace(/\s+/g, '.')}${el.getAttribute('aria-label') ? `[${el.getAttribute('aria-label')}]` : ''}`;
+    for (const el of document.querySelectorAll(sels.join(','))) {
+      const r = el.getBoundingClientRect();
+      if (!r.width || !r.height || getComputedStyle(el).visibility === 'hidden') continue;
+      if (r.left < -0.5 || r.right > window.innerWidth + 0.5) {
+        out.push(`${name(el)} at ${Math.round(r.left)}–${Math.round(r.right)} of ${window.innerWidth}`);
+        continue;
+      }
+      for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+        const style = getComputedStyle(p);
+        if (style.overflowX === 'visible') continue;
+        const box = p.getBoundingClientRect();
+        if (r.left < box.left - 0.5 || r.right > box.right + 0.5) out.push(`${name(el)} cut by ${name(p)}`);
+        break;
+      }
+    }
+    for (const el of document.querySelectorAll('.main, .spaces, .settings, .thread-header, .topbar, .panel-header')) {
+      if (el.scrollWidth > el.clientWidth + 1) out.push(`${name(el)} scrolls sideways (${el.scrollWidth - el.clientWidth}px)`);
+    }
+    return out;
+  }, selectors);
+  assert.deepEqual(cut, [], `${what}: everything on screen`);
+  const { overflow, wide } = await sideways(page);
+  assert.ok(overflow <= 0, `${what}: no sideways scrolling (${overflow}px too wide: ${wide.join(', ')})`);
+}
+
+step('phones at 320, 375 and 414 px: nothing cut off; the thread\'s actions are one menu that works', async () => {
+  const { page } = S;
+  const thread = `${S.ferry.base}/t/${encodeURIComponent(S.threadId)}`;
+  const controls = ['button', 'a', 'input', 'select', 'h1', 'h2', '.conn'];
+  const within = (scope) => controls.map((c) => `${scope} ${c}`);
+  for (const width of [320, 375, 414]) {
+    await page.setViewportSize({ width, height: 740 });
+    await page.goto(thread);
+    await page.locator('.conn-live').waitFor();
+    const header = page.locator('.thread-header');
+    // The actions fold into one menu button; the title has the row.
+    const more = header.getByRole('button', { name: 'Thread actions' });
+    assert.equal(await more.getAttribute('aria-haspopup'), 'menu');
+    assert.equal(await more.getAttribute('aria-expanded'), 'false');
+    for (const name of ['Rename thread', 'Delete thread', 'Download outputs as a zip', 'Connect agent']) {
+      assert.equal(await header.getByRole('button', { name, exact: true }).count(), 0, `${name} is in the menu at ${width} px`);
+    }
+    const title = await header.locator('.thread-title').boundingBox();
+    assert.ok(title.width >= width - 110, `the title has the row at ${width} px: ${title.width}px`);
+    await expectAllOnScreen(page, [...within('.topbar'), ...within('.thread-header'), ...within('.composer')], `the thread at ${width} px`);
+    // The menu: opened, every item on screen; arrows move, Escape closes and gives focus back.
+    await more.click();
+    const menu = page.getByRole('menu');
+    await menu.waitFor();
+    assert.equal(await more.getAttribute('aria-expanded'), 'true');
+    const items = menu.getByRole('menuitem');
+    assert.deepEqual(await items.allTextContents(), ['Connect agent', 'Rename', 'Download outputs (zip)', 'Delete thread']);
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Connect agent', 'the first item has the focus');
+    await expectAllOnScreen(page, ['[role=menu]', '[role=menuitem]'], `the open menu at ${width} px`);
+    if (width === 320) await shot(page, '28-thread-menu-320');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Rename');
+    await page.keyboard.press('End');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Delete thread');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Connect agent', 'the arrows go round');
+    await page.keyboard.press('Escape');
+    await menu.waitFor({ state: 'hidden' });
+    assert.equal(await more.getAttribute('aria-expanded'), 'false');
+    assert.ok(await more.evaluate((el) => el === document.activeElement), 'Escape gives the focus back to the menu button');
+    // Rename from the menu, by keyboard: a field the width of the header.
+    await page.keyboard.press('ArrowDown');
+    await menu.waitFor();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    const field = page.getByRole('textbox', { name: 'Thread title', exact: true });
+    await field.waitFor();
+    const box = await field.boundingBox();
+    assert.ok(box.width >= width - 40, `the rename field is usable at ${width} px: ${box.width}px`);
+    await expectAllOnScreen(page, within('.thread-header'), `renaming at ${width} px`);
+    if (width === 320) await shot(page, '28-thread-rename-320');
+    await page.keyboard.press('Escape');
+    await header.locator('.thread-title').waitFor();
+    // Connect agent and Delete open their dialogs; Cancel or Close gives the focus back.
+    await more.click();
+    await menu.getByRole('menuitem', { name: 'Connect agent' }).click();
+    const connect = page.getByRole('dialog', { name: 'Connect an agent to this thread' });
+    await connect.waitFor();
+    await connect.getByRole('button', { name: 'Close' }).click();
+    await connect.waitFor({ state: 'detached' });
+    assert.ok(await more.evaluate((el) => el === document.activeElement), 'the dialog gives the focus back to the menu button');
+    await more.click();
+    await menu.getByRole('menuitem', { name: 'Delete thread' }).click();
+    const remove = page.getByRole('dialog', { name: /^Delete “/ });
+    await remove.waitFor();
+    await remove.getByRole('button', { name: 'Cancel' }).click();
+    await remove.waitFor({ state: 'detached' });
+    if (width === 375) {
+      const [zip] = await Promise.all([page.waitForEvent('download'),
+        more.click().then(() => menu.getByRole('menuitem', { name: 'Download outputs (zip)' }).click())]);
+      assert.equal(zip.suggestedFilename(), 'outputs.zip');
+    }
+    // A click elsewhere closes the menu.
+    await more.click();
+    await menu.waitFor();
+    await page.locator('.log-scroller').click({ position: { x: 10, y: 10 } });
+    await menu.waitFor({ state: 'hidden' });
+    // A space: its buttons, the folders' and the preview's, all on screen.
+    await page.goto(`${S.ferry.base}/spaces/notes`);
+    await page.getByRole('list', { name: 'Files in notes' }).waitFor();
+    await expectAllOnScreen(page, [...within('.topbar'), ...within('.space-title'), '.tree summary', '.tree .row-actions button', '.tree-file-row button'],
+      `a space at ${width} px`);
+    if (width === 320) await shot(page, '28-spaces-320');
+    await page.locator('.tree-file', { hasText: 'orders.csv' }).click();
+    await page.getByRole('dialog').locator('.preview-table').waitFor();
+    await expectAllOnScreen(page, within('.panel-header'), `a space file's preview at ${width} px`);
+    await page.keyboard.press('Escape');
+    // Settings keeps the page's padding.
+    await page.goto(`${S.ferry.base}/settings`);
+    const heading = page.getByRole('heading', { name: 'Settings', level: 1 });
+    await heading.waitFor();
+    assert.ok((await heading.boundingBox()).x >= 12, `Settings has its padding at ${width} px`);
+    await expectAllOnScreen(page, [...within('.topbar'), ...within('.settings')], `Settings at ${width} px`);
+    if (width === 320) await shot(page, '28-settings-320');
+  }
   await page.setViewportSize({ width: 1440, height: 900 });
 });
 

@@ -48,7 +48,7 @@ test("unit: sizes read as docs/reference/web-ui.md formats them", () => {
 });
 
 test('unit: a 413 says the limit in words', () => {
-  assert.equal(tooLargeText('the body is larger than the limit of 100 MiB (104857600 bytes)'), 'Too large — the limit is 100 MiB');
+  assert.equal(tooLargeText('the body is larger than the limit of 100 MiB (104857600 bytes)'), 'Too large — the limit is 100 MB');
   assert.equal(tooLargeText('File exceeds the 20KB size limit (21.0KB).'), 'Too large — File exceeds the 20KB size limit (21.0KB).');
   assert.equal(tooLargeText(''), 'Too large for the server');
 });
@@ -84,12 +84,14 @@ test('unit: file_send contents decode from base64 to the exact bytes', () => {
   assert.deepEqual([...fileSendBytes({ encoding: 'base64', content: '' })], []);
 });
 
-test('unit: a limit is said in words, as the server says it', () => {
-  assert.equal(describeLimit(32 * 1024 * 1024), '32 MiB');
-  assert.equal(describeLimit(100 * 1024 * 1024), '100 MiB');
-  assert.equal(describeLimit(512 * 1024), '512 KiB');
+test('unit: a limit is said in words, in the units sizes are shown in', () => {
+  assert.equal(describeLimit(32 * 1024 * 1024), '32 MB');
+  assert.equal(describeLimit(100 * 1024 * 1024), '100 MB');
+  assert.equal(describeLimit(512 * 1024), '512 KB');
   assert.equal(describeLimit(200000), '200,000 bytes');
-  assert.equal(tooLargeText('the body is larger than the limit of 32 MiB (33554432 bytes)'), 'Too large — the limit is 32 MiB');
+  assert.equal(tooLargeText('the body is larger than the limit of 32 MiB (33554432 bytes)'), 'Too large — the limit is 32 MB');
+  // A file over the limit and the limit read in one system.
+  assert.equal(formatSize(300 * 1000 * 1000), '286.1 MB');
 });
 
 test('unit: a command\'s duration is short and readable', () => {

@@ -1,12 +1,15 @@
 // The composer: text, an attach button, drag-and-drop and paste, several files at once,
 // each uploading on its own with a progress bar, a Cancel, its own error (a 413 says the limit
 // in words) and a Retry. Files over RESUMABLE_THRESHOLD go up in parts (resumable.js) with
-// Pause and Resume. Sending posts the text with the ids of the finished uploads.
+// Pause and Resume. An upload that loses the network says it waits for it and goes on by itself
+// when it is back; the uploads a reload left unfinished are listed (unfinished.js). Sending posts
+// the text with the ids of the finished uploads.
 import { h, announce } from './dom.js';
 import { icon, fileIcon } from './icons.js';
 import { describeLimit, formatSize, tooLargeText } from './format.js';
-import { route, sendJson, serverLimits, uploadFile } from './api.js';
+import { onServerBack, route, sendJson, serverLimits, uploadFile } from './api.js';
 import { RESUMABLE_THRESHOLD, uploadResumably } from './resumable.js';
+import { UnfinishedUploads } from './unfinished.js';
 
 /** Images up to this size get a thumbnail in their tile. */
 const THUMB_MAX_BYTES = 20 * 1024 * 1024;
@@ -69,6 +72,7 @@ export class Composer {
     });
     this.sendButton = h('button', { type: 'submit', class: 'btn btn-primary send', 'aria-label': 'Send message', title: 'Send (Enter)' },
       icon('send'), h('span', { class: 'label send-label', text: 'Send' }));
+    this.unfinished = new UnfinishedUploads(threadId, { pick: () => this.fileInput.click() });
     this.list = h('ul', { class: 'pending', 'aria-label': 'Files to send' });
     this.list.hidden = true;
     this.status = h('p', { class: 'composer-status', id: `composer-hint-${n}`, 'aria-live': 'polite' });
@@ -84,6 +88,7 @@ export class Composer {
         this.send();
       },
     },
+    this.unfinished.el,
     this.list,
     this.error,
     h('div', { class: 'composer-row' },
@@ -121,7 +126,10 @@ export class Composer {
   }
 
   destroy() {
-    for (const item of this.items) if (item.state === 'uploading' || item.state === 'paused') item.handle?.abort();
+    for (const item of this.items) {
+      if (item.state === 'uploading' || item.state === 'paused') item.handle?.abort();
+      item.stopWaiting?.();
+    }
     this.items = [];
   }
 
@@ -133,6 +141,7 @@ export class Composer {
   }
 
   addFile(file) {
+    this.unfinished.picked(file);
     const item = { file, state: 'uploading', upload: null, handle: null };
     const progress = h('progress', { class: 'progress', max: '100', value: '0', 'aria-label': `Upload of ${file.name}` });
     const status = h('span', { class: 'pending-status', text: '0%' });
@@ -205,6 +214,7 @@ export class Composer {
   /** Starts (or, after a failure, starts again) the upload of one listed file. */
   startUpload(item) {
     const { file, progress, status, remove, pause, retry } = item;
+    item.stopWaiting?.();
     const sent = (loaded, total) => `${formatSize(loaded)} of ${formatSize(total)}`;
     const percent = (loaded, total) => Math.min(total ? Math.floor((loaded / total) * 100) : 0, 99);
     const onProgress = (loaded, total) => {
@@ -233,14 +243,21 @@ export class Composer {
           progress.value = percent(offset, file.size);
           announce(`${file.name}: continuing an earlier upload from ${formatSize(offset)}`);
         },
-        onPause: (reason) => {
+        onPause: () => {
           this.setState(item, 'paused');
           showPause(true);
-          status.textContent = reason === 'network'
-            ? `Connection lost at ${percent(item.sent || 0, file.size)}% · Resume to continue`
-            : `Paused at ${percent(item.sent || 0, file.size)}% · ${sent(item.sent || 0, file.size)}`;
+          status.textContent = `Paused at ${percent(item.sent || 0, file.size)}% · ${sent(item.sent || 0, file.size)}`;
           announce(`Upload of ${file.name} paused`);
           this.refresh();
+        },
+        // The network went: the row says so (the upload goes on by itself when it is back).
+        onNetwork: (waiting) => {
+          if (item.state !== 'uploading') return;
+          item.el.classList.toggle('waiting-network', waiting);
+          status.textContent = waiting
+            ? `Waiting for the network… at ${percent(item.sent || 0, file.size)}%, it goes on by itself`
+            : 'Resuming…';
+          announce(waiting ? `Upload of ${file.name} waiting for the network` : `Upload of ${file.name} resuming`);
         },
       });
       pause.hidden = false;
@@ -269,18 +286,44 @@ export class Composer {
       announce(`${file.name} uploaded`);
     }, (error) => {
       if (error.code === 'ABORTED') return;
+      if (error.status === 0 && error.code === 'NETWORK') {
+        this.waitForNetwork(item);
+        return;
+      }
       // A refusal (too large, not allowed) would only be refused again; anything else may pass.
       this.refuse(item, error.status === 413 ? tooLargeText(error.message) : error.message,
         { retry: ![403, 413, 415].includes(error.status) });
     }).finally(() => this.refresh());
   }
 
+  /**
+   * A file sent in one request lost the network: its row says so, and it is sent again by itself
+   * once the browser is online or the server answers the page (Retry does it now).
+   */
+  waitForNetwork(item) {
+    this.refuse(item, 'Waiting for the network… it is sent again by itself when the connection is back', { retry: true });
+    item.status.removeAttribute('role');
+    item.el.classList.add('waiting-network');
+    const again = () => {
+      item.stopWaiting?.();
+      if (item.state === 'error') this.startUpload(item);
+    };
+    const offBack = onServerBack(again);
+    window.addEventListener('online', again);
+    item.stopWaiting = () => {
+      item.stopWaiting = null;
+      offBack();
+      window.removeEventListener('online', again);
+    };
+  }
+
   setState(item, state) {
     item.state = state;
-    item.el.className = `pending-file state-${state}`;
+    item.el.className = `pending-file state-${state}`; // also ends a 'waiting-network'
   }
 
   removeItem(item) {
+    item.stopWaiting?.();
     if (item.state === 'uploading' || item.state === 'paused') {
       item.handle?.abort();
       announce(`Upload of ${item.file.name} cancelled`);

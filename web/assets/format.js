@@ -44,11 +44,14 @@ export function formatDateTime(iso) {
   return Number.isNaN(date.getTime()) ? '' : dateTimeFormat.format(date);
 }
 
-/** A limit in bytes in words, as the server says them: `32 MiB`, `512 KiB`, else `N bytes`. */
+/**
+ * A limit in bytes in words, in the units sizes are shown in (`formatSize`: KB and MB of 1,024):
+ * `32 MB`, `512 KB`, else `N bytes` — so a file's size and the limit it is over read alike.
+ */
 export function describeLimit(bytes) {
   const n = Number(bytes) || 0;
-  if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
-  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
+  if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KB`;
   return `${n.toLocaleString('en-US')} bytes`;
 }
 
@@ -58,7 +61,8 @@ export function describeLimit(bytes) {
  */
 export function tooLargeText(message) {
   const m = /limit of ([^(]+?)\s*(\(|$)/.exec(String(message || ''));
-  if (m) return `Too large — the limit is ${m[1].trim()}`;
+  // Said in the units sizes are shown in (the server's MiB is the page's MB).
+  if (m) return `Too large — the limit is ${m[1].trim().replace(/\b([KMG])iB\b/, '$1B')}`;
   return message ? `Too large — ${message}` : 'Too large for the server';
 }
 

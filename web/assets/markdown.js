@@ -4,6 +4,7 @@
 // itself. Every text asked for in one turn of the event loop goes in one request, so a thread's
 // replay of many messages costs one round trip per 200 of them.
 import { route, sendJson } from './api.js';
+import { h } from './dom.js';
 
 const MAX_BATCH = 200;
 const MAX_KEPT = 1000;
@@ -40,5 +41,33 @@ async function flush() {
     batch.forEach((w, i) => w.resolve(html[i]));
   } catch (e) {
     for (const w of batch) w.reject(e);
+  }
+}
+
+/**
+ * Heads each code block of rendered Markdown in `root` with its language (the `language-NAME`
+ * class the server keeps) and a Copy button that copies the code as it is written. A block
+ * scrolls sideways rather than wrap or be cut.
+ * @param {Element} root
+ */
+export function decorateCode(root) {
+  for (const pre of root.querySelectorAll('pre')) {
+    if (pre.parentElement?.classList.contains('code-block')) continue;
+    const code = pre.querySelector('code');
+    const language = /(?:^|\s)language-(\S+)/.exec(code?.className || '')?.[1] || '';
+    const copy = h('button', { type: 'button', class: 'code-copy', text: 'Copy', 'aria-label': `Copy the ${language || 'code'}` });
+    copy.addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText((code || pre).textContent || '');
+        copy.textContent = 'Copied';
+      } catch {
+        copy.textContent = 'Copy failed';
+      }
+      setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
+    });
+    const block = h('div', { class: 'code-block' },
+      h('div', { class: 'code-head' }, h('span', { class: 'code-lang', text: language || 'code' }), copy));
+    pre.replaceWith(block);
+    block.append(pre);
   }
 }

@@ -4,6 +4,7 @@
 // the file: images are <img> (an SVG in an <img> runs no script), HTML only in a frame that may
 // run nothing, text is text.
 import { h } from './dom.js';
+import { decorateCode } from './markdown.js';
 import { icon } from './icons.js';
 import { keepTrying, showFailure, transient } from './retry.js';
 
@@ -48,6 +49,7 @@ export function textView(text, name, notes = []) {
 export function markdownView(html, name, notes = []) {
   const body = h('div', { class: 'preview-markdown markdown', tabindex: '0', 'aria-label': `${name} (preview)` });
   body.innerHTML = html;
+  decorateCode(body);
   return h('div', { class: 'preview-doc' }, notes.map((note) => h('p', { class: 'preview-note', text: note })), body);
 }
 

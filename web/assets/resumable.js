@@ -3,7 +3,7 @@
 // part in flight. The upload's address is remembered in localStorage under the file's
 // fingerprint (thread, name, size, modification time): after a page reload, adding the same file
 // again continues from the bytes the server already kept instead of starting over.
-import { ApiError, authHeaders, errorFrom } from './api.js';
+import { ApiError, authHeaders, errorFrom, onServerBack, serverAnswered } from './api.js';
 
 /** Files larger than this go through the resumable endpoint; smaller ones in one request. */
 export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
@@ -11,11 +11,14 @@ export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
 const PART_BYTES = 8 * 1024 * 1024;
 const ENDPOINT = '/api/uploads/resumable';
 const STORE_PREFIX = 'ferry.resumable:';
-/** Pauses before each retry after a network error; after the last, the upload waits for the person. */
-const RETRY_DELAYS_MS = [1000, 3000, 6000];
+/**
+ * Pauses before each retry after a network error; the last repeats. The wait also ends when the
+ * browser says it is online again or the server answers any request of the page, so an upload
+ * that lost the network goes on by itself once it is back.
+ */
+const RETRY_DELAYS_MS = [1000, 3000, 6000, 15000, 30000];
 
 const aborted = () => new ApiError(0, 'ABORTED', 'Cancelled');
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** tus metadata: comma-separated `key base64(value)` pairs, values as UTF-8. */
 function metadataHeader(pairs) {
@@ -28,13 +31,100 @@ function metadataHeader(pairs) {
 }
 
 async function tusFetch(url, method, headers = {}) {
+  let response;
   try {
-    return await fetch(url, {
+    response = await fetch(url, {
       method, cache: 'no-store', headers: authHeaders({ 'Tus-Resumable': '1.0.0', ...headers }),
     });
   } catch {
     throw new ApiError(0, 'NETWORK', 'The server could not be reached.');
   }
+  serverAnswered();
+  return response;
+}
+
+/**
+ * Waits `ms`, or less: until the browser is back online or the server answers the page again.
+ * Offline, only those end it (a retry could not reach anything). `cut` ends it at once (a
+ * pause or a cancel meanwhile).
+ * @param {number} ms
+ * @returns {{ done: Promise<void>, cut: () => void }}
+ */
+function networkWait(ms) {
+  let cut = () => {};
+  const done = new Promise((resolve) => {
+    const timer = navigator.onLine === false ? null : setTimeout(end, ms);
+    const offBack = onServerBack(end);
+    window.addEventListener('online', end);
+    function end() {
+      clearTimeout(timer);
+      offBack();
+      window.removeEventListener('online', end);
+      resolve();
+    }
+    cut = end;
+  });
+  return { done, cut };
+}
+
+/**
+ * The uploads of a thread a reload (or a closed tab) left unfinished, as this browser remembers
+ * them: `{ key, name, size, lastModified, url }` each. The bytes the server kept wait for the same
+ * file to be picked again (or expire on the server).
+ * @param {string} threadId
+ */
+export function unfinishedUploads(threadId) {
+  const prefix = `${STORE_PREFIX}${threadId}:`;
+  const found = [];
+  let keys = [];
+  try {
+    keys = Object.keys(localStorage);
+  } catch {
+    return found; // storage disabled: nothing outlives the page
+  }
+  for (const key of keys) {
+    if (!key.startsWith(prefix)) continue;
+    // `{size}:{lastModified}:{name}`: the name comes last, since it may hold a colon.
+    const m = /^(\d+):(\d+):(.+)$/.exec(key.slice(prefix.length));
+    const url = storage.get(key);
+    if (m && url) found.push({ key, size: Number(m[1]), lastModified: Number(m[2]), name: m[3], url });
+  }
+  return found.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * How many bytes of an unfinished upload the server kept; null when it no longer has it (expired,
+ * finished in another tab, cancelled), which forgets it here too. Throws when it cannot be asked.
+ * @param {{ key: string, url: string }} unfinished
+ */
+export async function keptBytes({ key, url }) {
+  const head = await tusFetch(url, 'HEAD');
+  if (head.ok) return Number(head.headers.get('Upload-Offset')) || 0;
+  if (head.status === 404 || head.status === 410 || head.status === 403) {
+    storage.remove(key);
+    return null;
+  }
+  throw await errorFrom(head);
+}
+
+/**
+ * Forgets an unfinished upload the person does not mean to continue, and ends it on the server
+ * (tus termination), which frees the kept bytes now rather than at expiry.
+ * @param {{ key: string, url: string }} unfinished
+ */
+export function forgetUnfinished({ key, url }) {
+  storage.remove(key);
+  tusFetch(url, 'DELETE').catch(() => {});
+}
+
+/** The localStorage key of a file's upload into a thread. */
+function keyOf(threadId, file) {
+  return `${STORE_PREFIX}${threadId}:${file.size}:${file.lastModified}:${file.name}`;
+}
+
+/** Whether `file` is the one an unfinished upload was made of. */
+export function isFileOf(unfinished, threadId, file) {
+  return unfinished.key === keyOf(threadId, file);
 }
 
 const storage = {
@@ -65,23 +155,25 @@ const storage = {
  * Uploads `file` into the thread through the resumable endpoint. Answers the handle the composer
  * holds for every upload — `{ promise, abort }`, the promise resolving with the upload object —
  * plus `pause()`, `resume()` and `resumable: true`. `onProgress(sent, total)` follows the bytes;
- * `onPause(reason)` says the upload stopped and waits for `resume()` (`'person'` for a pause the
- * person asked for, `'network'` when retries ran out); `onResumeFrom(offset)` says a reload's
- * leftover was found and the upload continues from `offset`.
+ * `onPause()` says the upload stopped, as the person asked, and waits for `resume()`;
+ * `onResumeFrom(offset)` says a reload's leftover was found and the upload continues from
+ * `offset`; `onNetwork(waiting)` says the network is gone and the upload waits for it (it goes on
+ * by itself when the browser is online again or the server answers), then that it is back.
  */
 /**
  * @param {string} threadId
  * @param {File} file
- * @param {{ onProgress?: (sent: number, total: number) => void, onPause?: (reason: 'person' | 'network') => void, onResumeFrom?: (offset: number) => void }} [hooks]
+ * @param {{ onProgress?: (sent: number, total: number) => void, onPause?: () => void, onResumeFrom?: (offset: number) => void, onNetwork?: (waiting: boolean) => void }} [hooks]
  */
-export function uploadResumably(threadId, file, { onProgress, onPause, onResumeFrom } = {}) {
-  const key = `${STORE_PREFIX}${threadId}:${file.size}:${file.lastModified}:${file.name}`;
+export function uploadResumably(threadId, file, { onProgress, onPause, onResumeFrom, onNetwork } = {}) {
+  const key = keyOf(threadId, file);
   let url = null;
   let offset = 0;
   let xhr = null;
   let paused = false;
   let cancelled = false;
   let wake = null;
+  let napping = null; // the wait for the network, which a pause or a cancel cuts short
   let stale = true; // the offset must be asked for (HEAD) before the next part
 
   /** Termination frees the kept bytes now rather than at expiry. */
@@ -170,6 +262,11 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
 
   async function run() {
     let failures = 0;
+    const back = () => {
+      if (failures === 0) return;
+      failures = 0;
+      onNetwork?.(false);
+    };
     for (;;) {
       if (cancelled) {
         terminate(); // a cancel that came while the upload was being created
@@ -182,9 +279,9 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
       try {
         if (!url) await locate();
         else if (stale) await askOffset();
+        back();
         if (offset < file.size) {
           await sendPart();
-          failures = 0;
           continue;
         }
         const upload = await answer();
@@ -199,14 +296,11 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
         }
         if (error.status === 0 && error.code === 'NETWORK') {
           stale = true;
-          if (failures < RETRY_DELAYS_MS.length) {
-            await sleep(RETRY_DELAYS_MS[failures]);
-            failures += 1;
-            continue;
-          }
-          failures = 0;
-          paused = true;
-          onPause?.('network');
+          if (failures === 0) onNetwork?.(true);
+          napping = networkWait(RETRY_DELAYS_MS[Math.min(failures, RETRY_DELAYS_MS.length - 1)]);
+          failures += 1;
+          await napping.done;
+          napping = null;
           continue;
         }
         storage.remove(key); // refused for good: a new attempt starts afresh
@@ -223,7 +317,8 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
       paused = true;
       stale = true;
       xhr?.abort();
-      onPause?.('person');
+      napping?.cut();
+      onPause?.();
     },
     resume() {
       if (!paused || cancelled) return;
@@ -234,6 +329,7 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
       cancelled = true;
       xhr?.abort();
       terminate();
+      napping?.cut();
       wake?.();
     },
   };

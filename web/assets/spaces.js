@@ -149,7 +149,7 @@ export class SpacesView {
 
   showFiles(space, list) {
     this.status = h('p', { class: 'space-status', role: 'status' });
-    const heading = h('h2', { class: 'section-title space-title', tabindex: '-1' }, icon('folder'), h('span', { text: space }),
+    const heading = h('h2', { class: 'section-title space-title', tabindex: '-1' }, icon('folder'), h('span', { class: 'space-title-name', text: space }),
       h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }),
       h('span', { class: 'space-actions' },
         this.uploadButton(space, '', 'Upload files'),

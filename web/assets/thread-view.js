@@ -5,11 +5,12 @@ import { icon } from './icons.js';
 import { formatWhen, formatDateTime } from './format.js';
 import { route, getJson, sendJson } from './api.js';
 import { downloadTo } from './download.js';
-import { renderMarkdown } from './markdown.js';
+import { decorateCode, renderMarkdown } from './markdown.js';
 import { keepTrying } from './retry.js';
 import { ThreadEvents } from './sse.js';
 import { Composer } from './composer.js';
 import { confirmDialog } from './confirm.js';
+import { menuButton } from './menu.js';
 import { publishedCard, attachmentView, fileSendView, uploadChips, commandView } from './cards.js';
 
 /** Events of one sender this close together share one header. */
@@ -65,6 +66,16 @@ export class ThreadView {
       onUploaded: (upload) => this.showUpload(upload.id, false),
       onDiscarded: (upload) => this.showUpload(upload.id, true),
     });
+    this.menu = menuButton({
+      label: 'Thread actions',
+      className: 'thread-menu',
+      items: [
+        { label: 'Connect agent', iconName: 'plug', className: 'menu-connect-agent', run: (opener) => connectAgentDialog(thread, opener) },
+        { label: 'Rename', iconName: 'pencil', className: 'menu-rename', run: () => this.startRename() },
+        { label: 'Download outputs (zip)', iconName: 'download', className: 'menu-outputs-zip', run: (opener) => this.downloadOutputs(opener) },
+        { label: 'Delete thread', iconName: 'trash', className: 'menu-delete', danger: true, run: (opener) => this.deleteThread(opener) },
+      ],
+    });
     this.dropZone = h('div', { class: 'drop-overlay', 'aria-hidden': 'true' },
       h('div', { class: 'drop-box' }, icon('clip', 'icon icon-xl'), h('p', { text: 'Drop files to attach them' })));
     this.el = h('section', { class: 'thread', 'aria-labelledby': 'thread-title', dataset: { threadId: thread.id } },
@@ -76,27 +87,29 @@ export class ThreadView {
           href: '#message', class: 'skip-to-composer',
           onclick: (e) => { e.preventDefault(); this.composer.focus(); },
         }, 'Write a message'),
+        // On a wide screen each action has its own button; on a narrow one (app.css) they fold
+        // into one menu button, so the title gets the room.
         h('button', {
-          type: 'button', class: 'btn btn-small btn-icon rename-thread', 'aria-label': 'Rename thread', title: 'Rename',
+          type: 'button', class: 'btn btn-small btn-icon rename-thread wide-action', 'aria-label': 'Rename thread', title: 'Rename',
           onclick: () => this.startRename(),
         }, icon('pencil')),
         h('button', {
-          type: 'button', class: 'btn btn-small btn-icon delete-thread', 'aria-label': 'Delete thread', title: 'Delete',
+          type: 'button', class: 'btn btn-small btn-icon delete-thread wide-action', 'aria-label': 'Delete thread', title: 'Delete',
           'aria-haspopup': 'dialog',
-          onclick: (e) => deleteThreadDialog(thread, e.currentTarget, () => this.onDeleted?.(thread)),
+          onclick: (e) => this.deleteThread(e.currentTarget),
         }, icon('trash')),
         this.statusEl,
         // Everything the agent left in /sandbox/outputs, as one zip the server streams.
         h('button', {
-          type: 'button', class: 'btn btn-small btn-icon outputs-zip', 'aria-label': 'Download outputs as a zip',
+          type: 'button', class: 'btn btn-small btn-icon outputs-zip wide-action', 'aria-label': 'Download outputs as a zip',
           title: 'Download the agent\'s outputs folder as a zip',
-          onclick: (e) => downloadTo(e.currentTarget, route('threads', thread.id, 'sandbox'), 'outputs.zip',
-            { dir: '/sandbox/outputs', format: 'zip' }).then(() => announce('outputs.zip downloaded'), () => {}),
+          onclick: (e) => this.downloadOutputs(e.currentTarget),
         }, icon('download')),
         h('button', {
-          type: 'button', class: 'btn btn-small connect-agent', 'aria-haspopup': 'dialog', 'aria-label': 'Connect agent',
+          type: 'button', class: 'btn btn-small connect-agent wide-action', 'aria-haspopup': 'dialog', 'aria-label': 'Connect agent',
           onclick: (e) => connectAgentDialog(thread, e.currentTarget),
-        }, icon('plug'), h('span', { class: 'label', text: 'Connect agent' }))),
+        }, icon('plug'), h('span', { class: 'label', text: 'Connect agent' })),
+        this.menu.el),
       this.scroller,
       this.composer.el,
       this.dropZone);
@@ -112,6 +125,15 @@ export class ThreadView {
     }, true);
   }
 
+  deleteThread(opener) {
+    deleteThreadDialog(this.thread, opener, () => this.onDeleted?.(this.thread));
+  }
+
+  downloadOutputs(button) {
+    return downloadTo(button, route('threads', this.thread.id, 'sandbox'), 'outputs.zip', { dir: '/sandbox/outputs', format: 'zip' })
+      .then(() => announce('outputs.zip downloaded'), () => {});
+  }
+
   /** Swaps the title for a field; Enter or Save renames (PATCH), Escape or Cancel goes back. */
   startRename() {
     if (this.heading.querySelector('.rename-form')) return;
@@ -120,7 +142,11 @@ export class ThreadView {
       'aria-label': 'Thread title', value: this.thread.title || '', placeholder: 'Untitled thread',
     });
     const error = h('p', { class: 'form-error', role: 'alert', hidden: true });
+    // While the title is a field, a narrow header gives it the whole row (app.css).
+    const header = this.heading.closest('.thread-header');
+    header?.classList.add('renaming');
     const done = () => {
+      header?.classList.remove('renaming');
       form.replaceWith(this.titleEl);
       this.titleEl.focus();
     };
@@ -335,10 +361,13 @@ export class ThreadView {
   renderUpload(event) {
     const upload = event.upload;
     if (!upload?.id || this.sentUploads.has(upload.id)) return null;
-    const node = this.frame(event, 'event-upload',
+    // Said in words: a file that was attached and never sent (the page reloaded, the phone's
+    // tab was closed) must not look like one a message sent.
+    const node = this.frame(event, 'event-upload event-unsent',
       uploadChips(this.thread.id, [upload], {
         onOpen: (u, opener) => this.preview.openUpload(this.thread.id, u, opener),
-      }));
+      }),
+      h('p', { class: 'event-caption unsent-note' }, icon('clock', 'icon icon-sm'), h('span', { text: 'Uploaded, not sent in a message' })));
     node.hidden = this.composer.holds(upload.id);
     this.uploadNodes.set(upload.id, node);
     return node;
@@ -403,6 +432,7 @@ export class ThreadView {
       // Sanitized by the server (see markdown.js); the page's CSP would stop any script anyway.
       bubble.innerHTML = html;
       bubble.classList.add('markdown');
+      decorateCode(bubble);
       if (stick) this.scroller.scrollTop = this.scroller.scrollHeight;
     }, {
       // A thread left meanwhile has no bubble to render into.

@@ -120,6 +120,8 @@ table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:13px}\
 th,td{border:1px solid #8884;padding:.2rem .45rem;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:normal}\
 thead th,th.ferry-rownum{background:#8881;font-weight:600}\
 th.ferry-rownum{text-align:right;color:#888}\
+:is(th,td).align-center{text-align:center}\
+:is(th,td).align-right{text-align:right}\
 section.ferry-slide{border:1px solid #8884;border-radius:6px;padding:.5rem 1rem;margin:0 0 1rem}\
 .ferry-note{color:#888;font-style:italic}\
 blockquote{border-left:3px solid #8886;margin:0;padding-left:1rem}\
@@ -171,10 +173,13 @@ pub(crate) fn markdown_body(text: &str, was_cut: bool, limits: &Limits) -> Strin
     body.finish()
 }
 
-/// Markdown as a sanitized HTML fragment: CommonMark with tables, strikethrough, task lists
-/// and footnotes; bare `http(s)://` URLs become links. ammonia then keeps only safe markup:
-/// no raw HTML that could run or load anything, no images, links only to `http`, `https` and
-/// `mailto` (never `javascript:` or a relative URL), each opening in a new tab with
+/// Markdown as a sanitized HTML fragment: CommonMark with tables (a column's alignment as its
+/// cells' class `align-left`, `align-center` or `align-right`), strikethrough, task lists (an
+/// item's box as `☐` or `☑`) and footnotes; a fenced code block
+/// keeps its language as `class="language-NAME"`; bare `http(s)://` URLs become links. ammonia
+/// then keeps only safe markup: no raw HTML that could run or load anything, no images, no
+/// style attribute, links only to `http`, `https` and `mailto` (never
+/// `javascript:` or a relative URL), each opening in a new tab with
 /// `rel="noopener noreferrer nofollow"`.
 pub fn markdown_html(text: &str) -> String {
     use pulldown_cmark::{Options, Parser, TextMergeStream, html::push_html};
@@ -187,17 +192,59 @@ pub fn markdown_html(text: &str) -> String {
     // The parser cuts running text where emphasis might start (`a_(b)`): merged back first, so
     // a URL is seen whole.
     let events = TextMergeStream::new(Parser::new_ext(text, options));
-    push_html(&mut raw, autolinked(events));
+    push_html(&mut raw, autolinked(events).map(task_box));
+    let raw = aligned_by_class(&raw);
 
     let mut builder = ammonia::Builder::default();
     builder
         .rm_tags(["img"])
+        .add_allowed_classes("th", ALIGNMENTS)
+        .add_allowed_classes("td", ALIGNMENTS)
+        .add_tag_attributes("code", ["class"])
+        .attribute_filter(|element, attribute, value| match (element, attribute) {
+            ("code", "class") => is_language_class(value).then_some(value.into()),
+            _ => Some(value.into()),
+        })
         .url_schemes(HashSet::from(["http", "https", "mailto"]))
         .url_relative(ammonia::UrlRelative::Deny)
         .link_rel(Some("noopener noreferrer nofollow"))
         .set_tag_attribute_value("a", "target", "_blank")
         .strip_comments(true);
     builder.clean(&raw).to_string()
+}
+
+/// The classes a table cell's alignment is written with.
+const ALIGNMENTS: [&str; 3] = ["align-left", "align-center", "align-right"];
+
+/// A table column's alignment as a class of its cells rather than the `style` attribute the
+/// renderer writes: no page showing the fragment lets inline styles apply (its
+/// Content-Security-Policy), while a class meets its style sheet.
+fn aligned_by_class(html: &str) -> String {
+    html.replace(" style=\"text-align: left\">", " class=\"align-left\">")
+        .replace(" style=\"text-align: center\">", " class=\"align-center\">")
+        .replace(" style=\"text-align: right\">", " class=\"align-right\">")
+}
+
+/// A task list item's box as a character rather than a form control, which no sanitized
+/// fragment keeps.
+fn task_box(event: pulldown_cmark::Event<'_>) -> pulldown_cmark::Event<'_> {
+    use pulldown_cmark::Event;
+    match event {
+        Event::TaskListMarker(done) => Event::Text(if done { "☑ " } else { "☐ " }.into()),
+        other => other,
+    }
+}
+
+/// Whether a code element's class names a language and nothing else: `language-` and a short
+/// name of letters, digits and `+ # - _ .`.
+fn is_language_class(value: &str) -> bool {
+    value.strip_prefix("language-").is_some_and(|name| {
+        !name.is_empty()
+            && name.len() <= 32
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+#-_.".contains(c))
+    })
 }
 
 /// Makes each bare `http://` or `https://` URL in running text a link (as GitHub does), but
@@ -460,6 +507,32 @@ mod tests {
         // Nothing inside code becomes a link.
         assert!(html.contains("let url = \"https://x.example\";"), "{html}");
         assert_eq!(html.matches("<a ").count(), 3, "{html}");
+    }
+
+    #[test]
+    fn task_lists_alignment_and_code_languages_survive_sanitizing() {
+        let html = markdown_html(
+            "- [x] done\n- [ ] to do\n\n| name | total |\n| :--- | ---: |\n| a | 12 |\n\n\
+             ```python\nprint(1)\n```\n\n<code class=\"language-x onclick\">y</code> \
+             <td style=\"color: red; text-align: center\">z</td>",
+        );
+        assert!(
+            html.contains("☑ done") && html.contains("☐ to do"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<th class=\"align-right\">total</th>"),
+            "{html}"
+        );
+        assert!(html.contains("<td class=\"align-right\">12</td>"), "{html}");
+        assert!(
+            html.contains("<code class=\"language-python\">print(1)"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("onclick") && !html.contains("color"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! PDF text through pdf-extract (on lopdf), in reading order; where it finds none, the text
 //! hayro meets while drawing the pages ([`crate::pdf_drawn_text`]).
 //!
+//! Why one file: the whole document's text, one page's and each page's come from one run of
+//! the layout hooks below and share its fallbacks, its tidying and the repair of broken files;
+//! split, each part would reach into the others' internals.
+//!
 //! pdf-extract lays characters out by their positions on the page, which
 //! gives reading order for ordinary documents. Its output is tidied: trailing
 //! spaces go, runs of blank lines shrink to one, and pages are separated by

@@ -27,7 +27,7 @@ use crate::package::Package;
 use crate::text::{LineSink, one_line, push_capped};
 use crate::xml::{Ev, Xml, attr, attr_prefixed, local};
 
-const WHAT: &str = "PowerPoint presentation";
+pub(crate) const WHAT: &str = "PowerPoint presentation";
 
 /// Most bytes of text kept of one paragraph: slides hold short texts, and
 /// this bounds a crafted one.
@@ -58,6 +58,54 @@ struct Shape {
     chart: Option<String>,
     /// The relationship id of the image a picture shows, then (resolved) its part.
     image: Option<String>,
+}
+
+/// The text of DrawingML paragraphs (`a:p`, its runs' `a:t`, `a:br` line breaks), gathered
+/// from the events a slide's or a notes page's reader meets.
+#[derive(Debug, Default)]
+pub(crate) struct Paragraphs {
+    para: Option<String>,
+    in_text: bool,
+}
+
+impl Paragraphs {
+    /// An element opened: a paragraph, or a run's text.
+    pub(crate) fn start(&mut self, name: &[u8]) {
+        match name {
+            b"p" => self.para = Some(String::new()),
+            b"t" => self.in_text = true,
+            _ => {}
+        }
+    }
+
+    /// An empty element: a line break inside the paragraph.
+    pub(crate) fn empty(&mut self, name: &[u8]) {
+        if name == b"br"
+            && let Some(p) = self.para.as_mut()
+        {
+            p.push('\n');
+        }
+    }
+
+    pub(crate) fn text(&mut self, text: &str) {
+        if self.in_text
+            && let Some(p) = self.para.as_mut()
+        {
+            push_capped(p, text, PARA_CAP);
+        }
+    }
+
+    /// An element closed: a paragraph's text when it was the paragraph.
+    pub(crate) fn end(&mut self, name: &[u8]) -> Option<String> {
+        match name {
+            b"t" => {
+                self.in_text = false;
+                None
+            }
+            b"p" => self.para.take(),
+            _ => None,
+        }
+    }
 }
 
 /// What a picture is called before its name is read.
@@ -255,8 +303,7 @@ fn read_slide<R: Read + Seek>(
     let mut xml = Xml::new(BufReader::new(entry), WHAT, limits.max_xml_depth);
     let mut done: Vec<Shape> = Vec::new();
     let mut open: Vec<Shape> = Vec::new();
-    let mut para: Option<String> = None;
-    let mut in_text = false;
+    let mut paras = Paragraphs::default();
     loop {
         match xml.next()? {
             Ev::Start(e) => match local(&e).as_slice() {
@@ -268,8 +315,7 @@ fn read_slide<R: Read + Seek>(
                 b"cNvPr" => name_picture(&e, &mut open),
                 b"chart" => mark_chart(&e, &mut open),
                 b"blip" => mark_image(&e, &mut open),
-                b"p" => para = Some(String::new()),
-                b"t" => in_text = true,
+                name @ (b"p" | b"t") => paras.start(name),
                 b"ph" => mark_title(&e, &mut open),
                 b"Fallback" => xml.skip_element()?,
                 _ => {}
@@ -279,22 +325,12 @@ fn read_slide<R: Read + Seek>(
                 b"cNvPr" => name_picture(&e, &mut open),
                 b"chart" => mark_chart(&e, &mut open),
                 b"blip" => mark_image(&e, &mut open),
-                b"br" => {
-                    if let Some(p) = para.as_mut() {
-                        p.push('\n');
-                    }
-                }
-                _ => {}
+                name => paras.empty(name),
             },
-            Ev::Text(t) => {
-                if in_text && let Some(p) = para.as_mut() {
-                    push_capped(p, &t, PARA_CAP);
-                }
-            }
+            Ev::Text(t) => paras.text(&t),
             Ev::End(name) => match name.as_slice() {
-                b"t" => in_text = false,
-                b"p" => {
-                    if let Some(p) = para.take() {
+                name @ (b"t" | b"p") => {
+                    if let Some(p) = paras.end(name) {
                         match open.last_mut() {
                             Some(shape) => shape.paras.push(p),
                             None => {
@@ -409,64 +445,6 @@ fn make_slide(number: usize, shapes: Vec<Shape>) -> Slide {
         paragraphs,
         pictures,
         part: None,
-    }
-}
-
-/// The speaker notes of the slide read from `part`: the paragraphs of its notes page's body
-/// placeholder, without what else a notes page holds (the slide's picture, its number).
-pub(crate) fn notes_of<R: Read + Seek>(
-    pkg: &mut Package<R>,
-    part: &str,
-    limits: &Limits,
-) -> Result<Vec<String>, ExtractError> {
-    let notes = rels_of(pkg, part, limits.max_xml_depth)?
-        .into_iter()
-        .find(|r| !r.external && r.rel_type.ends_with("/notesSlide"));
-    let Some(entry) = (match notes {
-        Some(notes) => pkg.entry(&notes.target)?,
-        None => None,
-    }) else {
-        return Ok(Vec::new());
-    };
-    let mut xml = Xml::new(BufReader::new(entry), WHAT, limits.max_xml_depth);
-    let (mut out, mut in_body, mut in_text) = (Vec::new(), false, false);
-    let mut para: Option<String> = None;
-    loop {
-        match xml.next()? {
-            Ev::Start(e) | Ev::Empty(e) if local(&e) == b"ph" => {
-                in_body = attr(&e, b"type").as_deref() == Some("body");
-            }
-            Ev::Start(e) => match local(&e).as_slice() {
-                b"sp" => in_body = false,
-                b"p" => para = Some(String::new()),
-                b"t" => in_text = true,
-                _ => {}
-            },
-            Ev::Empty(e) if local(&e) == b"br" => {
-                if let Some(p) = para.as_mut() {
-                    p.push('\n');
-                }
-            }
-            Ev::Text(t) => {
-                if in_text && let Some(p) = para.as_mut() {
-                    push_capped(p, &t, PARA_CAP);
-                }
-            }
-            Ev::End(name) => match name.as_slice() {
-                b"t" => in_text = false,
-                b"p" => {
-                    if let Some(p) = para.take().filter(|_| in_body) {
-                        let p = p.trim();
-                        if !p.is_empty() {
-                            out.push(p.to_owned());
-                        }
-                    }
-                }
-                _ => {}
-            },
-            Ev::Eof => return Ok(out),
-            _ => {}
-        }
     }
 }
 

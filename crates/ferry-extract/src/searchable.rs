@@ -23,7 +23,7 @@ use crate::error::ExtractError;
 use crate::kind::{Format, format_of};
 use crate::limits::Limits;
 use crate::text::{CUT_MARK, one_line};
-use crate::{docx, pdf, pptx, sheet};
+use crate::{docx, pdf, pptx};
 
 /// Rows of each sheet a search reads (as OpenAI's file search reads a spreadsheet).
 pub const SEARCH_ROWS: usize = 1_000;
@@ -190,7 +190,7 @@ pub fn document_text_reader<R: Read + Seek>(
             sections.push(Section::new(text));
         }
         format @ (Format::Xlsx | Format::Xls) => {
-            sheet::tables(
+            crate::sheet_markdown::tables(
                 reader,
                 format == Format::Xls,
                 SEARCH_ROWS,
@@ -221,7 +221,7 @@ pub fn document_text_reader<R: Read + Seek>(
                 let mut lines = if untitled { vec![] } else { vec![slide.title] };
                 lines.extend(slide.paragraphs.iter().map(|p| one_line(p)));
                 let notes = match &slide.part {
-                    Some(part) => pptx::notes_of(pkg, part, limits)?,
+                    Some(part) => crate::pptx_notes::notes_of(pkg, part, limits)?,
                     None => Vec::new(),
                 };
                 if !notes.is_empty() {
