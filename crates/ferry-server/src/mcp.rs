@@ -77,14 +77,19 @@ impl Service<Request<Body>> for McpEndpoint {
             // The MCP service reads the whole message, then parses it (a `write_file` or
             // `write_space_file` call carries a file): its share of the memory budget is taken
             // first, for its declared length (an undeclared one counts as the largest), and
-            // kept until the reply has been sent.
+            // kept until the reply has been sent. A small message takes none: held while its
+            // request waits for its answer's share, a share of its own would keep that one from
+            // ever being whole (each of thirty reads holding a kilobyte, none could take the
+            // whole budget a large answer asks for), and its bytes are no more than any
+            // request's buffers.
             let message = declared.unwrap_or(max_body as u64).min(max_body as u64);
-            if let Err(busy) = state
-                .app
-                .memory
-                .hold(message.saturating_mul(MCP_MESSAGE_BYTES_PER_BODY_BYTE))
-                .await
-                .map(ferry_app::memory::Held::until_answered)
+            if message > MCP_MESSAGE_FREE_BYTES
+                && let Err(busy) = state
+                    .app
+                    .memory
+                    .hold(message.saturating_mul(MCP_MESSAGE_BYTES_PER_BODY_BYTE))
+                    .await
+                    .map(ferry_app::memory::Held::until_answered)
             {
                 return Ok(ApiError::from(busy).into_response());
             }
@@ -169,6 +174,10 @@ const MCP_REPLY_BYTES_PER_ANSWER_BYTE: u64 = 6;
 /// What an MCP request holds at its peak, per byte of its body: the body, its parsed JSON, and
 /// the tool's arguments taken from it (a file's content among them).
 const MCP_MESSAGE_BYTES_PER_BODY_BYTE: u64 = 3;
+
+/// The largest MCP message that takes no share of the memory budget (a tool call without a
+/// file in it).
+const MCP_MESSAGE_FREE_BYTES: u64 = 64 << 10;
 
 /// The HTTP API of this very server, reached without a socket.
 #[derive(Debug)]
