@@ -62,6 +62,30 @@ impl MemoryBudget {
         (u64::from(self.total_kib).saturating_sub(free)) * 1024
     }
 
+    /// The share of an answer that carries `file_bytes` of a file whole
+    /// ([`ANSWER_BYTES_PER_FILE_BYTE`] times them), and, when the request's lease expects that
+    /// answer to be carried once more into a reply ([`Lease::expect_reply`]), the reply's share
+    /// with it. One acquisition for both: a request that held one share while it waited for the
+    /// other could wait on requests waiting on it (the budget's queue is first come, first
+    /// served), and all would be refused when their wait ran out.
+    pub async fn hold_answer(&self, file_bytes: u64) -> Result<Held> {
+        let reply = LEASE
+            .try_with(|lease| lease.reserve_reply(file_bytes))
+            .unwrap_or(0);
+        let held = self
+            .hold(
+                file_bytes
+                    .saturating_mul(ANSWER_BYTES_PER_FILE_BYTE)
+                    .saturating_add(reply),
+            )
+            .await;
+        if held.is_err() {
+            // Refused: nothing was reserved for the reply after all.
+            let _ = LEASE.try_with(|lease| lease.unreserve_reply(reply));
+        }
+        held
+    }
+
     /// Takes `bytes` of the budget (its whole when `bytes` is more: such a request runs
     /// alone), waiting up to [`WAIT`] for them; `Busy` after that.
     pub async fn hold(&self, bytes: u64) -> Result<Held> {
@@ -111,6 +135,11 @@ struct Leased {
     /// share taken after it began is given back when its taker is done with it, since keeping
     /// it until the stream ends would hold it for as long as the client cares to listen.
     streaming: bool,
+    /// The request's answers are carried once more into a reply holding this many bytes per
+    /// byte of answer ([`Lease::expect_reply`]); 0 when not.
+    reply_per_answer_byte: u64,
+    /// The reply's share taken already with answers' shares, not yet claimed by the reply.
+    reply_reserved: u64,
 }
 
 tokio::task_local! {
@@ -141,6 +170,37 @@ impl Lease {
     pub async fn hold_until_answered(&self, budget: &MemoryBudget, bytes: u64) -> Result<()> {
         self.scope(async { budget.hold(bytes).await.map(Held::until_answered) })
             .await
+    }
+
+    /// Says that this request's answers will be carried once more into a reply holding
+    /// `per_answer_byte` bytes per byte of answer (the MCP endpoint's): an answer's share taken
+    /// from now on ([`MemoryBudget::hold_answer`]) takes the reply's with it.
+    pub fn expect_reply(&self, per_answer_byte: u64) {
+        self.leased().reply_per_answer_byte = per_answer_byte;
+    }
+
+    /// The reply's share reserved with answers' shares since the last call, given over to the
+    /// reply: it needs to take only what its answers held beyond it.
+    pub fn take_reserved_reply(&self) -> u64 {
+        std::mem::take(&mut self.leased().reply_reserved)
+    }
+
+    /// The reply's share for an answer carrying `file_bytes` of a file: its base64 text (4
+    /// bytes for 3) and the answer's JSON around it, times what the reply holds per byte.
+    fn reserve_reply(&self, file_bytes: u64) -> u64 {
+        let mut leased = self.leased();
+        let answer = file_bytes
+            .saturating_mul(4)
+            .div_ceil(3)
+            .saturating_add(4096);
+        let reply = answer.saturating_mul(leased.reply_per_answer_byte);
+        leased.reply_reserved = leased.reply_reserved.saturating_add(reply);
+        reply
+    }
+
+    fn unreserve_reply(&self, bytes: u64) {
+        let mut leased = self.leased();
+        leased.reply_reserved = leased.reply_reserved.saturating_sub(bytes);
     }
 
     fn keep(&self, permit: OwnedSemaphorePermit) {
@@ -228,5 +288,49 @@ mod tests {
         let held = budget.hold(1).await.unwrap();
         assert_eq!(budget.held_bytes(), 1024);
         drop(held);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_takes_its_replys_share_with_its_own_so_no_two_requests_wait_on_each_other() {
+        const MIB: u64 = 1 << 20;
+        let budget = MemoryBudget::new(64 * MIB);
+        let (first, second) = (Lease::default(), Lease::default());
+        for lease in [&first, &second] {
+            lease.expect_reply(6);
+        }
+        // Each answer of 4 MiB takes 20 MiB for itself and about 32 MiB for its reply at once:
+        // the first request holds 52 MiB, the second waits for its whole share.
+        first
+            .scope(async { budget.hold_answer(4 * MIB).await.unwrap().until_answered() })
+            .await;
+        let reserved = first.take_reserved_reply();
+        assert!((32 * MIB..33 * MIB).contains(&reserved), "{reserved}");
+        assert_eq!(
+            budget.held_bytes(),
+            (20 * MIB + reserved).div_ceil(1024) * 1024
+        );
+        let waiting = tokio::spawn({
+            let (budget, second) = (budget.clone(), second.clone());
+            async move {
+                second
+                    .scope(async { budget.hold_answer(4 * MIB).await.map(Held::until_answered) })
+                    .await
+            }
+        });
+        tokio::task::yield_now().await;
+        assert!(
+            !waiting.is_finished(),
+            "the second waits for all of its share"
+        );
+        // The first request's reply needs nothing more: its answer is sent, its shares go.
+        drop(first);
+        waiting.await.unwrap().unwrap();
+        assert!(second.take_reserved_reply() > 0);
+        // Refused, an answer reserves nothing for a reply.
+        let third = Lease::default();
+        third.expect_reply(6);
+        let refused = third.scope(budget.hold_answer(4 * MIB)).await;
+        assert!(refused.is_err());
+        assert_eq!(third.take_reserved_reply(), 0);
     }
 }

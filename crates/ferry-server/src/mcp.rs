@@ -202,18 +202,27 @@ impl Api for InProcess {
             .extensions()
             .get::<ferry_app::memory::Lease>()
             .cloned();
+        // A route that answers with a file read whole takes the reply's share with its own.
+        if let Some(lease) = &lease {
+            lease.expect_reply(MCP_REPLY_BYTES_PER_ANSWER_BYTE);
+        }
         let mut response = match router.oneshot(outgoing).await {
             Ok(response) => response,
             Err(never) => match never {},
         };
         // An answer of known length is carried whole into the MCP reply: the reply's share of
-        // the budget is taken on the MCP request's lease, kept until the reply has been sent.
-        // An answer refused that share becomes the refusal the routes give (503, Retry-After).
+        // the budget is taken on the MCP request's lease (less what the route reserved for it
+        // with the answer's own), kept until the reply has been sent. An answer refused that
+        // share becomes the refusal the routes give (503, Retry-After).
         if let (Some(lease), Some(length)) = (lease, known_length(&response))
             && length > 0
         {
-            let share = length.saturating_mul(MCP_REPLY_BYTES_PER_ANSWER_BYTE);
-            if let Err(busy) = lease.hold_until_answered(&self.memory, share).await {
+            let share = length
+                .saturating_mul(MCP_REPLY_BYTES_PER_ANSWER_BYTE)
+                .saturating_sub(lease.take_reserved_reply());
+            if share > 0
+                && let Err(busy) = lease.hold_until_answered(&self.memory, share).await
+            {
                 response = ApiError::from(busy).into_response();
             }
         }

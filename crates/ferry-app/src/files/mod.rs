@@ -158,11 +158,10 @@ impl Current {
     /// `edit_file`): its share of the server's memory budget is taken first, and kept until
     /// the answer has been sent ([`crate::memory`]).
     pub async fn bytes_for_answer(self, app: &App, limit: u64) -> Result<Vec<u8>> {
-        let share = self
-            .size
-            .min(limit)
-            .saturating_mul(crate::memory::ANSWER_BYTES_PER_FILE_BYTE);
-        app.memory.hold(share).await?.until_answered();
+        app.memory
+            .hold_answer(self.size.min(limit))
+            .await?
+            .until_answered();
         self.bytes(app, limit).await
     }
 

@@ -483,7 +483,9 @@ async fn other_users_keep_working_while_a_thread_runs_bombs() {
             "command": "bomb() { bomb | bomb & }; bomb & \
                         python3 -c 'x=[]\nwhile 1: x.append(bytearray(1<<24))' & \
                         (i=0; while true; do i=$((i+1)); head -c 4000000 /dev/zero > f$i; done) & \
-                        sleep 6",
+                        sleep 60",
+            // The command outlives its time: a limit stops it first, or the timeout does, however
+            // slowly a loaded machine lets the bombs grow.
             "timeout": 8
         }),
     );
