@@ -89,6 +89,7 @@
 mod compound;
 mod csvfile;
 mod docx;
+mod drawingml;
 mod error;
 mod extractor;
 mod fair;
@@ -101,6 +102,7 @@ mod package;
 mod pdf;
 mod pdf_content;
 mod pdf_drawn_text;
+mod pdf_page_text;
 mod pdf_pages;
 mod pdf_predefined_cmaps;
 mod pdf_unicode;

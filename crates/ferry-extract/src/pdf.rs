@@ -1,9 +1,7 @@
 //! PDF text through pdf-extract (on lopdf), in reading order; where it finds none, the text
 //! hayro meets while drawing the pages ([`crate::pdf_drawn_text`]).
 //!
-//! Why one file: the whole document's text, one page's and each page's come from one run of
-//! the layout hooks below and share its fallbacks, its tidying and the repair of broken files;
-//! split, each part would reach into the others' internals.
+//! The text of each page apart, for a search, is [`crate::pdf_page_text`]'s.
 //!
 //! pdf-extract lays characters out by their positions on the page, which
 //! gives reading order for ordinary documents. Its output is tidied: trailing
@@ -469,81 +467,23 @@ fn text_of(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<String
     })
 }
 
-/// The text of each page of the PDF in `bytes` (numbered from 1), tidied, in all at most
-/// `max_chars` characters: pages past the budget are left out, and the flag says so. A page
-/// without text is left out; a document where pdf-extract finds none has the text hayro meets
-/// while drawing each page, as the preview does.
-pub(crate) fn pages_text(
-    bytes: &[u8],
-    max_chars: usize,
-) -> Result<(Vec<(u32, String)>, bool), ExtractError> {
-    let read = load(bytes).and_then(|doc| {
-        let gathered = gather(&doc, None, max_chars)?;
-        let mut pages = Vec::new();
-        for (i, &(number, from)) in gathered.starts.iter().enumerate() {
-            let to = gathered
-                .starts
-                .get(i + 1)
-                .map_or(gathered.text.len(), |next| next.1);
-            let text = tidy(gathered.text.get(from..to).unwrap_or_default());
-            if !text.is_empty() {
-                pages.push((number, text));
-            }
-        }
-        if pages.is_empty() {
-            return Err(no_text(&doc, gathered.glyphs));
-        }
-        Ok((pages, gathered.stopped))
-    });
-    match read {
-        Err(first @ (ExtractError::Invalid { .. } | ExtractError::NoTextLayer { .. })) => {
-            drawn_pages_text(bytes, first, max_chars)
-        }
-        read => read,
-    }
-}
-
-/// Each page's drawn text, for a document whose text pdf-extract cannot read; `first` when
-/// none of them has any.
-fn drawn_pages_text(
-    bytes: &[u8],
-    first: ExtractError,
-    max_chars: usize,
-) -> Result<(Vec<(u32, String)>, bool), ExtractError> {
-    let Ok(pdf) = hayro::hayro_syntax::Pdf::new(bytes.to_vec()) else {
-        return Err(first);
-    };
-    let count = u32::try_from(pdf.pages().len()).unwrap_or(u32::MAX);
-    let (mut pages, mut left) = (Vec::new(), max_chars);
-    for number in 1..=count {
-        if left == 0 {
-            return Ok((pages, true));
-        }
-        let text = drawn_page_text(&pdf, number, left);
-        left = left.saturating_sub(text.chars().count());
-        if !text.is_empty() {
-            pages.push((number, text));
-        }
-    }
-    if pages.is_empty() {
-        return Err(first);
-    }
-    Ok((pages, false))
-}
-
 /// What pdf-extract's layout wrote of a document or a page, untidied.
-struct Gathered {
-    text: String,
+pub(crate) struct Gathered {
+    pub(crate) text: String,
     /// Where each page's text starts in `text` (see [`Pages`]).
-    starts: Vec<(u32, usize)>,
+    pub(crate) starts: Vec<(u32, usize)>,
     /// The text reached the budget and the rest was not read.
-    stopped: bool,
-    glyphs: usize,
+    pub(crate) stopped: bool,
+    pub(crate) glyphs: usize,
 }
 
 /// Runs pdf-extract's layout over the whole document (`page: None`) or one page, collecting
 /// somewhat more than `max_chars` characters at most.
-fn gather(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<Gathered, ExtractError> {
+pub(crate) fn gather(
+    doc: &Document,
+    page: Option<u32>,
+    max_chars: usize,
+) -> Result<Gathered, ExtractError> {
     let collected = Rc::new(RefCell::new(Collected {
         limit: enough(max_chars),
         ..Collected::default()
@@ -587,7 +527,7 @@ fn gather(doc: &Document, page: Option<u32>, max_chars: usize) -> Result<Gathere
 
 /// Why a document whose tidied text is empty has none: an empty preview would read as "this
 /// document is blank".
-fn no_text(doc: &Document, glyphs: usize) -> ExtractError {
+pub(crate) fn no_text(doc: &Document, glyphs: usize) -> ExtractError {
     match (doc.get_pages().len(), glyphs) {
         (0, _) => ExtractError::invalid(WHAT, "it has no pages"),
         (pages, 0) => ExtractError::NoTextLayer { pages },
@@ -596,7 +536,7 @@ fn no_text(doc: &Document, glyphs: usize) -> ExtractError {
 }
 
 /// Trims line ends, keeps at most one blank line in a row, trims the ends.
-fn tidy(text: &str) -> String {
+pub(crate) fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut blank_run = 0;
     for line in text.lines() {

@@ -4,11 +4,12 @@
 
 use std::io::{BufReader, Read, Seek};
 
+use crate::drawingml::Paragraphs;
 use crate::error::ExtractError;
 use crate::limits::Limits;
 use crate::opc::rels_of;
 use crate::package::Package;
-use crate::pptx::{Paragraphs, WHAT};
+use crate::pptx::WHAT;
 use crate::xml::{Ev, Xml, attr, local};
 
 /// The speaker notes of the slide read from `part`: the paragraphs of its notes page's body

@@ -23,7 +23,7 @@ use crate::error::ExtractError;
 use crate::kind::{Format, format_of};
 use crate::limits::Limits;
 use crate::text::{CUT_MARK, one_line};
-use crate::{docx, pdf, pptx};
+use crate::{docx, pptx};
 
 /// Rows of each sheet a search reads (as OpenAI's file search reads a spreadsheet).
 pub const SEARCH_ROWS: usize = 1_000;
@@ -172,7 +172,7 @@ pub fn document_text_reader<R: Read + Seek>(
     match format_of(file_name) {
         Format::Pdf => {
             let bytes = crate::read::read_all(reader, limits)?;
-            let (pages, stopped) = pdf::pages_text(&bytes, SEARCH_MAX_CHARS)?;
+            let (pages, stopped) = crate::pdf_page_text::pages_text(&bytes, SEARCH_MAX_CHARS)?;
             budget.cut = stopped;
             for (number, text) in pages {
                 if budget.spent() {

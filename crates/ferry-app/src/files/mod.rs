@@ -1,9 +1,3 @@
-//! Why one file: it is the one dispatch of the agent's file operations over the two
-//! path spaces (`/sandbox` and `/spaces`); each operation's body already lives in its own module
-//! (read, edit, search, batch), and what stays here is the per-operation routing that must be read
-//! side by side to keep the two spaces' rules alike. Its split into rooms by use case is tracked
-//! with the ferry-app reorganisation.
-//!
 //! The agent's file system (docs/agent-files.md): `ls`, `read_file`, `write_file`,
 //! `edit_file`, `glob`, `grep`, `move_file` and `delete_file` over one path space — the thread's
 //! sandbox under `/sandbox/…` and the user's spaces under `/spaces/{space}/…`.
@@ -18,6 +12,7 @@ mod batch;
 mod document_text;
 mod edit;
 mod entry;
+mod listing;
 mod read;
 mod search;
 mod write;
@@ -28,14 +23,14 @@ pub use batch::{
 };
 pub use edit::{Edited, edit};
 pub use entry::{FileEntry, Written};
+pub use listing::{Listing, MAX_LISTED, ls};
 pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
 pub use write::{Base64Decoder, Fields, SpooledWrite, write, write_spooled};
 
 use bytes::Bytes;
 use ferry_core::agent_files::{
-    DeleteFileInput, FileUrlInput, LsInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod,
-    bare_etag,
+    DeleteFileInput, FileUrlInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod, bare_etag,
 };
 use ferry_core::change::ChangeKind;
 use ferry_core::conditions::quoted_etag;
@@ -43,7 +38,7 @@ use ferry_core::door::Door;
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
-use ferry_store::spaces::{FileMeta, ListQuery, SpaceFile, WriteCondition};
+use ferry_store::spaces::{FileMeta, SpaceFile, WriteCondition};
 use futures::StreamExt;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -273,122 +268,6 @@ async fn find(caller: Caller<'_>, path: &AgentPath) -> Result<Option<PathKind>> 
             },
         ),
     }
-}
-
-/// `ls`'s answer.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Listing {
-    /// One level, sorted by path.
-    pub entries: Vec<FileEntry>,
-    /// Present (true) when the folder holds more than [`MAX_LISTED`] entries.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
-}
-
-/// Entries `ls` answers at most.
-pub const MAX_LISTED: usize = 10_000;
-
-fn space_prefix(space: &SpaceName) -> String {
-    format!("/spaces/{space}/")
-}
-
-/// `ls`: the direct children of a folder, sorted. A folder that does not exist lists nothing,
-/// as in spaces and S3; a file lists as its one entry (as `ls FILE` prints it); `/` lists the
-/// places the caller may reach.
-pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
-    if input.path.trim() == "/" {
-        let mut entries = Vec::new();
-        if caller.thread().is_ok() {
-            entries.push(FileEntry::dir("/sandbox".to_owned()));
-        }
-        if caller.principal.space_owner().is_ok() {
-            entries.push(FileEntry::dir("/spaces".to_owned()));
-        }
-        return Ok(Listing {
-            entries,
-            truncated: false,
-        });
-    }
-    let path = &parse(&input.path)?;
-    if find(caller, path).await? == Some(PathKind::File) {
-        let entry = match open(caller, path).await?.source {
-            Source::Sandbox(file) => {
-                FileEntry::sandbox_file(path.to_string(), file.size, &file.etag, file.modified)
-            }
-            Source::Space(file) => FileEntry::file(
-                path.to_string(),
-                file.size,
-                file.content_type,
-                &file.sha256,
-                file.updated_at,
-            ),
-        };
-        return Ok(Listing {
-            entries: vec![entry],
-            truncated: false,
-        });
-    }
-    let mut entries = match path {
-        AgentPath::Sandbox(dir) => {
-            let dir = dir.clone().map(SandboxPath::from_relative);
-            let listing = crate::sandbox::list(
-                caller.app,
-                caller.principal,
-                caller.thread()?,
-                dir.as_ref(),
-                false,
-            )
-            .await?;
-            let unaddressable = listing.unaddressable.iter().map(FileEntry::unaddressable);
-            let mut entries: Vec<FileEntry> = listing
-                .entries
-                .into_iter()
-                .map(|entry| {
-                    let shown = format!("/sandbox/{}", entry.path);
-                    if entry.is_dir {
-                        FileEntry::dir(shown)
-                    } else {
-                        FileEntry::sandbox_file(shown, entry.size, &entry.etag, entry.modified)
-                    }
-                })
-                .chain(unaddressable)
-                .collect();
-            entries.sort_by(|a, b| a.path.cmp(&b.path));
-            entries
-        }
-        AgentPath::Spaces => crate::spaces::list_spaces(caller.app, caller.principal)
-            .await?
-            .into_iter()
-            .map(|space| FileEntry::dir(format!("/spaces/{}", space.name)))
-            .collect(),
-        AgentPath::Space { space, path: dir } => {
-            let prefix = space_prefix(space);
-            let mut entries = Vec::new();
-            let mut after = None;
-            loop {
-                let query = ListQuery {
-                    dir: dir.as_ref(),
-                    recursive: false,
-                    limit: 1000,
-                    after,
-                };
-                let page = crate::spaces::list(caller.app, caller.principal, space, &query).await?;
-                entries.extend(
-                    page.entries
-                        .into_iter()
-                        .map(|entry| FileEntry::of_space(entry, &prefix)),
-                );
-                match page.next {
-                    Some(next) if entries.len() <= MAX_LISTED => after = Some(next),
-                    _ => break,
-                }
-            }
-            entries
-        }
-    };
-    let truncated = entries.len() > MAX_LISTED;
-    entries.truncate(MAX_LISTED);
-    Ok(Listing { entries, truncated })
 }
 
 /// The write condition of a tool's `ifNoneMatch` / `ifMatch`.

@@ -14,13 +14,19 @@ fn slide(t: &Thread, upload: &Value, n: u32) -> String {
     ))
 }
 
+/// An app whose extraction has the office renderer; `None` (said loudly) where the machine has
+/// none.
+async fn with_office_renderer() -> Option<TestApp> {
+    let (program, sandbox) = ferry_test_support::peers::office_renderer()?;
+    let office = ferry_extract::OfficeRenderer { program, sandbox };
+    Some(TestApp::with(|c| c.app.extract.office = Some(office)).await)
+}
+
 #[tokio::test]
 async fn the_preview_panel_reads_a_decks_slides_as_images() {
-    let Some((program, sandbox)) = ferry_test_support::peers::office_renderer() else {
+    let Some(app) = with_office_renderer().await else {
         return;
     };
-    let office = ferry_extract::OfficeRenderer { program, sandbox };
-    let app = TestApp::with(|c| c.app.extract.office = Some(office)).await;
     let t = thread(&app, "alice").await;
     let deck = upload_one(&app, &t, "deck.pptx", &fixture("deck.pptx")).await;
     // Its kind stays the HTML rendering's: the panel asks for slides first.
@@ -131,11 +137,9 @@ async fn without_an_office_renderer_a_decks_slides_are_refused_and_its_html_stay
 /// text.
 #[tokio::test]
 async fn a_model_asking_for_pages_sees_a_decks_slides_as_images() {
-    let Some((program, sandbox)) = ferry_test_support::peers::office_renderer() else {
+    let Some(app) = with_office_renderer().await else {
         return;
     };
-    let office = ferry_extract::OfficeRenderer { program, sandbox };
-    let app = TestApp::with(|c| c.app.extract.office = Some(office)).await;
     let t = thread(&app, "alice").await;
     let deck = upload_one(&app, &t, "deck.pptx", &fixture("deck.pptx")).await;
     let id = deck["id"].as_str().unwrap();
