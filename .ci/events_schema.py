@@ -4,13 +4,16 @@ Makes one thread produce each event type the document's `ThreadEvent` names (an 
 message with it, sandbox writes, a move and a removal, send_file, a publish that ends well and
 one that fails, a say-mode reply with a file) and one space produce each change of its feed,
 then validates every event read back (`format=json`) against `ThreadEvent` or `SpaceEvent`,
-and fails unless every type the schema lists was seen. The web UI's types are generated from
+and the live thread list's events (while a thread is made, renamed and deleted) against
+`ThreadListEvent`, and fails unless every type each schema lists was seen. The web UI's types are generated from
 the same schemas, so this is what keeps the server, the document and the UI in step.
 
 Usage: python3 .ci/events_schema.py BASE_URL USER_TOKEN
 """
 
+import json
 import sys
+import threading
 import time
 
 import httpx
@@ -106,6 +109,36 @@ def main() -> None:
         seen = {event["type"] for event in got}
         check(expected <= seen, f"{path} showed every type of {name}; missing {sorted(expected - seen)}")
         print(f"{len(got)} events of {path.split('/')[2]} match {name}: {', '.join(sorted(seen))}")
+
+    # The live thread list: its events, read off the stream while a thread is made, renamed
+    # and deleted, each held to `ThreadListEvent`.
+    heard: list[dict] = []
+
+    def follow() -> None:
+        headers = {"authorization": f"Bearer {user}"}
+        with httpx.Client(base_url=base, timeout=30).stream("GET", "/api/threads/live", headers=headers) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data: "):
+                    heard.append(json.loads(line[len("data: "):]))
+                    if heard[-1]["type"] == "thread_deleted":
+                        return
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    while not heard and reader.is_alive():
+        time.sleep(0.05)
+    made = call("POST", "/api/threads", user, (201,), json={}).json()["id"]
+    call("PATCH", f"/api/threads/{made}", user, (200,), json={"title": "renamed"})
+    call("DELETE", f"/api/threads/{made}", user, (204,))
+    reader.join(timeout=20)
+    expected = kinds_of(document, "ThreadListEvent")
+    schema = validator(document, "ThreadListEvent")
+    for event in heard:
+        errors = sorted(schema.iter_errors(event), key=str)
+        check(not errors, f"a thread list event ({event.get('type')}) is a ThreadListEvent: {errors[:1]} in {event}")
+    seen = {event["type"] for event in heard}
+    check(expected <= seen, f"the thread list showed every type of ThreadListEvent; missing {sorted(expected - seen)}")
+    print(f"{len(heard)} events of the live thread list match ThreadListEvent: {', '.join(sorted(seen))}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 // Unit tests of the web app's pure parts, in node: the SSE parser, the size format,
-// the 413 wording, token claims, the spaces tree, and how a command's row says how it ended. Run by run.mjs (and on their own with
+// the 413 wording, token claims, the spaces tree, how a command's row says how it ended, a
+// thread's title from its first message and the thread list's order. Run by run.mjs (and on their own with
 // `node --test e2e/unit.mjs`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SseParser } from '../web/assets/sse.js';
-import { formatSize, typeLabel, tooLargeText, extensionOf, describeLimit, formatDuration, terminalText } from '../web/assets/format.js';
+import { formatSize, typeLabel, tooLargeText, extensionOf, describeLimit, formatDuration, terminalText, titleFromMessage } from '../web/assets/format.js';
+import { byActivity, withThread, fold } from '../web/assets/thread-list.js';
 import { claimsOf, tokenState } from '../web/assets/auth.js';
 import { buildTree } from '../web/assets/spaces.js';
-import { fileSendBytes, commandStatus, commandSummary } from '../web/assets/cards.js';
+import { fileSendBytes, commandStatus, commandSummary, publishFailureText } from '../web/assets/cards.js';
 
 test('unit: the SSE parser follows the event-stream rules, across chunk boundaries', () => {
   const got = [];
@@ -65,17 +67,31 @@ test('unit: token claims are read without trusting them, and expiry is checked',
   assert.equal(claimsOf(token({ sub: 'Zoë' })).sub, 'Zoë', 'UTF-8 claims decode');
 });
 
-test('unit: a recursive listing becomes a tree of folders', () => {
+test('unit: a space\'s files and folders become a tree, empty folders too', () => {
   const tree = buildTree([
+    { path: 'ideas', type: 'dir' },
     { path: 'ideas/a.md', type: 'file' },
     { path: 'ideas/old/b.md', type: 'file' },
     { path: 'logo.png', type: 'file' },
+    { path: 'reports/2026', type: 'dir' },
   ]);
-  assert.deepEqual([...tree.dirs.keys()], ['ideas']);
+  assert.deepEqual([...tree.dirs.keys()], ['ideas', 'reports']);
+  const reports = tree.dirs.get('reports');
+  assert.deepEqual([...reports.dirs.keys()], ['2026']);
+  assert.equal(reports.dirs.get('2026').files.length + reports.dirs.get('2026').dirs.size, 0, 'an empty folder is a node');
   assert.deepEqual(tree.files.map((f) => f.name), ['logo.png']);
   const ideas = tree.dirs.get('ideas');
   assert.deepEqual(ideas.files.map((f) => f.name), ['a.md']);
   assert.deepEqual(ideas.dirs.get('old').files.map((f) => f.path), ['ideas/old/b.md']);
+});
+
+test('unit: a failed publish is said with the file\'s name, never its sandbox path', () => {
+  assert.equal(publishFailureText({ code: 'NOT_FOUND', message: 'File not found: /sandbox/outputs/missing.pdf', filePath: '/sandbox/outputs/missing.pdf' }),
+    'The agent\'s file missing.pdf could not be found.');
+  assert.equal(publishFailureText({ code: 'REQUEST_TOO_LARGE', message: 'the file is 41943041 bytes, over the publish limit of 40 MiB (41943040 bytes)', filePath: '/sandbox/outputs/all.bin' }),
+    'all.bin is too large to publish: the limit is 40 MB.');
+  assert.equal(publishFailureText({ code: 'INVALID_PATH', message: 'cannot publish /sandbox/tmp/x.txt, a folder.' }), 'Cannot publish x.txt, a folder.');
+  assert.equal(publishFailureText({}), 'Something went wrong.');
 });
 
 test('unit: file_send contents decode from base64 to the exact bytes', () => {
@@ -134,4 +150,28 @@ test('unit: a command\'s output is shown as a terminal leaves it, as text', () =
   assert.equal(terminalText('bell\x07 and tab\tkept'), 'bell and tab\tkept');
   assert.equal(terminalText('<b>not markup</b> & é 😀'), '<b>not markup</b> & é 😀');
   assert.equal(terminalText(null), '');
+});
+
+test('unit: a thread is titled from its first message as chat apps do', () => {
+  assert.equal(titleFromMessage('Summarise the Q3 numbers'), 'Summarise the Q3 numbers');
+  assert.equal(titleFromMessage('\n\n## **Plan** for   `today`\nmore'), 'Plan for today');
+  assert.equal(titleFromMessage('- first item\n- second'), 'first item');
+  const long = 'Please read the attached spreadsheet and tell me which regions grew fastest this year';
+  const title = titleFromMessage(long);
+  assert.ok(title.endsWith('…') && title.length <= 61, title);
+  assert.ok(long.startsWith(title.slice(0, -1)), 'cut at a word, nothing changed before it');
+  assert.ok(!title.slice(0, -1).endsWith(' '));
+  assert.equal(titleFromMessage('   \n  '), '');
+  assert.equal(titleFromMessage(''), '');
+});
+
+test('unit: the thread list keeps the most recently active thread on top', () => {
+  const a = { id: 'a', createdAt: '2026-11-01T00:00:00.000Z', lastActivityAt: '2026-11-03T00:00:00.000Z' };
+  const b = { id: 'b', createdAt: '2026-11-02T00:00:00.000Z', lastActivityAt: '2026-11-02T00:00:00.000Z' };
+  const c = { id: 'c', createdAt: '2026-11-02T00:00:00.000Z', lastActivityAt: '2026-11-02T00:00:00.000Z' };
+  assert.deepEqual([b, a, c].sort(byActivity).map((t) => t.id), ['a', 'c', 'b'], 'ids break ties, as the server does');
+  const busier = { ...b, lastActivityAt: '2026-11-04T00:00:00.000Z', title: 'now busy' };
+  assert.deepEqual(withThread([a, c, b], busier).map((t) => t.id), ['b', 'a', 'c']);
+  assert.equal(withThread([a, c, b], busier)[0].title, 'now busy');
+  assert.equal(fold('Résumé ÅRHUS'), 'resume arhus');
 });

@@ -351,6 +351,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/spaces/{space}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Removes a space with every file and folder in it. */
+        delete: operations["delete_space"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/spaces/{space}/events": {
         parameters: {
             query?: never;
@@ -409,6 +426,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/spaces/{space}/folders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Makes a folder (with the folders above it, and the space) so that it is listed while
+         *     empty.
+         */
+        post: operations["make_folder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/storage/thread-file": {
         parameters: {
             query?: never;
@@ -437,13 +474,35 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Lists the caller's threads, newest first (an agent sees its one thread; service_role sees
-         *     its `sub`'s threads, or every thread without one).
+         * Lists the caller's threads, most recently active first (an agent sees its one thread;
+         *     service_role sees its `sub`'s threads, or every thread without one); `q` searches them.
          */
         get: operations["list_threads"];
         put?: never;
         /** Creates a thread with its sandbox. */
         post: operations["create_thread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/threads/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's thread list, live, as Server-Sent Events: first the whole list (`threads`),
+         *     then each thread made, renamed or with new events (`thread`) and each one removed
+         *     (`thread_deleted`), wherever it happened. A reconnect starts again with the whole list, so
+         *     nothing is missed.
+         */
+        get: operations["follow_threads"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1613,6 +1672,10 @@ export interface components {
             /** @description The file the URL reads or writes, e.g. /sandbox/outputs/chart.png. */
             path: string;
         };
+        Folder: {
+            /** @description The folder's path in the space, by the path rules (`reports/2026`). */
+            path: string;
+        };
         /** @description `glob`: the files whose paths match a pattern. */
         GlobInput: {
             /**
@@ -2024,6 +2087,11 @@ export interface components {
             /** @description The event's number in its channel */
             id: string;
         };
+        /** @description One message of the stream: a ThreadListEvent as JSON */
+        StreamedListEvent: {
+            /** @description A ThreadListEvent as JSON */
+            data: string;
+        };
         ThreadChange: {
             /**
              * @description The new title (trimmed; at most 500 characters); `null` or blank makes the thread
@@ -2036,10 +2104,29 @@ export interface components {
         ThreadList: {
             threads: components["schemas"]["ThreadView"][];
         };
+        /** @description What a follower of the thread list is sent, by `type`. */
+        ThreadListEvent: {
+            threads: components["schemas"]["ThreadView"][];
+            /** @enum {string} */
+            type: "threads";
+        } | {
+            thread: components["schemas"]["ThreadView"];
+            /** @enum {string} */
+            type: "thread";
+        } | {
+            id: string;
+            /** @enum {string} */
+            type: "thread_deleted";
+        };
         /** @description A thread as clients see it. */
         ThreadView: {
             createdAt: string;
             id: string;
+            /**
+             * @description When its newest event was stored (`createdAt` while it has none): thread lists are
+             *     sorted on it, most recent first.
+             */
+            lastActivityAt: string;
             /**
              * Format: int64
              * @description The id of the thread's newest event when this was read (0: none yet). A client that
@@ -3680,6 +3767,72 @@ export interface operations {
             };
         };
     };
+    delete_space: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Space name */
+                space: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed, with its files */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description INVALID_PATH: a bad space name */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: no bearer token, or one that was refused (WWW-Authenticate says why) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: a service token without a user */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: no such space */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description BUSY: files kept being written into it while it was emptied */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     space_events: {
         parameters: {
             query?: {
@@ -4098,6 +4251,78 @@ export interface operations {
             };
         };
     };
+    make_folder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Space name */
+                space: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Folder"];
+            };
+        };
+        responses: {
+            /** @description It was already there */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Folder"];
+                };
+            };
+            /** @description Made */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Folder"];
+                };
+            };
+            /** @description INVALID_PATH: a bad space name or path; INVALID_REQUEST: a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: no bearer token, or one that was refused (WWW-Authenticate says why) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: a service token without a user */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ALREADY_EXISTS: a file is at the path, or at a folder above it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     thread_file: {
         parameters: {
             query: {
@@ -4148,7 +4373,13 @@ export interface operations {
     };
     list_threads: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Only threads whose title, messages or file names (uploads, published and sent files)
+                 *     hold this text, whatever its letters' case (at most 500 characters).
+                 */
+                q?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4162,6 +4393,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ThreadList"];
+                };
+            };
+            /** @description INVALID_REQUEST: a search text over 500 characters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description UNAUTHENTICATED: no bearer token, or one that was refused (WWW-Authenticate says why) */
@@ -4217,6 +4457,44 @@ export interface operations {
                 };
             };
             /** @description FORBIDDEN: agents cannot create threads */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    follow_threads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: each message's `data` is a ThreadListEvent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamedListEvent"];
+                };
+            };
+            /** @description UNAUTHENTICATED: no bearer token, or one that was refused (WWW-Authenticate says why) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: an agent token, or service_role without a user */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -12,6 +12,10 @@ declare global {
   type ThreadEventOf<K extends ThreadEvent['type']> = Extract<ThreadEvent, { type: K }>;
   /** An event of a space's change feed. */
   type SpaceEvent = Schemas['SpaceEvent'];
+  /** A thread, as the thread routes answer it. */
+  type Thread = Schemas['ThreadView'];
+  /** An event of the live thread list (GET /api/threads/live). */
+  type ThreadListEvent = Schemas['ThreadListEvent'];
   /** An upload, as the upload routes and `upload` events carry it. */
   type Upload = Schemas['UploadView'];
   /** A file attached to a say-mode message. */

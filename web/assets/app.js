@@ -1,6 +1,6 @@
 // ferry's web app: sign-in, the shell (threads sidebar, main area, preview panel) and the
 // routes `/`, `/t/{thread}`, `/spaces` and `/spaces/{space}`.
-import { h, replace, announce } from './dom.js';
+import { h, replace, announce, developerDetails } from './dom.js';
 import { icon } from './icons.js';
 import { formatWhen } from './format.js';
 import { adoptTokenFromLocation, getToken, setToken, clearToken, tokenState } from './auth.js';
@@ -10,6 +10,7 @@ import { PreviewPanel } from './preview.js';
 import { SpacesView } from './spaces.js';
 import { S3KeysPanel } from './s3-keys.js';
 import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
+import { ThreadSearch, byActivity, fold, followThreadList, withThread } from './thread-list.js';
 
 const root = document.getElementById('app');
 
@@ -19,6 +20,11 @@ const app = {
   threads: [],
   threadsLoaded: false,
   threadsRetry: null,
+  /** The live thread list (thread-list.js), while signed in. */
+  threadFeed: null,
+  /** The server's answer to the search box: `{ query, threads }`, or null while none. */
+  found: null,
+  search: null,
   loading: null,
   preview: null,
   expiryTimer: null,
@@ -32,6 +38,8 @@ function signInScreen(reason, detail) {
   app.view = null;
   app.loading?.stop();
   app.threadsRetry?.stop();
+  app.threadFeed?.stop();
+  app.threadFeed = null;
   app.preview?.close();
   clearTimeout(app.expiryTimer);
   const titles = {
@@ -63,9 +71,10 @@ function signInScreen(reason, detail) {
       h('h1', { id: 'signin-title', text: titles[reason] || titles.missing }),
       h('p', { class: 'signin-reason', text: explanations[reason] || explanations.missing }),
       detail ? h('p', { class: 'note', text: `The server said: ${detail}` }) : null,
-      h('p', {}, 'Open the sign-in link that ', h('code', { text: 'ferry serve' }),
-        ' printed when it started (it ends in ', h('code', { text: '/#token=…' }), '), or ask whoever runs ferry for a new one: ',
-        h('code', { text: 'ferry token --user NAME' }), ' prints a token.'),
+      h('p', { text: 'Open the sign-in link you were given, or ask whoever runs ferry for your team for a new one.' }),
+      developerDetails(
+        h('p', {}, 'ferry serve prints a sign-in link when it starts (it ends in ', h('code', { text: '/#token=…' }),
+          '); ', h('code', { text: 'ferry token --user NAME' }), ' prints a token for anyone.')),
       h('form', {
         class: 'token-form', 'aria-labelledby': 'signin-title',
         onsubmit: (e) => {
@@ -99,20 +108,20 @@ function buildShell() {
     type: 'button', class: 'btn btn-icon menu-toggle', 'aria-label': 'Show threads', 'aria-expanded': 'false', 'aria-controls': 'sidebar',
     onclick: () => toggleSidebar(),
   }, icon('menu'));
-  const titleInput = h('input', {
-    id: 'new-thread-title', class: 'input', name: 'title', maxlength: '500', autocomplete: 'off',
-    placeholder: 'New thread title',
-  });
   const createError = h('p', { class: 'form-error', role: 'alert' });
   createError.hidden = true;
   const list = h('ul', { class: 'thread-list', 'aria-label': 'Your threads' });
   const search = h('input', {
     id: 'thread-search', class: 'input', type: 'search', name: 'q', autocomplete: 'off',
-    placeholder: 'Search threads', 'aria-label': 'Search threads by title', 'aria-controls': 'thread-list',
-    oninput: () => renderThreadList(),
+    placeholder: 'Search threads', 'aria-label': 'Search threads: titles, messages and file names', 'aria-controls': 'thread-list',
+    oninput: () => {
+      app.search.query(search.value.trim());
+      renderThreadList();
+    },
   });
   list.id = 'thread-list';
   const sidebar = h('aside', { id: 'sidebar', class: 'sidebar', 'aria-label': 'Threads' },
+    // A new thread needs no name: it takes one from its first message (thread-view.js).
     h('form', {
       class: 'new-thread', 'aria-label': 'Create a thread',
       onsubmit: async (e) => {
@@ -121,12 +130,10 @@ function buildShell() {
         const button = e.submitter || e.target.querySelector('button');
         button.disabled = true;
         try {
-          const title = titleInput.value.trim();
-          const thread = await sendJson('POST', route('threads'), title ? { title } : {});
-          titleInput.value = '';
-          app.threads = [thread, ...app.threads.filter((t) => t.id !== thread.id)];
+          const thread = await sendJson('POST', route('threads'), {});
+          app.threads = withThread(app.threads, thread);
           renderThreadList();
-          announce(`Thread ${thread.title || 'Untitled thread'} created`);
+          announce('New thread created');
           navigate(`/t/${encodeURIComponent(thread.id)}`);
         } catch (err) {
           createError.textContent = `The thread was not created: ${err.message}`;
@@ -136,9 +143,7 @@ function buildShell() {
         }
       },
     },
-    h('label', { for: 'new-thread-title', class: 'visually-hidden', text: 'New thread title (optional)' }),
-    h('div', { class: 'field-row' }, titleInput,
-      h('button', { type: 'submit', class: 'btn btn-primary new-thread-button' }, icon('plus'), h('span', { class: 'label', text: 'New thread' }))),
+    h('button', { type: 'submit', class: 'btn btn-primary new-thread-button' }, icon('plus'), h('span', { class: 'label', text: 'New thread' })),
     createError),
     h('h2', { class: 'sidebar-title', id: 'threads-heading', text: 'Threads' }),
     h('div', { class: 'thread-search', role: 'search' }, icon('search'), search),
@@ -184,15 +189,17 @@ function renderThreadList(currentId = app.currentThreadId) {
   // Until the list is read, its failure (with Retry) stays: no thread is not "no threads yet".
   if (!app.threadsLoaded && list.querySelector(':scope > .load-failure')) return;
   if (!app.threads.length) {
-    replace(list, h('li', { class: 'thread-empty', text: 'No threads yet. Create one to start.' }));
+    replace(list, h('li', { class: 'thread-empty', text: 'No threads yet. Start one with New thread.' }));
     return;
   }
-  // The search matches titles, ignoring case and accents.
-  const fold = (text) => text.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
-  const query = fold(search.value.trim());
-  const shown = query ? app.threads.filter((t) => fold(t.title || 'Untitled thread').includes(query)) : app.threads;
+  const typed = search.value.trim();
+  const shown = typed ? searched(typed) : app.threads;
   if (!shown.length) {
-    replace(list, h('li', { class: 'thread-empty', role: 'status', text: `No thread title holds “${search.value.trim()}”.` }));
+    const asking = !app.found || app.found.query !== typed;
+    const text = asking ? 'Searching…'
+      : app.found.failed ? `No thread title holds “${typed}”, and messages could not be searched just now.`
+        : `No thread mentions “${typed}”.`;
+    replace(list, h('li', { class: 'thread-empty', role: 'status', text }));
     return;
   }
   replace(list, shown.map((t) => h('li', {},
@@ -203,7 +210,24 @@ function renderThreadList(currentId = app.currentThreadId) {
     icon('chat'),
     h('span', { class: 'thread-link-text' },
       h('span', { class: 'thread-link-title', text: t.title || 'Untitled thread' }),
-      h('span', { class: 'thread-link-when', text: formatWhen(t.createdAt) }))))));
+      h('span', { class: 'thread-link-when', text: formatWhen(t.lastActivityAt || t.createdAt) }))))));
+}
+
+/**
+ * The threads the search box finds: those whose title holds the text (ignoring case and
+ * accents, at once), with those the server found by their messages and file names once it
+ * answers — every one as this page knows it now, in activity order.
+ */
+function searched(typed) {
+  const query = fold(typed);
+  const ids = new Set(app.threads.filter((t) => fold(t.title || 'Untitled thread').includes(query)).map((t) => t.id));
+  if (app.found?.query === typed) for (const t of app.found.threads) ids.add(t.id);
+  return app.threads.filter((t) => ids.has(t.id));
+}
+
+/** Shows the list again after a change, keeping the focus where it was (retry.js). */
+function refreshThreadList() {
+  showKeepingFocus(app.els.list, () => renderThreadList(), () => app.els.list.querySelector('a') || app.els.search);
 }
 
 /** Lists the person's threads in the sidebar; a failure says so there, with Retry (retry.js). */
@@ -213,9 +237,9 @@ function loadThreads() {
     const { threads } = await getJson(route('threads'));
     // Threads this page made or opened meanwhile stay listed.
     const known = new Set((threads || []).map((t) => t.id));
-    app.threads = [...app.threads.filter((t) => !known.has(t.id)), ...(threads || [])];
+    app.threads = [...app.threads.filter((t) => !known.has(t.id)), ...(threads || [])].sort(byActivity);
     app.threadsLoaded = true;
-    showKeepingFocus(app.els.list, () => renderThreadList(), () => app.els.list.querySelector('a') || app.els.search);
+    refreshThreadList();
   }, {
     onError: (e, attempt) => {
       if (e.status === 401) return false;
@@ -223,6 +247,57 @@ function loadThreads() {
       return undefined;
     },
   });
+}
+
+/**
+ * Keeps the list current with what happens in other tabs and devices: threads made, renamed,
+ * active or deleted. A deleted thread that is open here closes with a note.
+ */
+function followThreads() {
+  app.threadFeed?.stop();
+  app.threadFeed = followThreadList({
+    onList: (threads) => {
+      // The open thread may be newer than the list (made here while it was read), or gone
+      // (deleted while the stream was away): asked for, it says which.
+      const open = app.threads.find((t) => t.id === app.currentThreadId);
+      app.threads = open && !threads.some((t) => t.id === open.id) ? withThread(threads, open) : threads;
+      app.threadsLoaded = true;
+      app.threadsRetry?.stop();
+      refreshThreadList();
+      if (open && !threads.some((t) => t.id === open.id)) {
+        getJson(route('threads', open.id)).catch((e) => {
+          if (e.status !== 404) return;
+          app.threads = app.threads.filter((t) => t.id !== open.id);
+          refreshThreadList();
+          threadGone(open.id);
+        });
+      }
+    },
+    onThread: (thread) => {
+      app.threads = withThread(app.threads, thread);
+      refreshThreadList();
+      if (thread.id === app.currentThreadId) app.view?.renamedElsewhere?.(thread);
+    },
+    onDeleted: (id) => {
+      app.threads = app.threads.filter((t) => t.id !== id);
+      refreshThreadList();
+      threadGone(id);
+    },
+  });
+}
+
+/** The open thread was deleted elsewhere: its view closes with a note saying so. */
+function threadGone(id) {
+  if (id !== app.currentThreadId || !(app.view instanceof ThreadView)) return;
+  app.view.destroy?.();
+  app.view = null;
+  document.title = 'Thread deleted · ferry';
+  replace(app.els.main, h('section', { class: 'notice thread-gone', 'aria-labelledby': 'thread-gone-title' },
+    h('h1', { id: 'thread-gone-title', tabindex: '-1', text: 'This thread was deleted' }),
+    h('p', { text: 'It was deleted in another tab or window, or by an app acting for you. Its messages and files are gone.' }),
+    h('p', {}, h('a', { href: '/', 'data-nav': '', text: 'Back to your threads' }))));
+  announce('This thread was deleted elsewhere');
+  app.els.main.querySelector('h1')?.focus();
 }
 
 /** The person's settings: who they are signed in as, and their S3 access keys. */
@@ -328,7 +403,7 @@ async function render() {
 function showThread(thread, r, { afterFailure = false } = {}) {
   const { main } = app.els;
   if (!app.threads.some((t) => t.id === thread.id)) {
-    app.threads = [thread, ...app.threads];
+    app.threads = withThread(app.threads, thread);
     renderThreadList();
   }
   const view = new ThreadView(thread, {
@@ -360,7 +435,7 @@ function homeView() {
     h('h1', { id: 'home-title', text: 'Files between you and your agents' }),
     h('p', { text: 'A thread is a conversation with an agent. Attach files for it to work on; the files it publishes come back as cards you can preview and download.' }),
     h('ol', { class: 'steps' },
-      h('li', {}, h('strong', { text: 'Create a thread' }), ' with the form on the left (“New thread”).'),
+      h('li', {}, h('strong', { text: 'Start a thread' }), ' with ', h('strong', { text: 'New thread' }), ' and write your first message: the thread takes its name from it.'),
       h('li', {}, h('strong', { text: 'Connect your agent' }), ' to it: the thread’s ', h('strong', { text: 'Connect agent' }), ' button gives it a token and the address to reach ferry.'),
       h('li', {}, h('strong', { text: 'Exchange files' }), ': drop files into the thread; click a card the agent publishes to preview it.')),
     h('p', {}, 'Your agents can also keep notes and files for you in ', h('a', { href: '/spaces', 'data-nav': '', text: 'Spaces' }), '.'));
@@ -396,9 +471,15 @@ function boot() {
   app.claims = state.claims;
   app.threads = [];
   app.threadsLoaded = false;
+  app.found = null;
+  app.search = new ThreadSearch((query, threads) => {
+    app.found = { query, threads: threads || [], failed: !threads };
+    if (query === app.els.search?.value.trim()) renderThreadList();
+  });
   buildShell();
   scheduleExpiry();
   loadThreads();
+  followThreads();
   render();
 }
 

@@ -2,9 +2,9 @@
 // and ready states; icon by type, display name, `DOCX · 44.6 KB`, description, Download),
 // say-mode attachments, `file_send` contents inline, the chips of a user's uploads, and the
 // commands the agent ran in its sandbox.
-import { h } from './dom.js';
+import { h, developerDetails } from './dom.js';
 import { icon, fileIcon } from './icons.js';
-import { formatSize, typeLabel, extensionOf, formatDuration, terminalText } from './format.js';
+import { formatSize, typeLabel, extensionOf, formatDuration, terminalText, limitIn } from './format.js';
 import { route, getBlob } from './api.js';
 import { downloadTo, saveBlob } from './download.js';
 import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
@@ -40,14 +40,37 @@ export function publishedContentPath(threadId, fileId) {
 }
 
 /**
+ * @typedef {object} PublishFailure
+ * @property {string} [code] The error's code (`NOT_FOUND`, `REQUEST_TOO_LARGE`, …).
+ * @property {string} [message] The server's message.
+ * @property {string} [filePath] The file the agent asked to publish, as it named it.
+ */
+
+/**
+ * Why a publish failed, in a sentence for the person: the file by its name, never by its path in
+ * the agent's sandbox (the server's own words, path and all, are for developers).
+ * @param {PublishFailure} failure
+ */
+export function publishFailureText({ code, message, filePath }) {
+  const name = filePath ? filePath.slice(filePath.lastIndexOf('/') + 1) : '';
+  if (code === 'NOT_FOUND' && name) return `The agent's file ${name} could not be found.`;
+  const limit = code === 'REQUEST_TOO_LARGE' ? limitIn(message) : null;
+  if (limit) return `${name || 'The file'} is too large to publish: the limit is ${limit}.`;
+  // Any path of the agent's own (/sandbox/…, /spaces/…) is said by its file name.
+  const said = String(message || 'Something went wrong.').replace(/\/(?:sandbox|spaces)\/[^\s:;,'"]*[^\s:;,'".)]/g, (path) => path.slice(path.lastIndexOf('/') + 1) || path);
+  return `${said.charAt(0).toUpperCase()}${said.slice(1)}${/[.!?]$/.test(said) ? '' : '.'}`;
+}
+
+/**
  * A published file's card. `state` is 'publishing', 'error' or 'ready' (docs/reference/web-ui.md);
  * `onOpen(file, openButton)` opens the preview panel when the card (not its button) is clicked.
- * A card still publishing, or that failed, knows only the file's display name.
+ * A card still publishing, or that failed, knows only the file's display name; one that failed
+ * says why (`failure`).
  * @param {string} threadId
  * @param {Partial<PublishedFile>} file
- * @param {{ state?: 'publishing' | 'error' | 'ready', error?: string, onOpen?: OpenPreview }} [options]
+ * @param {{ state?: 'publishing' | 'error' | 'ready', failure?: PublishFailure, onOpen?: OpenPreview }} [options]
  */
-export function publishedCard(threadId, file, { state = 'ready', error = '', onOpen } = {}) {
+export function publishedCard(threadId, file, { state = 'ready', failure = {}, onOpen } = {}) {
   if (state === 'publishing') {
     return h('article', { class: 'card card-publishing', 'aria-busy': 'true' },
       h('div', { class: 'card-icon' }, icon('spinner', 'icon spin')),
@@ -56,11 +79,17 @@ export function publishedCard(threadId, file, { state = 'ready', error = '', onO
         h('p', { class: 'card-meta', text: file?.display_name ? `Preparing “${file.display_name}” for download` : 'Preparing file for download' })));
   }
   if (state === 'error') {
+    const reason = publishFailureText(failure);
     return h('article', { class: 'card card-error' },
       h('div', { class: 'card-icon' }, icon('alert')),
       h('div', { class: 'card-body' },
         h('h3', { class: 'card-title', text: 'Error publishing file' }),
-        h('p', { class: 'card-meta error-text', text: file?.display_name ? `“${file.display_name}”: ${error || 'An error occurred'}` : (error || 'An error occurred') })));
+        h('p', { class: 'card-meta error-text', text: file?.display_name ? `“${file.display_name}”: ${reason}` : reason }),
+        failure.message || failure.filePath
+          ? developerDetails(h('dl', { class: 'dev-facts' },
+            failure.filePath ? [h('dt', { text: 'File' }), h('dd', {}, h('code', { text: failure.filePath }))] : null,
+            failure.message ? [h('dt', { text: 'Details' }), h('dd', { text: failure.code ? `${failure.code}: ${failure.message}` : failure.message })] : null))
+          : null));
   }
   const label = `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`;
   const titleId = `card-${file.id}-r${file.revision}-${Math.random().toString(36).slice(2, 8)}`;

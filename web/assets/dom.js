@@ -58,6 +58,14 @@ export function svgIcon(paths, className = 'icon') {
   return svg;
 }
 
+/**
+ * What only a developer needs (an API route, a tool's name, a path in an agent's sandbox), folded
+ * away under "For developers", so that the page itself speaks of the product.
+ */
+export function developerDetails(...children) {
+  return h('details', { class: 'dev-details' }, h('summary', { text: 'For developers' }), ...children);
+}
+
 /** Announces a short message to screen readers through the app's live region. */
 export function announce(message) {
   const region = document.getElementById('announcer');

@@ -56,13 +56,19 @@ export function describeLimit(bytes) {
 }
 
 /**
- * The limit a 413 envelope names, in words: the server says
- * "the body is larger than the limit of 100 MiB (104857600 bytes)".
+ * The limit a 413 envelope names, in words, or null: the server says "the body is larger than
+ * the limit of 100 MiB (104857600 bytes)", or "… over the publish limit of 40 MiB (… bytes)".
  */
-export function tooLargeText(message) {
+export function limitIn(message) {
   const m = /limit of ([^(]+?)\s*(\(|$)/.exec(String(message || ''));
   // Said in the units sizes are shown in (the server's MiB is the page's MB).
-  if (m) return `Too large — the limit is ${m[1].trim().replace(/\b([KMG])iB\b/, '$1B')}`;
+  return m ? m[1].trim().replace(/\b([KMG])iB\b/, '$1B') : null;
+}
+
+/** What an upload refused as too large says: the limit, in words. */
+export function tooLargeText(message) {
+  const limit = limitIn(message);
+  if (limit) return `Too large — the limit is ${limit}`;
   return message ? `Too large — ${message}` : 'Too large for the server';
 }
 
@@ -109,4 +115,24 @@ export function terminalText(output) {
       return shown.join('').replace(CONTROLS, '');
     })
     .join('\n');
+}
+
+/** Characters of a message that title a new thread at most (a word is never cut). */
+const TITLE_CHARS = 60;
+
+/**
+ * The title a thread takes from its first message, as chat apps title a conversation: the
+ * text's first line with its Markdown marks and runs of spaces dropped, cut at a word before
+ * 60 characters with `…`; an empty text gives ''.
+ * @param {string} text
+ */
+export function titleFromMessage(text) {
+  const line = String(text || '')
+    .split('\n')
+    .map((l) => l.replace(/^\s*(?:#{1,6}\s+|[-*+]\s+|>\s*|\d+[.)]\s+)/, '').replace(/[*_`~]+/g, '').replace(/\s+/g, ' ').trim())
+    .find((l) => l.length > 0) || '';
+  if (line.length <= TITLE_CHARS) return line;
+  const cut = line.slice(0, TITLE_CHARS);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > TITLE_CHARS / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:.-]+$/, '')}…`;
 }

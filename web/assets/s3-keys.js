@@ -1,7 +1,7 @@
 // S3 access: the endpoint to paste into an S3 tool, and the person's access keys
-// (GET/POST/DELETE /api/s3/keys). A new key's secret is shown once, in a field to copy; the list
-// never has secrets. Revoking asks first, in the page: tools using the key stop working at once.
-import { h, replace, announce } from './dom.js';
+// (GET/POST/DELETE /api/s3/keys). A new key's secret is shown once, in a field to copy (with a
+// boto3 example for developers); the list never has secrets. Revoking asks first, in the page: tools using the key stop working at once.
+import { h, replace, announce, developerDetails } from './dom.js';
 import { icon } from './icons.js';
 import { formatDateTime } from './format.js';
 import { route, getJson, sendJson, request } from './api.js';
@@ -38,8 +38,9 @@ export class S3KeysPanel {
     }, icon('plus'), h('span', { class: 'label', text: 'Create an access key' }));
     this.el = h('section', { class: 's3-access', 'aria-labelledby': 's3-title' },
       h('h2', { id: 's3-title', class: 'section-title', text: 'S3 access' }),
-      h('p', { class: 'page-sub', text: 'Point boto3, the AWS CLI, rclone or any S3 tool at this endpoint (path-style, region us-east-1): your spaces are its buckets. A key acts as you.' }),
+      h('p', { class: 'page-sub', text: 'File tools that speak S3, such as rclone, Cyberduck or the AWS command line, can open your spaces: give the tool this address and an access key, and each space shows as a bucket. A key acts as you, so keep its secret to yourself.' }),
       ...copyField('s3-endpoint', 'Endpoint URL', this.endpoint),
+      developerDetails(h('p', { text: 'Path-style addressing, region us-east-1, signature version 4. Buckets are your spaces; keys are their files’ paths.' })),
       this.createButton, this.error, this.created, this.list);
     this.refresh();
   }
@@ -90,14 +91,16 @@ export class S3KeysPanel {
         h('p', { class: 'field-help', text: 'Copy the secret now: it is shown only this once.' }),
         ...copyField('s3-key-id', 'Access key ID', key.accessKeyId),
         ...copyField('s3-secret', 'Secret access key', key.secretAccessKey),
-        h('pre', { class: 'snippet' }, [
-          'import boto3',
-          'from botocore.config import Config',
-          `s3 = boto3.client("s3", endpoint_url="${this.endpoint}",`,
-          `    aws_access_key_id="${key.accessKeyId}", aws_secret_access_key="<the secret above>",`,
-          '    region_name="us-east-1",',
-          '    config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))',
-        ].join('\n')));
+        developerDetails(
+          h('p', { text: 'With boto3:' }),
+          h('pre', { class: 'snippet' }, [
+            'import boto3',
+            'from botocore.config import Config',
+            `s3 = boto3.client("s3", endpoint_url="${this.endpoint}",`,
+            `    aws_access_key_id="${key.accessKeyId}", aws_secret_access_key="<the secret above>",`,
+            '    region_name="us-east-1",',
+            '    config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))',
+          ].join('\n'))));
       this.created.querySelector('#s3-secret').select();
       announce('Access key created; copy its secret now');
       await this.refresh();

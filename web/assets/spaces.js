@@ -1,16 +1,17 @@
 // Spaces: the person's per-user storage. The page lists the person's spaces (GET /api/spaces)
-// and opens one by name (a space exists once something is saved in it, so a new one is opened
-// by typing its name). A space's files are shown as a tree of folders; opening a file shows it in
-// the preview panel, as the same file would be shown in a thread (preview.js). Files are
-// uploaded into the space or any folder (create-only: a name already taken is refused, never
-// overwritten) and deleted after an in-page confirmation. The space and each folder download as
-// one zip (`?format=zip`, built by the server while it is sent). A list that cannot be read says
-// so with Retry, and is read again by itself (retry.js).
-import { h, replace, announce } from './dom.js';
+// and opens one by name (a new name opens an empty space, which the first file or folder saved
+// in it makes). A space's files are shown as a tree of folders, empty folders too; opening a file
+// shows it in the preview panel, as the same file would be shown in a thread (preview.js). Files
+// are uploaded into the space or any folder (create-only: a name already taken is refused, never
+// overwritten); folders are made in the space or any folder, named in the page; files and whole
+// spaces are deleted after an in-page confirmation. The space and each folder download as one
+// zip (`?format=zip`, built by the server while it is sent). A list that cannot be read says so
+// with Retry, and is read again by itself (retry.js).
+import { h, replace, announce, developerDetails } from './dom.js';
 import { icon, fileIcon } from './icons.js';
 import { formatSize, formatDateTime } from './format.js';
 import { route, getJson, request } from './api.js';
-import { confirmDialog } from './confirm.js';
+import { confirmDialog, nameDialog } from './confirm.js';
 import { downloadTo } from './download.js';
 import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
 import { spaceFilePath as filePath } from './space-preview.js';
@@ -19,20 +20,73 @@ const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 // Over S3, `sandbox-{thread id}` names a thread's sandbox: no space takes such a name.
 const RESERVED = /^sandbox-/;
 
-/** Files (recursive listing) → a tree: { dirs: Map<name, node>, files: [] }. */
-export function buildTree(files) {
+/** How many files, said in words: `1 file`, `8 files`. */
+function filesText(n) {
+  return `${n} file${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * A listing's entries (files and folders, each by its path in the space) → a tree:
+ * { dirs: Map<name, node>, files: [] }. A folder is a node even when nothing is in it.
+ */
+export function buildTree(entries) {
   const root = { dirs: new Map(), files: [] };
-  for (const f of files) {
-    if (f.type && f.type !== 'file') continue;
-    const parts = f.path.split('/');
+  const folder = (names) => {
     let node = root;
-    for (const dir of parts.slice(0, -1)) {
-      if (!node.dirs.has(dir)) node.dirs.set(dir, { dirs: new Map(), files: [] });
-      node = node.dirs.get(dir);
+    for (const name of names) {
+      if (!node.dirs.has(name)) node.dirs.set(name, { dirs: new Map(), files: [] });
+      node = node.dirs.get(name);
     }
-    node.files.push({ ...f, name: parts[parts.length - 1] });
+    return node;
+  };
+  for (const entry of entries) {
+    const parts = entry.path.split('/');
+    if (entry.type === 'dir') folder(parts);
+    else if (!entry.type || entry.type === 'file') folder(parts.slice(0, -1)).files.push({ ...entry, name: parts[parts.length - 1] });
   }
   return root;
+}
+
+/** The files below a node of the tree, at any depth. */
+function filesBelow(node) {
+  let n = node.files.length;
+  for (const child of node.dirs.values()) n += filesBelow(child);
+  return n;
+}
+
+let treeCounter = 0;
+
+/** Unfolds (or folds) a folder of the tree by its toggle button. */
+function showFolder(toggle, open) {
+  toggle.setAttribute('aria-expanded', String(open));
+  document.getElementById(toggle.getAttribute('aria-controls')).hidden = !open;
+}
+
+/** One folder's entries, its files and its folders, every page of them. */
+async function listFolder(space, dir) {
+  const entries = [];
+  let cursor = null;
+  do {
+    const page = await getJson(route('spaces', space, 'files'), { query: { dir: dir || null, limit: 10000, cursor } });
+    entries.push(...(page.files || []));
+    cursor = page.nextCursor || null;
+  } while (cursor);
+  return entries;
+}
+
+/**
+ * Every file and folder of a space. A listing of the whole space at once names its files only,
+ * so an empty folder would be missed: the space is read folder by folder instead, each level's
+ * folders at the same time.
+ */
+async function listSpace(space) {
+  const entries = [];
+  for (let level = ['']; level.length;) {
+    const found = (await Promise.all(level.map((dir) => listFolder(space, dir)))).flat();
+    entries.push(...found);
+    level = found.filter((entry) => entry.type === 'dir').map((entry) => entry.path);
+  }
+  return entries;
 }
 
 export class SpacesView {
@@ -64,11 +118,11 @@ export class SpacesView {
       h('label', { for: 'space-name', class: 'field-label', text: 'Space name' }),
       h('div', { class: 'field-row' }, this.input,
         h('button', { type: 'submit', class: 'btn btn-primary', text: 'Open' })),
-      h('p', { id: 'space-name-help', class: 'field-help', text: '1–64 letters, digits, dots, dashes or underscores, not starting with a dot or "sandbox-". A space exists once something is saved in it.' }),
+      h('p', { id: 'space-name-help', class: 'field-help', text: 'Open one of your spaces, or type a new name to start one: 1–64 letters, digits, dots, dashes or underscores, not starting with a dot or with “sandbox-”.' }),
       this.formError),
       this.recent,
       this.content,
-      h('p', { class: 'field-help' }, 'S3 tools reach your spaces as buckets: create a key in ',
+      h('p', { class: 'field-help' }, 'File tools that speak S3, such as rclone or Cyberduck, can open your spaces too: see ',
         h('a', { href: '/settings', 'data-nav': '', text: 'Settings' }), '.'));
     this.renderRecent();
     if (space) this.load(space);
@@ -81,7 +135,7 @@ export class SpacesView {
 
   openByName(name) {
     if (!NAME_RULE.test(name) || name.startsWith('.') || RESERVED.test(name)) {
-      this.formError.textContent = 'That is not a space name: use 1–64 letters, digits, dots, dashes or underscores, not starting with a dot or "sandbox-".';
+      this.formError.textContent = 'That is not a space name: use 1–64 letters, digits, dots, dashes or underscores, not starting with a dot or with “sandbox-”.';
       this.formError.hidden = false;
       this.input.focus();
       return;
@@ -113,9 +167,10 @@ export class SpacesView {
       this.recent.hidden = false;
       replace(this.recent,
         h('h2', { class: 'section-title', text: 'Your spaces' }),
-        h('p', { class: 'empty' }, 'You have no spaces yet. A space is storage of your own that your agents read and write: notes, drafts, files they keep for you across threads. An agent makes one when it first saves a file there (',
-          h('code', { text: 'write_space_file' }), ' over MCP, or ', h('code', { text: 'PUT /api/spaces/{space}/files/…' }),
-          '); you can also open one by name below and upload files into it.'));
+        h('p', { class: 'empty', text: 'You have no spaces yet. A space is storage of your own that your agents read and write: notes, drafts, files they keep for you across threads. Your agents make one when they first save a file in it; you can start one yourself by typing its name above, then uploading files or creating folders in it.' }),
+        developerDetails(
+          h('p', {}, 'Agents save a file in a space with the MCP tool ', h('code', { text: 'write_space_file' }),
+            ', or over HTTP with ', h('code', { text: 'PUT /api/spaces/{space}/files/{path}' }), '.')));
       return;
     }
     this.recent.hidden = false;
@@ -125,7 +180,7 @@ export class SpacesView {
         h('a', {
           href: `/spaces/${encodeURIComponent(name)}`, 'data-nav': '', class: `space-link${name === this.space ? ' current' : ''}`,
           'aria-current': name === this.space ? 'page' : null,
-          title: `${files} file${files === 1 ? '' : 's'} · ${formatSize(size)}`,
+          title: `${filesText(files)} · ${formatSize(size)}`,
         }, icon('folder'), h('span', { text: name }))))));
   }
 
@@ -134,8 +189,8 @@ export class SpacesView {
     this.retries.list?.stop();
     return new Promise((resolve) => {
       this.retries.list = keepTrying(async () => {
-        const { files } = await getJson(route('spaces', space, 'files'), { query: { recursive: 'true', limit: 10000 } });
-        showKeepingFocus(this.content, () => this.showFiles(space, files || []), () => this.content.querySelector('.space-title'));
+        const entries = await listSpace(space);
+        showKeepingFocus(this.content, () => this.showFiles(space, entries), () => this.content.querySelector('.space-title'));
         resolve(undefined);
       }, {
         onError: (e, attempt) => {
@@ -147,20 +202,29 @@ export class SpacesView {
     });
   }
 
-  showFiles(space, list) {
+  showFiles(space, entries) {
+    const tree = buildTree(entries);
+    const files = filesBelow(tree);
     this.status = h('p', { class: 'space-status', role: 'status' });
-    const heading = h('h2', { class: 'section-title space-title', tabindex: '-1' }, icon('folder'), h('span', { class: 'space-title-name', text: space }),
-      h('span', { class: 'count', text: `${list.length} file${list.length === 1 ? '' : 's'}` }),
-      h('span', { class: 'space-actions' },
+    // The heading names the space only; its buttons sit beside it, not in it, so that a screen
+    // reader's list of headings does not read them out.
+    const heading = h('div', { class: 'space-head' },
+      h('h2', { class: 'section-title space-title', tabindex: '-1' }, icon('folder'), h('span', { class: 'space-title-name', text: space }),
+        h('span', { class: 'count', text: filesText(files) })),
+      h('div', { class: 'space-actions' },
         this.uploadButton(space, '', 'Upload files'),
-        list.length ? this.zipButton(space, '', space, 'Download all') : null));
-    if (!list.length) {
-      replace(this.content, heading, this.status, h('p', { class: 'empty', text: 'Nothing is saved in this space yet. Your agents create it when they first save a file here; Upload files puts yours in.' }));
+        this.folderButton(space, '', 'New folder'),
+        files ? this.zipButton(space, '', space, 'Download all') : null,
+        h('button', {
+          type: 'button', class: 'btn btn-small space-delete', 'aria-haspopup': 'dialog',
+          onclick: (e) => this.deleteSpace(space, files, e.currentTarget),
+        }, icon('trash'), h('span', { class: 'label', text: 'Delete space' }))));
+    if (!entries.length) {
+      replace(this.content, heading, this.status, h('p', { class: 'empty', text: 'Nothing is saved in this space yet. Upload files or create a folder; your agents can save files here too.' }));
       return;
     }
-    const tree = buildTree(list);
     replace(this.content, heading, this.status, h('ul', { class: 'tree', 'aria-label': `Files in ${space}` }, this.renderNode(space, tree, '')));
-    announce(`${space}: ${list.length} files`);
+    announce(`${space}: ${filesText(files)}`);
   }
 
   renderNode(space, node, prefix) {
@@ -168,20 +232,18 @@ export class SpacesView {
     const dirs = [...node.dirs.keys()].sort((a, b) => a.localeCompare(b));
     for (const dir of dirs) {
       const path = prefix ? `${prefix}/${dir}` : dir;
-      const details = h('details', { class: 'tree-dir', open: true },
-        h('summary', {}, icon('folder'), h('span', { class: 'tree-name', text: dir }),
-          h('span', { class: 'row-actions' }, this.uploadButton(space, path), this.zipButton(space, path, dir))),
-        h('ul', {}, this.renderNode(space, node.dirs.get(dir), path)));
-      items.push(h('li', { dataset: { path } }, details));
+      items.push(this.folderRow(space, path, dir, node.dirs.get(dir)));
     }
     for (const file of node.files.sort((a, b) => a.name.localeCompare(b.name))) {
       const open = h('button', {
         type: 'button', class: 'tree-file', 'aria-haspopup': 'dialog',
-        'aria-label': `Open ${file.path} (${formatSize(file.size)})`,
+        'aria-label': `Open ${file.path}, ${formatSize(file.size)}`,
         onclick: () => this.openFile(space, file, open),
       },
       fileIcon(file.name, file.contentType),
-      h('span', { class: 'tree-name', text: file.name }),
+      // The space between the name and the size is read, not drawn: so what the button shows,
+      // "a.md 3 B", is words of its name, "Open ideas/a.md, 3 B", as a voice command says them.
+      h('span', { class: 'tree-name', text: file.name }), ' ',
       h('span', { class: 'tree-meta', text: formatSize(file.size), title: file.updatedAt ? `Updated ${formatDateTime(file.updatedAt)}` : null }));
       const remove = h('button', {
         type: 'button', class: 'btn btn-icon btn-small row-delete',
@@ -191,6 +253,27 @@ export class SpacesView {
       items.push(h('li', { class: 'tree-file-row', dataset: { path: file.path } }, open, remove));
     }
     return items;
+  }
+
+  /**
+   * A folder of the tree: a button that folds and unfolds it (a disclosure: its buttons cannot
+   * sit inside a <summary>, which is a control itself), the folder's own buttons, and what it
+   * holds.
+   */
+  folderRow(space, path, name, node) {
+    const inside = this.renderNode(space, node, path);
+    const list = h('ul', { id: `tree-${++treeCounter}` }, inside.length ? inside : h('li', { class: 'tree-empty', text: 'Empty folder' }));
+    const toggle = h('button', {
+      type: 'button', class: 'tree-toggle', 'aria-expanded': 'true', 'aria-controls': list.id,
+      onclick: () => showFolder(toggle, toggle.getAttribute('aria-expanded') !== 'true'),
+    }, icon('chevron', 'icon chevron'), icon('folder'), h('span', { class: 'tree-name', text: name }));
+    return h('li', { class: 'tree-dir', dataset: { path } },
+      h('div', { class: 'tree-dir-row' }, toggle,
+        h('span', { class: 'row-actions' },
+          this.uploadButton(space, path),
+          this.folderButton(space, path),
+          filesBelow(node) ? this.zipButton(space, path, name) : null)),
+      list);
   }
 
   /**
@@ -210,13 +293,88 @@ export class SpacesView {
     return h('span', { class: 'upload-into' }, input, h('button', {
       type: 'button', class: label ? 'btn btn-small space-upload' : 'btn btn-icon btn-small space-upload',
       'aria-label': `Upload files into ${where}`, title: `Upload files into ${where}`,
-      onclick: (e) => {
-        // Inside a folder's summary: choose files, do not fold the folder.
-        e.preventDefault();
-        e.stopPropagation();
-        input.click();
-      },
+      onclick: () => input.click(),
     }, icon('upload'), label ? h('span', { class: 'label', text: label }) : null));
+  }
+
+  /**
+   * A button that asks for a name and makes a folder of that name in the folder `dir` of `space`
+   * (its root when empty). With `label` it shows the label; without, only an icon (a folder's row).
+   */
+  folderButton(space, dir, label) {
+    const where = dir || space;
+    const button = h('button', {
+      type: 'button', class: label ? 'btn btn-small new-folder' : 'btn btn-icon btn-small new-folder',
+      'aria-label': `New folder in ${where}`, title: `New folder in ${where}`, 'aria-haspopup': 'dialog',
+      onclick: () => this.askFolder(space, dir, button),
+    }, icon('folder-plus'), label ? h('span', { class: 'label', text: label }) : null);
+    return button;
+  }
+
+  /**
+   * Asks for the new folder's name, makes it (POST …/folders: 201 made, 200 already there, 409
+   * when a file has that name), then lists the space again and opens the folder.
+   */
+  askFolder(space, dir, opener) {
+    let made = null;
+    nameDialog({
+      title: 'New folder',
+      text: dir ? `It goes in ${dir}, in the space ${space}.` : `It goes in the space ${space}.`,
+      label: 'Folder name',
+      action: 'Create folder',
+      iconName: 'folder-plus',
+      failure: 'The folder was not created',
+      check: (name) => (name ? null : 'Type a name for the folder.'),
+      run: async (name) => {
+        const path = dir ? `${dir}/${name}` : name;
+        try {
+          const response = await request(route('spaces', space, 'folders'), { method: 'POST', json: { path } });
+          made = { path: (await response.json()).path || path, existed: response.status === 200 };
+        } catch (e) {
+          if (e.status === 409) throw new Error(`a file named ${name} is already there`);
+          throw e;
+        }
+      },
+      done: async () => {
+        await this.load(space);
+        this.renderRecent();
+        this.revealFolder(made);
+      },
+      opener,
+    });
+  }
+
+  /** Opens a folder of the tree (and those around it), moves the focus to it and says so. */
+  revealFolder({ path, existed }) {
+    const row = [...this.content.querySelectorAll('li.tree-dir')].find((li) => li.dataset.path === path);
+    if (!row) return;
+    for (let li = row; li; li = li.parentElement.closest('li.tree-dir')) showFolder(li.querySelector('.tree-toggle'), true);
+    const toggle = row.querySelector('.tree-toggle');
+    toggle.scrollIntoView({ block: 'nearest' });
+    toggle.focus();
+    this.status.textContent = existed ? `The folder ${path} was already there.` : `Folder ${path} created.`;
+    announce(this.status.textContent);
+  }
+
+  /**
+   * Asks before deleting the space with every file and folder in it, then goes back to the list
+   * of spaces. A space already gone (404) is what was asked for.
+   */
+  deleteSpace(space, files, opener) {
+    confirmDialog({
+      title: files ? `Delete space ${space} and its ${filesText(files)}?` : `Delete space ${space}?`,
+      text: 'This cannot be undone: every file and folder in it is deleted, for you and for your agents.',
+      action: 'Delete space',
+      failure: `${space} was not deleted`,
+      run: () => request(route('spaces', space), { method: 'DELETE' }).catch((e) => {
+        if (e.status !== 404) throw e;
+      }),
+      done: () => {
+        this.navigate('/spaces');
+        announce(`Space ${space} deleted`);
+      },
+      opener,
+    });
   }
 
   /**
@@ -273,11 +431,10 @@ export class SpacesView {
   zipButton(space, dir, name, label) {
     const button = h('button', {
       type: 'button', class: label ? 'btn btn-small zip-download' : 'btn btn-icon btn-small zip-download',
-      'aria-label': `Download ${dir || space} as a zip`, title: 'Download folder as a zip',
-      onclick: (e) => {
-        // Inside a folder's summary: download, do not fold the folder.
-        e.preventDefault();
-        e.stopPropagation();
+      // A label shown is part of the name, so that a voice command saying it reaches the button.
+      'aria-label': label ? `${label} of ${space} as a zip` : `Download ${dir} as a zip`,
+      title: dir ? 'Download folder as a zip' : 'Download the space as a zip',
+      onclick: () => {
         const query = { format: 'zip' };
         if (dir) query.dir = dir;
         downloadTo(button, route('spaces', space, 'files'), `${name}.zip`, query)

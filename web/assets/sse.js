@@ -1,7 +1,7 @@
-// A thread's event channel over fetch(): EventSource cannot send an Authorization header,
-// so the stream is read and parsed here. The client remembers the last event id it saw and
-// resumes after a drop with `Last-Event-ID`, backing off between attempts; the view dedupes
-// by id, so a replayed event is never shown twice.
+// The server's event streams over fetch() (a thread's events, the thread list): EventSource
+// cannot send an Authorization header, so the stream is read and parsed here. The client
+// remembers the last event id it saw and resumes after a drop with `Last-Event-ID`, backing off
+// between attempts; the view dedupes by id, so a replayed event is never shown twice.
 import { authHeaders, errorFrom, route, serverAnswered } from './api.js';
 
 /** Parses `text/event-stream` incrementally (the WHATWG rules for fields and lines). */
@@ -76,17 +76,24 @@ const MAX_DELAY = 15000;
 const SILENCE_LIMIT = 45000;
 
 /**
- * Streams a thread's events. `onEvent(event)` gets each parsed event object; `onStatus`
- * gets 'connecting' | 'live' | 'reconnecting' | 'stopped'; `onFatal(ApiError)` is called
- * when the server refuses the stream for good (401, 403, 404).
+ * @template E
+ * @typedef {{ onEvent: (event: E) => void, onStatus?: (status: 'connecting' | 'live' | 'reconnecting' | 'stopped') => void, onFatal?: (error: import('./api.js').ApiError) => void, after?: number }} StreamHooks
  */
-export class ThreadEvents {
+
+/**
+ * Follows one of the server's event streams at `url`, reconnecting after a drop. `onEvent(event)`
+ * gets each parsed event object; `onStatus` gets 'connecting' | 'live' | 'reconnecting' |
+ * 'stopped'; `onFatal(ApiError)` is called when the server refuses the stream for good (401,
+ * 403, 404). A stream whose events have ids resumes after the last one seen.
+ * @template E
+ */
+export class LiveStream {
   /**
-   * @param {string} threadId
-   * @param {{ onEvent: (event: ThreadEvent) => void, onStatus?: (status: 'connecting' | 'live' | 'reconnecting' | 'stopped') => void, onFatal?: (error: import('./api.js').ApiError) => void, after?: number }} hooks
+   * @param {string} url
+   * @param {StreamHooks<E>} hooks
    */
-  constructor(threadId, { onEvent, onStatus, onFatal, after = 0 }) {
-    this.threadId = threadId;
+  constructor(url, { onEvent, onStatus, onFatal, after = 0 }) {
+    this.url = url;
     this.onEvent = onEvent;
     this.onStatus = onStatus || (() => {});
     this.onFatal = onFatal || (() => {});
@@ -131,7 +138,7 @@ export class ThreadEvents {
       try {
         const headers = authHeaders({ Accept: 'text/event-stream' });
         if (this.lastId > 0) headers['Last-Event-ID'] = String(this.lastId);
-        const response = await fetch(route('threads', this.threadId, 'events'), {
+        const response = await fetch(this.url, {
           headers, signal: controller.signal, cache: 'no-store',
         });
         // The stream is often the first to hear the server back: loads that failed try again.
@@ -165,14 +172,14 @@ export class ThreadEvents {
     let delivered = 0;
     const parser = new SseParser((message) => {
       const id = Number(message.id);
-      /** @type {ThreadEvent} */
+      /** @type {E} */
       let event;
       try {
         event = JSON.parse(message.data);
       } catch {
         return; // not an event of ours
       }
-      const eventId = Number.isFinite(id) && id > 0 ? id : Number(event?.id);
+      const eventId = Number.isFinite(id) && id > 0 ? id : Number(/** @type {any} */ (event)?.id);
       if (Number.isFinite(eventId) && eventId > this.lastId) this.lastId = eventId;
       delivered += 1;
       this.onEvent(event);
@@ -210,5 +217,20 @@ export class ThreadEvents {
       }
       this.wake = done;
     });
+  }
+}
+
+/**
+ * A thread's events, replayed from the start (or after `hooks.after`) and then live.
+ * @extends {LiveStream<ThreadEvent>}
+ */
+export class ThreadEvents extends LiveStream {
+  /**
+   * @param {string} threadId
+   * @param {StreamHooks<ThreadEvent>} hooks
+   */
+  constructor(threadId, hooks) {
+    super(route('threads', threadId, 'events'), hooks);
+    this.threadId = threadId;
   }
 }

@@ -1,8 +1,8 @@
 // One thread: its events as a live log (replayed from the start on every load, then
 // streamed; deduplicated by id and kept in id order), the composer, and drag-and-drop.
-import { h, replace, announce } from './dom.js';
+import { h, replace, announce, developerDetails } from './dom.js';
 import { icon } from './icons.js';
-import { formatWhen, formatDateTime } from './format.js';
+import { formatWhen, formatDateTime, titleFromMessage } from './format.js';
 import { route, getJson, sendJson } from './api.js';
 import { downloadTo } from './download.js';
 import { decorateCode, renderMarkdown } from './markdown.js';
@@ -11,7 +11,7 @@ import { ThreadEvents } from './sse.js';
 import { Composer } from './composer.js';
 import { confirmDialog } from './confirm.js';
 import { menuButton } from './menu.js';
-import { publishedCard, attachmentView, fileSendView, uploadChips, commandView } from './cards.js';
+import { publishedCard, publishFailureText, attachmentView, fileSendView, uploadChips, commandView } from './cards.js';
 
 /** Events of one sender this close together share one header. */
 const GROUP_MS = 5 * 60 * 1000;
@@ -41,7 +41,7 @@ export class ThreadView {
 
     this.statusEl = h('span', { class: 'conn conn-connecting', role: 'status', text: STATUS_TEXT.connecting });
     this.titleEl = h('h1', { class: 'thread-title', id: 'thread-title', tabindex: '-1', text: thread.title || 'Untitled thread' });
-    this.log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-labelledby': 'thread-title' });
+    this.log = h('ol', { class: 'log' });
     this.empty = h('div', { class: 'empty-thread' },
       icon('chat', 'icon icon-xl'),
       h('p', { class: 'empty-title', text: 'No messages yet' }),
@@ -58,11 +58,18 @@ export class ThreadView {
     this.caughtUp = false;
     this.skeleton = h('div', { class: 'log-skeleton', role: 'status', 'aria-label': 'Loading messages' },
       ...['from-agent', 'from-user', 'from-agent'].map((side) => h('div', { class: `bone ${side}` })));
-    this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.skeleton, this.empty, this.log, this.newHint);
+    // The live region holds the list rather than being it: a list with the role "log" would no
+    // longer be a list, and its entries list items of none.
+    this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.skeleton, this.empty,
+      h('div', { class: 'log-region', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-labelledby': 'thread-title' }, this.log),
+      this.newHint);
     this.uploadNodes = new Map(); // upload id → its own entry, until a message sends it
     this.sentUploads = new Set(); // ids of uploads a message has sent
     this.composer = new Composer(thread.id, {
-      onSent: (event) => this.add(event),
+      onSent: (event) => {
+        this.add(event);
+        this.titleFromFirstMessage(event);
+      },
       onUploaded: (upload) => this.showUpload(upload.id, false),
       onDiscarded: (upload) => this.showUpload(upload.id, true),
     });
@@ -134,6 +141,43 @@ export class ThreadView {
       .then(() => announce('outputs.zip downloaded'), () => {});
   }
 
+  /**
+   * An untitled thread takes its title from the first message sent in it (format.js
+   * `titleFromMessage`; a message of files only, from the first file's name), as chat apps
+   * name a conversation. Only once: a thread its person made untitled later stays so.
+   * @param {ThreadEvent} event
+   */
+  async titleFromFirstMessage(event) {
+    if (this.thread.title || this.titledOnce) return;
+    this.titledOnce = true;
+    const files = event.type === 'message' ? event.uploads || [] : [];
+    const title = titleFromMessage(event.content || '') || files[0]?.fileName || '';
+    if (!title) return;
+    try {
+      this.showTitle(await sendJson('PATCH', route('threads', this.thread.id), { title }));
+    } catch {
+      // The title is a convenience: the thread works without one, and Rename is there.
+    }
+  }
+
+  /**
+   * Shows a title set here or in another tab (the live thread list); a rename in progress
+   * here is left alone.
+   * @param {Thread} thread
+   */
+  renamedElsewhere(thread) {
+    if (thread.title === this.thread.title || this.heading.querySelector('.rename-form')) return;
+    this.showTitle(thread);
+  }
+
+  /** @param {Thread} renamed */
+  showTitle(renamed) {
+    this.thread.title = renamed.title;
+    this.titledOnce = true;
+    this.titleEl.textContent = renamed.title || 'Untitled thread';
+    this.onRenamed?.(renamed);
+  }
+
   /** Swaps the title for a field; Enter or Save renames (PATCH), Escape or Cancel goes back. */
   startRename() {
     if (this.heading.querySelector('.rename-form')) return;
@@ -159,9 +203,7 @@ export class ThreadView {
         try {
           const title = field.value.trim();
           const renamed = await sendJson('PATCH', route('threads', this.thread.id), { title: title || null });
-          this.thread.title = renamed.title;
-          this.titleEl.textContent = renamed.title || 'Untitled thread';
-          this.onRenamed?.(renamed);
+          this.showTitle(renamed);
           announce(`Thread renamed to ${renamed.title || 'Untitled thread'}`);
           done();
         } catch (err) {
@@ -465,10 +507,10 @@ export class ThreadView {
 
   /** @param {ThreadEventOf<'file_publish_failed'>} event */
   renderPublishFailed(event) {
-    const message = event.error?.message || 'An error occurred';
-    announce(`${this.who(event)} could not publish ${event.display_name}: ${message}`);
+    const failure = { code: event.error?.code, message: event.error?.message, filePath: event.file_path };
+    announce(`${this.who(event)} could not publish ${event.display_name}: ${publishFailureText(failure)}`);
     return this.frame(event, 'event-published',
-      publishedCard(this.thread.id, { display_name: event.display_name }, { state: 'error', error: message }));
+      publishedCard(this.thread.id, { display_name: event.display_name }, { state: 'error', failure }));
   }
 
   /** @param {ThreadEventOf<'file_published'>} event */
@@ -488,7 +530,7 @@ export class ThreadView {
     // No caption: the card names the file, and the line above it who published it and when.
     const card = publishedCard(this.thread.id, file || {}, {
       state,
-      error: file?.id ? '' : 'The event carries no file',
+      failure: { message: 'the file did not arrive' },
       onOpen: (f, opener) => this.preview.open(this.thread.id, f, opener),
     });
     if (state === 'ready' && file.id) this.trackRevision(file, card);
@@ -538,7 +580,7 @@ function connectAgentDialog(thread, opener) {
     h('header', { class: 'dialog-header' },
       h('h2', { id: 'agent-dialog-title', text: 'Connect an agent to this thread' }),
       h('button', { type: 'button', class: 'btn btn-icon', 'aria-label': 'Close', onclick: () => dialog.close() }, icon('close'))),
-    h('p', { text: 'An agent token lets one agent read this thread, write its sandbox, and publish or send files to you here. It is valid for an hour.' }),
+    h('p', { text: 'An agent token lets one agent work in this thread: read what you write and send, keep its working files, send you files here, and use your spaces. It is valid for an hour.' }),
     create, error, output);
   create.addEventListener('click', async () => {
     create.disabled = true;
@@ -562,15 +604,17 @@ function connectAgentDialog(thread, opener) {
         h('label', { for: 'agent-token', class: 'field-label', text: 'Agent token' }),
         h('div', { class: 'field-row' }, field, copy),
         h('p', { id: 'agent-token-exp', class: 'field-help', text: `Expires ${new Date(expiresAt).toLocaleString()}.` }),
-        h('p', { class: 'field-label', text: 'MCP over HTTP: the endpoint, with the token as a bearer header' }),
-        h('pre', { class: 'snippet mcp-url' }, `${origin}/mcp`),
-        h('pre', { class: 'snippet' }, JSON.stringify({
-          mcpServers: { ferry: { type: 'http', url: `${origin}/mcp`, headers: { Authorization: 'Bearer <the token above>' } } },
-        }, null, 2)),
-        h('p', { class: 'field-label', text: 'MCP over stdio, for clients that start a program' }),
-        h('pre', { class: 'snippet' }, `FERRY_TOKEN=<the token above> ferry mcp --url ${origin}`),
-        h('p', { class: 'field-label', text: 'Or over HTTP' }),
-        h('pre', { class: 'snippet' }, `Authorization: Bearer <the token above>\n${origin}/api/threads/${thread.id}/…`));
+        h('p', { text: 'Paste it into your agent where it asks for ferry’s token. Whoever holds it can act as this thread’s agent until it expires, so give it to your agent only.' }),
+        developerDetails(
+          h('p', { class: 'field-label', text: 'MCP over HTTP: the endpoint, with the token as a bearer header' }),
+          h('pre', { class: 'snippet mcp-url' }, `${origin}/mcp`),
+          h('pre', { class: 'snippet' }, JSON.stringify({
+            mcpServers: { ferry: { type: 'http', url: `${origin}/mcp`, headers: { Authorization: 'Bearer <the token above>' } } },
+          }, null, 2)),
+          h('p', { class: 'field-label', text: 'MCP over stdio, for clients that start a program' }),
+          h('pre', { class: 'snippet' }, `FERRY_TOKEN=<the token above> ferry mcp --url ${origin}`),
+          h('p', { class: 'field-label', text: 'Or over HTTP' }),
+          h('pre', { class: 'snippet' }, `Authorization: Bearer <the token above>\n${origin}/api/threads/${thread.id}/…`)));
       field.focus();
       field.select();
     } catch (e) {
@@ -593,7 +637,7 @@ function connectAgentDialog(thread, opener) {
 function deleteThreadDialog(thread, opener, deleted) {
   confirmDialog({
     title: `Delete “${thread.title || 'Untitled thread'}”?`,
-    text: 'Its messages, your uploads, the files the agent published and its sandbox are deleted for good. Agent tokens of this thread stop working.',
+    text: 'Its messages, your uploads, the files the agent published and the agent’s working files are deleted for good. Agent tokens of this thread stop working.',
     action: 'Delete thread',
     failure: 'The thread was not deleted',
     run: () => sendJson('DELETE', route('threads', thread.id)),

@@ -138,6 +138,14 @@ impl EventHub {
         }
     }
 
+    /// Whether someone on this node follows a channel whose key `kind` accepts.
+    pub fn follows_any(&self, kind: impl Fn(&str) -> bool) -> bool {
+        self.channels()
+            .by_thread
+            .iter()
+            .any(|(key, c)| kind(key) && c.sender.receiver_count() > 0)
+    }
+
     /// Whether someone on this node listens to the thread and has not been sent event `id`.
     pub fn wants(&self, thread_id: &str, id: i64) -> bool {
         self.channels()

@@ -36,6 +36,7 @@ pub mod say;
 pub mod send_file;
 pub mod spaces;
 pub mod thread_event;
+pub mod thread_list;
 pub mod threads;
 pub mod upkeep;
 pub mod uploads;
@@ -210,8 +211,28 @@ impl App {
         (self.commands.availability(), self.commands.describe())
     }
 
-    /// Stores nothing: wakes this node's subscribers with an event that is already stored.
+    /// Stores nothing: wakes this node's subscribers with an event that is already stored,
+    /// and the thread lists it moves up ([`thread_list`]).
     pub fn announce(&self, event: ferry_store::events::StoredEvent) {
+        self.nudge_thread_list_of(&event.thread_id);
         self.events.publish(event);
+    }
+
+    /// Tells the owner's thread lists on this node that a thread has new events. Only when
+    /// someone here follows a list is the owner looked up (a point read, off the request).
+    pub(crate) fn nudge_thread_list_of(&self, thread_id: &str) {
+        if !self.events.follows_any(ferry_store::threads::is_list_key) {
+            return;
+        }
+        let (app, thread_id) = (self.clone(), thread_id.to_owned());
+        tokio::spawn(async move {
+            match app.db.thread(&thread_id).await {
+                Ok(Some(thread)) => app
+                    .events
+                    .poke(&ferry_store::threads::list_key(&thread.owner)),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "a thread's owner could not be read"),
+            }
+        });
     }
 }

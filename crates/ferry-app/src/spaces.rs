@@ -44,6 +44,60 @@ pub async fn remove(app: &App, principal: &Principal, space: &SpaceName) -> Resu
     Ok(app.db.space_remove(owner, space).await?)
 }
 
+/// Removes a space with every file and folder in it (the web UI's "Delete space"). Files
+/// written into it meanwhile are removed too, up to a few rounds; a space that keeps filling
+/// faster than that is left, answered as busy.
+pub async fn remove_with_files(
+    app: &App,
+    principal: &Principal,
+    space: &SpaceName,
+    door: Door,
+) -> Result<()> {
+    const ROUNDS: usize = 3;
+    let owner = principal.space_owner()?;
+    if !app.db.space_exists(owner, space).await? {
+        return Err(Error::not_found(format!("no space '{space}'")));
+    }
+    let feed = ferry_store::space_events::channel_key(owner, space);
+    for _ in 0..ROUNDS {
+        let removed = app.db.space_remove_tree(owner, space, None, door).await?;
+        if !removed.is_empty() {
+            app.events.poke(&feed);
+        }
+        match app.db.space_remove(owner, space).await? {
+            Removal::Removed | Removal::Missing => return Ok(()),
+            Removal::NotEmpty => continue,
+        }
+    }
+    Err(Error::Busy(format!(
+        "files keep being written into '{space}'; it was emptied {ROUNDS} times and is not removed"
+    )))
+}
+
+/// Makes the folder `path` (and the folders above it, and the space) so that it is listed
+/// while empty; answers whether it is new. A file in its way — at `path` or at a folder above
+/// it — is [`Error::AlreadyExists`].
+pub async fn make_folder(
+    app: &App,
+    principal: &Principal,
+    space: &SpaceName,
+    path: &ValidPath,
+) -> Result<bool> {
+    use ferry_store::space_moves::Found;
+    let owner = principal.space_owner()?;
+    for dir in path.ancestors().chain(std::iter::once(path.as_str())) {
+        let dir = ValidPath::parse(dir)?;
+        if let Found::File(_) = app.db.space_find(owner, space, &dir).await? {
+            return Err(Error::AlreadyExists(format!(
+                "a file is at '{dir}', where the folder '{path}' would go"
+            )));
+        }
+    }
+    let new = !matches!(app.db.space_find(owner, space, path).await?, Found::Folder);
+    app.db.space_mkdirs(owner, space, &[path.as_str()]).await?;
+    Ok(new)
+}
+
 /// One page of a space's listing; a missing space or folder lists nothing.
 pub async fn list(
     app: &App,

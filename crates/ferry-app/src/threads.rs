@@ -21,6 +21,9 @@ pub struct ThreadView {
     pub title: Option<String>,
     pub owner: String,
     pub created_at: String,
+    /// When its newest event was stored (`createdAt` while it has none): thread lists are
+    /// sorted on it, most recent first.
+    pub last_activity_at: String,
     /// The id of the thread's newest event when this was read (0: none yet). A client that
     /// replays the event stream has caught up once it has seen this id.
     pub last_event_id: i64,
@@ -44,6 +47,7 @@ impl ThreadView {
             title: thread.title,
             owner: thread.owner,
             created_at: thread.created_at.rfc3339(),
+            last_activity_at: thread.active_at.rfc3339(),
             last_event_id: thread.last_event,
             sandbox_dir,
         }
@@ -82,24 +86,50 @@ pub async fn create(
     app.sandboxes
         .create(&thread.id, app.skills_dir.as_deref())
         .await?;
+    crate::thread_list::changed(app, &thread.owner).await;
     Ok(ThreadView::of(app, principal, thread))
 }
 
-/// The caller's threads, newest first: an agent sees its one thread; service_role sees its
-/// `sub`'s threads, or every thread without one.
-pub async fn list(app: &App, principal: &Principal) -> Result<Vec<ThreadView>> {
-    let threads = match principal {
-        Principal::User { sub } | Principal::Service { sub: Some(sub) } => {
-            app.db.threads(Some(sub)).await?
+/// The longest search text, in characters.
+pub const MAX_SEARCH_CHARS: usize = 500;
+
+/// The caller's threads, most recently active first: an agent sees its one thread;
+/// service_role sees its `sub`'s threads, or every thread without one. With `search`, only
+/// those whose title, messages or file names hold that text.
+pub async fn list(
+    app: &App,
+    principal: &Principal,
+    search: Option<&str>,
+) -> Result<Vec<ThreadView>> {
+    let search = search.map(str::trim).filter(|s| !s.is_empty());
+    if search.is_some_and(|s| s.chars().count() > MAX_SEARCH_CHARS) {
+        return Err(Error::invalid_request(format!(
+            "'q' is longer than {MAX_SEARCH_CHARS} characters"
+        )));
+    }
+    let owner = match principal {
+        Principal::User { sub } | Principal::Service { sub: Some(sub) } => Some(sub.as_str()),
+        Principal::Service { sub: None } => None,
+        Principal::Agent { thread, sub, .. } => {
+            let own = app.db.thread(thread).await?.filter(|t| t.owner == *sub);
+            let found = match (own, search) {
+                (Some(own), Some(text)) => app
+                    .db
+                    .search_threads(Some(sub), text)
+                    .await?
+                    .into_iter()
+                    .find(|t| t.id == own.id),
+                (own, _) => own,
+            };
+            return Ok(found
+                .into_iter()
+                .map(|t| ThreadView::of(app, principal, t))
+                .collect());
         }
-        Principal::Service { sub: None } => app.db.threads(None).await?,
-        Principal::Agent { thread, sub, .. } => app
-            .db
-            .thread(thread)
-            .await?
-            .into_iter()
-            .filter(|t| t.owner == *sub)
-            .collect(),
+    };
+    let threads = match search {
+        Some(text) => app.db.search_threads(owner, text).await?,
+        None => app.db.threads(owner).await?,
     };
     Ok(threads
         .into_iter()
@@ -140,6 +170,7 @@ pub async fn rename(
         return Err(Error::not_found(format!("no thread '{thread_id}'")));
     }
     thread.title = title;
+    crate::thread_list::changed(app, &thread.owner).await;
     Ok(ThreadView::of(app, principal, thread))
 }
 
@@ -157,5 +188,6 @@ pub async fn delete(app: &App, principal: &Principal, thread_id: &str) -> Result
     if let Err(e) = app.sandboxes.remove(&thread.id).await {
         tracing::warn!(error = %e, thread = %thread.id, "a deleted thread's sandbox folder was not removed");
     }
+    crate::thread_list::changed(app, &thread.owner).await;
     Ok(())
 }

@@ -81,7 +81,8 @@ pub async fn sweep(app: &App, grace: Duration) {
 
 /// Follows the events other nodes store (Postgres deployments) and wakes this node's
 /// subscribers of each: a thread's event is read and handed on when someone here listens to
-/// that thread; a space's feed is told to catch up. Answers when the database is gone or
+/// that thread, and its owner's thread list is told it moved; a space's feed, and a thread
+/// list that changed, are told to catch up. Answers when the database is gone or
 /// never had other nodes (SQLite), and `Err` when the notifications broke off (listen again).
 pub async fn relay_other_nodes(app: &App, database_url: &str) -> Result<()> {
     use futures::StreamExt;
@@ -90,10 +91,12 @@ pub async fn relay_other_nodes(app: &App, database_url: &str) -> Result<()> {
     };
     while let Some(notification) = notifications.next().await {
         let (key, id) = notification?;
-        if ferry_store::space_events::is_space_key(&key) {
+        if ferry_store::space_events::is_space_key(&key) || ferry_store::threads::is_list_key(&key)
+        {
             app.events.poke(&key);
             continue;
         }
+        app.nudge_thread_list_of(&key);
         if !app.events.wants(&key, id) {
             continue;
         }

@@ -125,7 +125,13 @@ th.ferry-rownum{text-align:right;color:#888}\
 section.ferry-slide{border:1px solid #8884;border-radius:6px;padding:.5rem 1rem;margin:0 0 1rem}\
 .ferry-note{color:#888;font-style:italic}\
 blockquote{border-left:3px solid #8886;margin:0;padding-left:1rem}\
-img{max-width:100%}";
+img{max-width:100%}\
+.hl-comment{color:light-dark(#59636e,#8b949e)}\
+:is(.hl-keyword,.hl-storage){color:light-dark(#cf222e,#ff7b72)}\
+.hl-string{color:light-dark(#0a3069,#a5d6ff)}\
+:is(.hl-constant,.hl-support){color:light-dark(#0550ae,#79c0ff)}\
+:is(.hl-entity.hl-name,.hl-meta.hl-function-call){color:light-dark(#8250df,#d2a8ff)}\
+.hl-markup.hl-heading{font-weight:600}";
 
 /// Wraps a body into a complete, self-contained HTML document.
 pub(crate) fn document(title: &str, class: &str, body: &str) -> String {
@@ -176,7 +182,8 @@ pub(crate) fn markdown_body(text: &str, was_cut: bool, limits: &Limits) -> Strin
 /// Markdown as a sanitized HTML fragment: CommonMark with tables (a column's alignment as its
 /// cells' class `align-left`, `align-center` or `align-right`), strikethrough, task lists (an
 /// item's box as `☐` or `☑`) and footnotes; a fenced code block
-/// keeps its language as `class="language-NAME"`; bare `http(s)://` URLs become links. ammonia
+/// keeps its language as `class="language-NAME"`, and is highlighted when its language is
+/// known (`span class="hl-…"`, crate::code_highlight); bare `http(s)://` URLs become links. ammonia
 /// then keeps only safe markup: no raw HTML that could run or load anything, no images, no
 /// style attribute, links only to `http`, `https` and `mailto` (never
 /// `javascript:` or a relative URL), each opening in a new tab with
@@ -192,7 +199,10 @@ pub fn markdown_html(text: &str) -> String {
     // The parser cuts running text where emphasis might start (`a_(b)`): merged back first, so
     // a URL is seen whole.
     let events = TextMergeStream::new(Parser::new_ext(text, options));
-    push_html(&mut raw, autolinked(events).map(task_box));
+    push_html(
+        &mut raw,
+        crate::code_highlight::highlighted(autolinked(events).map(task_box)),
+    );
     let raw = aligned_by_class(&raw);
 
     let mut builder = ammonia::Builder::default();
@@ -201,8 +211,12 @@ pub fn markdown_html(text: &str) -> String {
         .add_allowed_classes("th", ALIGNMENTS)
         .add_allowed_classes("td", ALIGNMENTS)
         .add_tag_attributes("code", ["class"])
+        .add_tag_attributes("span", ["class"])
         .attribute_filter(|element, attribute, value| match (element, attribute) {
             ("code", "class") => is_language_class(value).then_some(value.into()),
+            ("span", "class") => {
+                crate::code_highlight::is_highlight_class(value).then_some(value.into())
+            }
             _ => Some(value.into()),
         })
         .url_schemes(HashSet::from(["http", "https", "mailto"]))
@@ -235,16 +249,22 @@ fn task_box(event: pulldown_cmark::Event<'_>) -> pulldown_cmark::Event<'_> {
     }
 }
 
-/// Whether a code element's class names a language and nothing else: `language-` and a short
-/// name of letters, digits and `+ # - _ .`.
+/// Whether a code element's class names a language and nothing else: `language-` and a
+/// language's name ([`is_language_class_name`]).
 fn is_language_class(value: &str) -> bool {
-    value.strip_prefix("language-").is_some_and(|name| {
-        !name.is_empty()
-            && name.len() <= 32
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+#-_.".contains(c))
-    })
+    value
+        .strip_prefix("language-")
+        .is_some_and(is_language_class_name)
+}
+
+/// Whether a fenced block's language can name its class: a short name of letters, digits and
+/// `+ # - _ .`.
+pub(crate) fn is_language_class_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+#-_.".contains(c))
 }
 
 /// Makes each bare `http://` or `https://` URL in running text a link (as GitHub does), but
@@ -504,9 +524,20 @@ mod tests {
             3,
             "{html}"
         );
-        // Nothing inside code becomes a link.
-        assert!(html.contains("let url = \"https://x.example\";"), "{html}");
+        // Nothing inside code becomes a link; the code is highlighted, and reads as written
+        // once its spans are taken away.
         assert_eq!(html.matches("<a ").count(), 3, "{html}");
+        assert!(
+            html.contains("<code class=\"language-rust\"><span class=\"hl-"),
+            "{html}"
+        );
+        let code = html.split("language-rust\">").nth(1).unwrap();
+        let code = code.split("</code>").next().unwrap();
+        let text: String = code
+            .split('<')
+            .map(|part| part.split_once('>').map_or(part, |(_, text)| text))
+            .collect();
+        assert_eq!(text, "let url = \"https://x.example\";\n");
     }
 
     #[test]
@@ -514,7 +545,9 @@ mod tests {
         let html = markdown_html(
             "- [x] done\n- [ ] to do\n\n| name | total |\n| :--- | ---: |\n| a | 12 |\n\n\
              ```python\nprint(1)\n```\n\n<code class=\"language-x onclick\">y</code> \
-             <td style=\"color: red; text-align: center\">z</td>",
+             <td style=\"color: red; text-align: center\">z</td> \
+             <span class=\"hl-keyword evil\">w</span> <span class=\"hl-string\">v</span>\n\n\
+             ```not-a-language\nplain\n```",
         );
         assert!(
             html.contains("☑ done") && html.contains("☐ to do"),
@@ -525,12 +558,22 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<td class=\"align-right\">12</td>"), "{html}");
+        // A known language is highlighted; an unknown one keeps its class, plain.
         assert!(
-            html.contains("<code class=\"language-python\">print(1)"),
+            html.contains("<code class=\"language-python\"><span class=\"hl-source hl-python\">"),
             "{html}"
         );
         assert!(
-            !html.contains("onclick") && !html.contains("color"),
+            html.contains("<code class=\"language-not-a-language\">plain"),
+            "{html}"
+        );
+        // A span keeps a class only when every one of its classes is a highlighter's.
+        assert!(
+            html.contains("<span>w</span>") && html.contains("<span class=\"hl-string\">v</span>"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("onclick") && !html.contains("color") && !html.contains("evil"),
             "{html}"
         );
     }

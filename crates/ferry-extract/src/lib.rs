@@ -86,6 +86,7 @@
 //! the mark counting toward the limit; an untouched preview never ends with
 //! an added mark.
 
+mod code_highlight;
 mod compound;
 mod csvfile;
 mod docx;

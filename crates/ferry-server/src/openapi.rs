@@ -56,6 +56,29 @@ impl utoipa::PartialSchema for StreamedEvent {
 
 impl utoipa::ToSchema for StreamedEvent {}
 
+/// One message of the thread list's stream (`GET /api/threads/live`): `data` is a
+/// `ThreadListEvent`. The stream has no ids: a reconnect starts again with the whole list.
+#[derive(Debug)]
+pub struct StreamedListEvent;
+
+impl utoipa::PartialSchema for StreamedListEvent {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .property(
+                "data",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("A ThreadListEvent as JSON")),
+            )
+            .required("data")
+            .description(Some("One message of the stream: a ThreadListEvent as JSON"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for StreamedListEvent {}
+
 /// An upload as a form: one or more parts named `file`, each a file with its name.
 #[derive(Debug, utoipa::ToSchema)]
 pub struct UploadForm {
@@ -79,6 +102,8 @@ pub async fn serve(Extension(document): Extension<Arc<utoipa::openapi::OpenApi>>
         description = "A self-hostable file exchange between people and their AI agents."
     ),
     modifiers(&BearerAuth, &McpEndpoint),
+    // Sent inside an event stream, so no response names it: listed here for clients' types.
+    components(schemas(ferry_app::thread_list::ThreadListEvent)),
     tags(
         (name = "spaces", description = "Per-user storage"),
         (name = "threads", description = "Threads and agent tokens"),

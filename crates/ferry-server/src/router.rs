@@ -61,6 +61,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(system::limits))
         .routes(routes!(crate::openapi::serve))
         .routes(routes!(spaces::list_spaces))
+        .routes(routes!(spaces::delete_space))
+        .routes(routes!(spaces::make_folder))
         .routes(routes!(spaces::list_files))
         .routes(routes!(
             spaces::get_file,
@@ -69,6 +71,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
             spaces::delete_file
         ))
         .routes(routes!(threads::create_thread, threads::list_threads))
+        .routes(routes!(threads::follow_threads))
         .routes(routes!(
             threads::get_thread,
             threads::rename_thread,

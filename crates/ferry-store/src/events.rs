@@ -177,8 +177,9 @@ impl Db {
         .map_err(|e: sqlx::Error| Error::from(e))
     }
 
-    /// Listens for events stored by any node (Postgres only): yields `(thread id, event id)`
-    /// for each. On SQLite there is one node, which announces its own events.
+    /// Listens for events stored by any node (Postgres only): yields `(key, event id)` for
+    /// each, the key naming a thread, a space's feed or a person's thread list. On SQLite
+    /// there is one node, which announces its own events.
     pub async fn listen_events(
         &self,
         url: &str,
@@ -195,9 +196,10 @@ impl Db {
                 .into_stream()
                 .map(|notification| {
                     let notification = notification?;
+                    // The key may hold a space (an owner's name); the number never does.
                     let (thread, id) = notification
                         .payload()
-                        .split_once(' ')
+                        .rsplit_once(' ')
                         .ok_or_else(|| Error::Config("malformed event notification".into()))?;
                     let id = id
                         .parse()

@@ -15,6 +15,9 @@ pub struct Thread {
     /// The id of its newest event (0 before the first): a client that has shown this one has
     /// caught up with the thread as it was read.
     pub last_event: i64,
+    /// When its newest event was stored, or when it was made if it has none: what a list
+    /// sorted by activity sorts on.
+    pub active_at: Timestamp,
 }
 
 fn thread_from_row<R: Columns>(row: &R) -> Result<Thread, R::Error> {
@@ -24,19 +27,52 @@ fn thread_from_row<R: Columns>(row: &R) -> Result<Thread, R::Error> {
         title: row.get("title")?,
         created_at: Timestamp(row.get("created_at")?),
         last_event: row.get("last_event")?,
+        active_at: Timestamp(row.get("active_at")?),
     })
 }
 
-const THREAD: &str = "SELECT id, owner, title, created_at, last_event FROM threads WHERE id = $1";
+/// A thread's columns, with the time of its newest event (one primary-key read of `events`).
+macro_rules! columns {
+    () => {
+        "SELECT id, owner, title, created_at, last_event, \
+         COALESCE((SELECT e.created_at FROM events e WHERE e.thread_id = threads.id \
+         AND e.id = threads.last_event), created_at) AS active_at FROM threads"
+    };
+}
+
+/// Most recently active first; ids break ties so that the order is total.
+macro_rules! by_activity {
+    () => {
+        " ORDER BY active_at DESC, id DESC"
+    };
+}
+
+const THREAD: &str = concat!(columns!(), " WHERE id = $1");
+const THREADS_OF: &str = concat!(columns!(), " WHERE owner = $1", by_activity!());
+const ALL_THREADS: &str = concat!(columns!(), by_activity!());
+
+/// The live-delivery key under which a person's thread list is told that it changed.
+pub fn list_key(owner: &str) -> String {
+    format!("{LIST_KEY}{owner}")
+}
+
+const LIST_KEY: &str = "threads\u{1f}";
+
+/// Whether a live-delivery key names a person's thread list (rather than a thread).
+pub fn is_list_key(key: &str) -> bool {
+    key.starts_with(LIST_KEY)
+}
 
 impl Db {
     pub async fn create_thread(&self, owner: &str, title: Option<&str>) -> Result<Thread, Error> {
+        let now = Timestamp(now_millis());
         let thread = Thread {
             id: uuid::Uuid::now_v7().to_string(),
             owner: owner.to_owned(),
             title: title.map(str::to_owned),
-            created_at: Timestamp(now_millis()),
+            created_at: now,
             last_event: 0,
+            active_at: now,
         };
         sqlx::query("INSERT INTO threads (id, owner, title, created_at) VALUES ($1, $2, $3, $4)")
             .bind(&thread.id)
@@ -63,27 +99,70 @@ impl Db {
         Ok(row.as_ref().map(thread_from_row).transpose()?)
     }
 
-    /// The threads of one owner (or of everyone), newest first.
+    /// The threads of one owner (or of everyone), most recently active first.
     pub async fn threads(&self, owner: Option<&str>) -> Result<Vec<Thread>, Error> {
-        let rows =
-            match owner {
-                Some(owner) => sqlx::query(
-                    "SELECT id, owner, title, created_at, last_event FROM threads WHERE owner = $1 \
-                     ORDER BY created_at DESC, id DESC",
-                )
-                .bind(owner)
-                .fetch_all(self.pool())
-                .await?,
-                None => {
-                    sqlx::query(
-                        "SELECT id, owner, title, created_at, last_event FROM threads \
-                     ORDER BY created_at DESC, id DESC",
-                    )
+        let rows = match owner {
+            Some(owner) => {
+                sqlx::query(THREADS_OF)
+                    .bind(owner)
                     .fetch_all(self.pool())
                     .await?
-                }
-            };
+            }
+            None => sqlx::query(ALL_THREADS).fetch_all(self.pool()).await?,
+        };
         Ok(rows.iter().map(thread_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// The threads of one owner (or of everyone) whose title, messages or file names hold
+    /// `text`, most recently active first. Letters match whatever their case (on SQLite, only
+    /// the ASCII letters do: its `LIKE` folds no other).
+    pub async fn search_threads(
+        &self,
+        owner: Option<&str>,
+        text: &str,
+    ) -> Result<Vec<Thread>, Error> {
+        let pattern = format!("%{}%", escape_like(text));
+        let matches = match self.engine() {
+            crate::Engine::Postgres => search_condition("body::jsonb", "ILIKE"),
+            crate::Engine::Sqlite => search_condition("body", "LIKE"),
+        };
+        // Built of this file's constants alone: the searched text is a bound parameter.
+        let rows = match owner {
+            Some(owner) => {
+                let sql = format!(
+                    "{} WHERE owner = $2 AND {matches}{}",
+                    columns!(),
+                    by_activity!()
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&pattern)
+                    .bind(owner)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+            None => {
+                let sql = format!("{} WHERE {matches}{}", columns!(), by_activity!());
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&pattern)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
+        Ok(rows.iter().map(thread_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Tells every other node that `owner`'s thread list changed (a thread made, renamed or
+    /// removed), as the notification of an event under [`list_key`] (Postgres only: on SQLite
+    /// there is one node, which tells its own subscribers).
+    pub async fn notify_thread_list(&self, owner: &str) -> Result<(), Error> {
+        if self.engine() == crate::Engine::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(crate::events::NOTIFY_CHANNEL)
+                .bind(format!("{} 0", list_key(owner)))
+                .execute(self.pool())
+                .await?;
+        }
+        Ok(())
     }
 
     /// Sets a thread's title (`None` clears it); `false` when there is no such thread.
@@ -176,4 +255,33 @@ impl Db {
         tx.commit().await?;
         Ok(true)
     }
+}
+
+/// The condition a searched thread meets, for the pattern `$1`: its title, or the text a
+/// person sees of one of its events — a message, an upload's or a sent file's name, a
+/// published file's display name. `body` reads an event's JSON as each engine's `->>` takes it
+/// (Postgres parses the stored text as `jsonb`; SQLite reads text as JSON itself).
+fn search_condition(body: &str, like: &str) -> String {
+    format!(
+        "(title {like} $1 ESCAPE '\\' OR EXISTS (SELECT 1 FROM events e \
+         WHERE e.thread_id = threads.id \
+         AND e.kind IN ('message', 'upload', 'file_send', 'file_published') \
+         AND (CASE e.kind \
+           WHEN 'message' THEN e.{body} ->> 'content' \
+           WHEN 'upload' THEN e.{body} -> 'upload' ->> 'fileName' \
+           WHEN 'file_send' THEN e.{body} -> 'fileContents' ->> 'filename' \
+           ELSE e.{body} -> 'file' ->> 'displayName' END) {like} $1 ESCAPE '\\'))"
+    )
+}
+
+/// `text` with `LIKE`'s wildcards and its escape character taken literally.
+fn escape_like(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
 }

@@ -1,4 +1,5 @@
-//! Per-user spaces (docs/reference/spaces.md): list, read and create-or-overwrite files.
+//! Per-user spaces (docs/reference/spaces.md): list and remove spaces; make folders; list,
+//! read, create-or-overwrite and delete files.
 
 use axum::Json;
 use axum::body::Body;
@@ -16,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, Written};
 use crate::openapi::FileBytes;
 use crate::serve::{ListFormat, Servable, header_value, serve_blob, zip_download};
@@ -114,6 +115,75 @@ pub async fn list_spaces(
             })
             .collect(),
     }))
+}
+
+/// Removes a space with every file and folder in it.
+#[utoipa::path(
+    delete, path = "/api/spaces/{space}", tag = "spaces",
+    params(("space" = String, Path, description = "Space name")),
+    responses(
+        (status = 204, description = "Removed, with its files"),
+        (status = 400, description = "INVALID_PATH: a bad space name"),
+        (status = 403, description = "FORBIDDEN: a service token without a user"),
+        (status = 404, description = "NOT_FOUND: no such space"),
+        (status = 503, description = "BUSY: files kept being written into it while it was emptied"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_space(
+    State(state): State<AppState>,
+    principal: Principal,
+    DoorOf(door): DoorOf,
+    ApiPath(space): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let space = SpaceName::parse(&space).map_err(ferry_app::Error::from)?;
+    spaces::remove_with_files(&state.app, &principal, &space, door).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Folder {
+    /// The folder's path in the space, by the path rules (`reports/2026`).
+    pub path: String,
+}
+
+/// Makes a folder (with the folders above it, and the space) so that it is listed while
+/// empty.
+#[utoipa::path(
+    post, path = "/api/spaces/{space}/folders", tag = "spaces",
+    params(("space" = String, Path, description = "Space name")),
+    request_body = Folder,
+    responses(
+        (status = 201, body = Folder, description = "Made"),
+        (status = 200, body = Folder, description = "It was already there"),
+        (status = 400, description = "INVALID_PATH: a bad space name or path; INVALID_REQUEST: a malformed body"),
+        (status = 403, description = "FORBIDDEN: a service token without a user"),
+        (status = 409, description = "ALREADY_EXISTS: a file is at the path, or at a folder above it"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn make_folder(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(space): ApiPath<String>,
+    ApiJson(folder): ApiJson<Folder>,
+) -> ApiResult<(StatusCode, Json<Folder>)> {
+    let space = SpaceName::parse(&space).map_err(ferry_app::Error::from)?;
+    let path =
+        ValidPath::parse(folder.path.trim_end_matches('/')).map_err(ferry_app::Error::from)?;
+    let new = spaces::make_folder(&state.app, &principal, &space, &path).await?;
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(Folder {
+            path: path.as_str().to_owned(),
+        }),
+    ))
 }
 
 /// Lists a space's files. With `format=zip`, sends every file below `dir` as one zip instead.

@@ -1,18 +1,23 @@
 //! Threads (docs/reference/threads-and-sandbox.md) and agent tokens (docs/reference/auth.md).
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
+use ferry_app::thread_list::{self, ThreadListEvent};
 use ferry_app::threads::{self, ThreadView};
 use ferry_app::{Action, access};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::openapi::StreamedListEvent;
 use crate::state::AppState;
 
 /// Agent tokens live an hour unless asked otherwise, and at most 30 days.
@@ -56,19 +61,81 @@ pub async fn create_thread(
     Ok((StatusCode::CREATED, Json(thread)))
 }
 
-/// Lists the caller's threads, newest first (an agent sees its one thread; service_role sees
-/// its `sub`'s threads, or every thread without one).
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Only threads whose title, messages or file names (uploads, published and sent files)
+    /// hold this text, whatever its letters' case (at most 500 characters).
+    #[param(max_length = 500)]
+    q: Option<String>,
+}
+
+/// Lists the caller's threads, most recently active first (an agent sees its one thread;
+/// service_role sees its `sub`'s threads, or every thread without one); `q` searches them.
 #[utoipa::path(
     get, path = "/api/threads", tag = "threads",
-    responses((status = 200, body = ThreadList, description = "The caller's threads")),
+    params(ListParams),
+    responses(
+        (status = 200, body = ThreadList, description = "The caller's threads"),
+        (status = 400, description = "INVALID_REQUEST: a search text over 500 characters"),
+    ),
     security(("bearer" = []))
 )]
 pub async fn list_threads(
     State(state): State<AppState>,
     principal: Principal,
+    ApiQuery(params): ApiQuery<ListParams>,
 ) -> ApiResult<Json<ThreadList>> {
-    let threads = threads::list(&state.app, &principal).await?;
+    let threads = threads::list(&state.app, &principal, params.q.as_deref()).await?;
     Ok(Json(ThreadList { threads }))
+}
+
+/// The caller's thread list, live, as Server-Sent Events: first the whole list (`threads`),
+/// then each thread made, renamed or with new events (`thread`) and each one removed
+/// (`thread_deleted`), wherever it happened. A reconnect starts again with the whole list, so
+/// nothing is missed.
+#[utoipa::path(
+    get, path = "/api/threads/live", tag = "threads",
+    operation_id = "follow_threads",
+    responses(
+        (status = 200, description = "text/event-stream: each message's `data` is a ThreadListEvent",
+            content((StreamedListEvent = "text/event-stream"))),
+        (status = 403, description = "FORBIDDEN: an agent token, or service_role without a user"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn follow_threads(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> ApiResult<Response> {
+    let feed = thread_list::Feed::follow(&state.app, &principal)?;
+    let slot = state.streams.take(principal.identity_key())?;
+    let frames = futures::stream::unfold((feed, slot), |(mut feed, slot)| async move {
+        let frame = match feed.next().await? {
+            thread_list::Next::KeepAlive => Bytes::from_static(b":\n\n"),
+            thread_list::Next::Events(events) => sse_frames(&events),
+        };
+        Some((Ok::<_, std::convert::Infallible>(frame), (feed, slot)))
+    });
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response())
+}
+
+/// Events as server-sent messages, one `data:` line each (compact JSON holds no line break).
+fn sse_frames(events: &[ThreadListEvent]) -> Bytes {
+    let mut out = Vec::new();
+    for event in events {
+        out.extend_from_slice(b"data: ");
+        serde_json::to_writer(&mut out, event).expect("a thread list event serializes");
+        out.extend_from_slice(b"\n\n");
+    }
+    Bytes::from(out)
 }
 
 /// One thread.
