@@ -84,3 +84,125 @@ pub async fn thread(
     }
     Ok(thread)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    const ACTIONS: [Action; 4] = [
+        Action::Read,
+        Action::ActAsUser,
+        Action::ActAsAgent,
+        Action::Manage,
+    ];
+
+    /// What the rule answers, in a word: `ok`, `forbidden` or `missing`.
+    async fn answer(
+        app: &App,
+        principal: &Principal,
+        thread: &str,
+        action: Action,
+    ) -> &'static str {
+        match super::thread(app, principal, thread, action).await {
+            Ok(t) => {
+                assert_eq!(t.id, thread);
+                "ok"
+            }
+            Err(Error::Forbidden(_)) => "forbidden",
+            Err(Error::NotFound(message)) => {
+                assert_eq!(
+                    message,
+                    format!("no thread '{thread}'"),
+                    "nothing of it leaks"
+                );
+                "missing"
+            }
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn agent(thread: &str, sub: &str) -> Principal {
+        Principal::Agent {
+            thread: thread.into(),
+            sub: sub.into(),
+            agent_id: "agent".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_principal_meets_the_rule_for_every_action() {
+        let (app, _dir) = crate::testing::app().await;
+        let mine = app.db.create_thread("alice", None).await.unwrap();
+        let other = app.db.create_thread("alice", None).await.unwrap();
+        let (t, o) = (mine.id.as_str(), other.id.as_str());
+        let user = |sub: &str| Principal::User { sub: sub.into() };
+        let service = |sub: Option<&str>| Principal::Service {
+            sub: sub.map(Into::into),
+        };
+        // Each row: who, then the answer for Read, ActAsUser, ActAsAgent and Manage.
+        let table: Vec<(&str, Principal, [&str; 4])> = vec![
+            ("the owner", user("alice"), ["ok", "ok", "forbidden", "ok"]),
+            ("another user", user("bob"), ["missing"; 4]),
+            (
+                "the thread's agent",
+                agent(t, "alice"),
+                ["ok", "forbidden", "ok", "forbidden"],
+            ),
+            (
+                "an agent of another thread",
+                agent(o, "alice"),
+                ["missing"; 4],
+            ),
+            // A token naming the thread but another owner is no agent of it.
+            ("a forged agent", agent(t, "bob"), ["missing"; 4]),
+            ("service_role", service(None), ["ok"; 4]),
+            (
+                "service_role for another user",
+                service(Some("bob")),
+                ["ok"; 4],
+            ),
+        ];
+        for (who, principal, expected) in table {
+            for (action, want) in ACTIONS.into_iter().zip(expected) {
+                assert_eq!(
+                    answer(&app, &principal, t, action).await,
+                    want,
+                    "{who}, {action:?}"
+                );
+            }
+        }
+        // A thread that does not exist is missing for everyone, service_role included.
+        for principal in [user("alice"), agent(t, "alice"), service(None)] {
+            for action in ACTIONS {
+                assert_eq!(
+                    answer(&app, &principal, "no-such-thread", action).await,
+                    "missing"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_token_dies_with_its_thread() {
+        let (app, _dir) = crate::testing::app().await;
+        let t = app.db.create_thread("alice", None).await.unwrap();
+        let bound = agent(&t.id, "alice");
+        assert!(is_live(&app, &bound).await.unwrap());
+        assert!(
+            !is_live(&app, &agent(&t.id, "bob")).await.unwrap(),
+            "another owner's claim"
+        );
+        assert!(app.db.delete_thread(&t.id).await.unwrap());
+        assert!(!is_live(&app, &bound).await.unwrap());
+        // People and service_role do not hang on a thread.
+        for principal in [
+            Principal::User {
+                sub: "alice".into(),
+            },
+            Principal::Service { sub: None },
+        ] {
+            assert!(is_live(&app, &principal).await.unwrap());
+        }
+    }
+}

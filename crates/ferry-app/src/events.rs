@@ -17,9 +17,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::broadcast;
 
-/// The agent id shown in events when an agent token names none.
-pub const DEFAULT_AGENT_ID: &str = "agent";
-
 /// Events buffered per thread for subscribers that are momentarily behind.
 const CHANNEL_CAPACITY: usize = 256;
 

@@ -40,6 +40,7 @@ pub mod thread_list;
 pub mod threads;
 pub mod upkeep;
 pub mod uploads;
+pub mod views;
 
 #[cfg(test)]
 mod testing;
@@ -158,23 +159,25 @@ pub(crate) struct Parts {
 }
 
 /// The stores are this crate's alone: a door reaches them only through a use case (the
-/// metadata database and the blob store are not public), so no door can hold a rule of its
-/// own over them.
+/// metadata database, the blob store, the sandboxes, the extraction workers and the derived
+/// files are not public), so no door can hold a rule of its own over them. What is public is
+/// what a door must share with the use cases: the limits, the live event hub, the memory
+/// budget and the webhook worker's wake-up.
 #[derive(Debug)]
 pub struct Inner {
     pub(crate) db: Db,
     pub(crate) blobs: Blobs,
-    pub sandboxes: Sandboxes,
-    pub extractor: Extractor,
+    pub(crate) sandboxes: Sandboxes,
+    pub(crate) extractor: Extractor,
     pub limits: Limits,
     /// Wakes this node's subscribers of a thread's events.
     pub events: EventHub,
     /// Wakes the webhook worker when a delivery is queued.
     pub deliveries_due: Notify,
     /// Skill packages copied into every new thread's `/sandbox/skills/`.
-    pub skills_dir: Option<PathBuf>,
+    pub(crate) skills_dir: Option<PathBuf>,
     /// Derived files (HTML renderings, images for models), kept by content.
-    pub cache: cache::DerivedCache,
+    pub(crate) cache: cache::DerivedCache,
     /// Commands run in sandboxes (`execute`).
     pub(crate) commands: execute::Commands,
     /// What requests that hold files' bytes share.
@@ -204,6 +207,17 @@ impl App {
             limits: parts.limits,
             commands: parts.commands,
         }))
+    }
+
+    /// Requests waiting for an extraction worker (a gauge of the server's metrics).
+    pub fn extraction_waiting(&self) -> usize {
+        self.extractor.waiting()
+    }
+
+    /// The folder where a door spools a request body it must read whole before a use case
+    /// takes it (a JSON body carrying a file): the same disk as the derived files.
+    pub fn scratch_root(&self) -> PathBuf {
+        self.cache.scratch_root()
     }
 
     /// Whether commands run on this server (`ferry serve` says so when it starts).

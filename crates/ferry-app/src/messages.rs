@@ -3,52 +3,14 @@
 //! messages too ([`crate::say`]). Every message event is built here.
 
 use ferry_store::events::{Rendered, StoredEvent};
-use ferry_store::say::Attachment;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::App;
 use crate::access::{self, Action};
 use crate::error::{Error, Result};
-use crate::events::{DEFAULT_AGENT_ID, MAX_EVENT_BYTES, Role, Speaker};
-use crate::principal::Principal;
+use crate::events::{MAX_EVENT_BYTES, Role, Speaker};
+use crate::principal::{DEFAULT_AGENT_ID, Principal};
 use crate::thread_event::{EventHead, EventKind, ThreadEvent};
-use crate::uploads::UploadView;
-
-/// A file attached to a message.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AttachmentView {
-    pub id: String,
-    pub filename: String,
-    pub mime_type: String,
-    pub size: u64,
-    /// `document`, `photo` or `video`.
-    pub send_as: String,
-    /// Where a token holder downloads it.
-    pub url: String,
-    /// When the file was one the thread had published: its id and revision, so the user's
-    /// preview panel can open it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub published_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub revision: Option<u32>,
-}
-
-impl From<&Attachment> for AttachmentView {
-    fn from(a: &Attachment) -> Self {
-        AttachmentView {
-            id: a.id.clone(),
-            filename: a.filename.clone(),
-            mime_type: a.mime_type.clone(),
-            size: a.size,
-            send_as: a.send_as.clone(),
-            url: format!("/api/threads/{}/attachments/{}/content", a.thread_id, a.id),
-            published_id: a.published.as_ref().map(|(id, _)| id.clone()),
-            revision: a.published.as_ref().map(|(_, revision)| *revision),
-        }
-    }
-}
+use crate::views::{AttachmentView, UploadView};
 
 /// A message to post.
 #[derive(Debug, Clone, Default)]

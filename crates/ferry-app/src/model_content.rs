@@ -19,7 +19,7 @@ use crate::access::{self, Action};
 use crate::error::{Error, Result};
 use crate::pdf_pages::{self, Pages};
 use crate::principal::Principal;
-use crate::uploads::UploadView;
+use crate::views::UploadView;
 
 /// One content block of a model message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

@@ -4,8 +4,8 @@
 //! kinds of file are made a [`Preview`] here, so the one route handler that serves previews
 //! cannot treat them differently.
 
-use crate::publish::Revision;
 use ferry_core::Timestamp;
+use ferry_store::published::Revision;
 use ferry_store::uploads::Upload;
 
 use crate::{App, Result};

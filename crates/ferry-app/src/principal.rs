@@ -2,7 +2,9 @@
 //! signed request over S3), before any use case runs (docs/reference/auth.md).
 
 use crate::error::{Error, Result};
-use crate::events::DEFAULT_AGENT_ID;
+
+/// The agent id shown in events when an agent token names none.
+pub const DEFAULT_AGENT_ID: &str = "agent";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {

@@ -5,9 +5,7 @@ use ferry_core::SandboxPath;
 use ferry_store::events::Rendered;
 use ferry_store::published::NewRevision;
 pub use ferry_store::published::Revision;
-use serde::Serialize;
 use tracing::Instrument as _;
-use utoipa::ToSchema;
 
 use crate::App;
 use crate::access::{self, Action};
@@ -17,49 +15,10 @@ use crate::principal::Principal;
 use crate::thread_event::{
     EventError, EventHead, EventKind, PublishAttempt, PublishFailed, PublishSucceeded, ThreadEvent,
 };
+use crate::views::PublishedView;
 
 /// The longest display name, in characters.
 pub const MAX_DISPLAY_NAME_CHARS: usize = 200;
-
-/// A published revision as clients see it: the tool result agents were built against (its
-/// snake_case names included), plus `id`, `revision` and `preview_kind`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct PublishedView {
-    pub success: bool,
-    pub id: String,
-    pub display_name: String,
-    pub description: String,
-    pub filename: String,
-    pub file_type: String,
-    pub mime_type: String,
-    pub file_size: u64,
-    pub storage_path: String,
-    pub sandbox_path: String,
-    pub revision: u32,
-    pub published_at: String,
-    /// `image`, `pdf`, `html` or `none`.
-    pub preview_kind: String,
-}
-
-impl From<&Revision> for PublishedView {
-    fn from(r: &Revision) -> Self {
-        PublishedView {
-            success: true,
-            id: r.file_id.clone(),
-            display_name: r.display_name.clone(),
-            description: r.description.clone(),
-            filename: r.filename.clone(),
-            file_type: r.file_type.clone(),
-            mime_type: r.mime_type.clone(),
-            file_size: r.file_size,
-            storage_path: r.storage_path.clone(),
-            sandbox_path: r.sandbox_path.clone(),
-            revision: r.revision,
-            published_at: r.published_at.rfc3339(),
-            preview_kind: r.preview_kind.clone(),
-        }
-    }
-}
 
 /// What to publish.
 #[derive(Debug, Clone)]

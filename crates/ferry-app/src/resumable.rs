@@ -95,7 +95,7 @@ impl Status {
 /// What finishing made.
 #[derive(Debug)]
 pub enum Finished {
-    ThreadUpload(Vec<crate::uploads::UploadView>),
+    ThreadUpload(Vec<crate::views::UploadView>),
     SpaceFile(crate::spaces::Written),
 }
 

@@ -14,8 +14,9 @@ use crate::access::{self, Action};
 use crate::connectors;
 use crate::error::{Error, Result, describe_bytes};
 use crate::events::{MAX_EVENT_BYTES, Role};
-use crate::messages::{AttachmentView, fits_in_an_event};
+use crate::messages::fits_in_an_event;
 use crate::principal::Principal;
+use crate::views::AttachmentView;
 
 /// The warning of a reply that sent nothing.
 pub const NOTHING_SENT: &str = "nothing was sent: the text has no <say>…</say> block and no <file> \

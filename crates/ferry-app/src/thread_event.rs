@@ -16,10 +16,9 @@ use utoipa::openapi::schema::{AllOfBuilder, Schema};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::events::{DEFAULT_AGENT_ID, Role};
-use crate::messages::AttachmentView;
-use crate::publish::PublishedView;
-use crate::uploads::UploadView;
+use crate::events::Role;
+use crate::principal::DEFAULT_AGENT_ID;
+use crate::views::{AttachmentView, PublishedView, UploadView};
 
 /// One event of a thread: the common fields, then its type's own. Serialized with `id` and
 /// `type` first and the type's own fields last, in the documented order.

@@ -44,16 +44,6 @@ pub enum Next {
     KeepAlive,
 }
 
-/// Tells `owner`'s followers, on every node, that their thread list changed. A failure to
-/// tell other nodes is logged, not answered: the change itself is made, and their followers
-/// see it at their next change or reconnect.
-pub(crate) async fn changed(app: &App, owner: &str) {
-    app.events.poke(&ferry_store::threads::list_key(owner));
-    if let Err(e) = app.db.notify_thread_list(owner).await {
-        tracing::warn!(error = %e, "other nodes were not told of a thread list's change");
-    }
-}
-
 /// The person whose list a principal follows: a user's own, or service_role's `sub`'s.
 fn follower(principal: &Principal) -> Result<&str> {
     match principal {

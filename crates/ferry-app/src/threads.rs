@@ -86,7 +86,7 @@ pub async fn create(
     app.sandboxes
         .create(&thread.id, app.skills_dir.as_deref())
         .await?;
-    crate::thread_list::changed(app, &thread.owner).await;
+    list_changed(app, &thread.owner).await;
     Ok(ThreadView::of(app, principal, thread))
 }
 
@@ -170,7 +170,7 @@ pub async fn rename(
         return Err(Error::not_found(format!("no thread '{thread_id}'")));
     }
     thread.title = title;
-    crate::thread_list::changed(app, &thread.owner).await;
+    list_changed(app, &thread.owner).await;
     Ok(ThreadView::of(app, principal, thread))
 }
 
@@ -188,6 +188,16 @@ pub async fn delete(app: &App, principal: &Principal, thread_id: &str) -> Result
     if let Err(e) = app.sandboxes.remove(&thread.id).await {
         tracing::warn!(error = %e, thread = %thread.id, "a deleted thread's sandbox folder was not removed");
     }
-    crate::thread_list::changed(app, &thread.owner).await;
+    list_changed(app, &thread.owner).await;
     Ok(())
+}
+
+/// Tells `owner`'s followers of the thread list ([`crate::thread_list`]), on every node,
+/// that it changed. A failure to tell other nodes is logged, not answered: the change itself
+/// is made, and their followers see it at their next change or reconnect.
+async fn list_changed(app: &App, owner: &str) {
+    app.events.poke(&ferry_store::threads::list_key(owner));
+    if let Err(e) = app.db.notify_thread_list(owner).await {
+        tracing::warn!(error = %e, "other nodes were not told of a thread list's change");
+    }
 }

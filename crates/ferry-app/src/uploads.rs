@@ -8,15 +8,12 @@
 
 use bytes::Bytes;
 use ferry_core::ValidPath;
-use ferry_core::attachment::AttachmentNote;
 use ferry_core::mime::{is_vision_image, mime_for_name};
 use ferry_store::Spooled;
 use ferry_store::events::Rendered;
 use ferry_store::threads::Thread;
 use ferry_store::uploads::{Upload, new_upload_id};
 use futures::Stream;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::App;
 use crate::access::{self, Action};
@@ -25,86 +22,7 @@ use crate::error::{Error, Result};
 use crate::events::{MAX_EVENT_BYTES, Role};
 use crate::principal::Principal;
 use crate::thread_event::{EventHead, EventKind, ThreadEvent};
-
-/// An upload as clients see it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UploadView {
-    pub id: String,
-    pub file_name: String,
-    pub file_type: String,
-    pub size: u64,
-    pub sha256: String,
-    /// `image` or `document`.
-    pub kind: String,
-    /// How the preview panel shows it (`GET …/uploads/{id}/preview`): `image`, `pdf`, `html`
-    /// (a rendered document) or `none`.
-    pub preview_kind: String,
-    pub storage_path: String,
-    pub sandbox_path: String,
-    pub preview: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub preview_error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub width: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub height: Option<u32>,
-    pub attachment_xml: String,
-    pub created_at: String,
-}
-
-impl From<&Upload> for UploadView {
-    fn from(u: &Upload) -> Self {
-        let mut view = UploadView {
-            id: u.id.clone(),
-            file_name: u.file_name.clone(),
-            file_type: u.file_type.clone(),
-            size: u.size,
-            sha256: u.sha256.clone(),
-            kind: u.kind.clone(),
-            preview_kind: crate::preview::kind_of(&u.file_name),
-            storage_path: u.storage_path.clone(),
-            sandbox_path: u.sandbox_path.clone(),
-            preview: u.preview.clone(),
-            preview_error: u.preview_error.clone(),
-            width: u.width,
-            height: u.height,
-            attachment_xml: String::new(),
-            created_at: u.created_at.rfc3339(),
-        };
-        view.attachment_xml = view.note(view.preview.as_deref(), view.preview_error.as_deref());
-        view
-    }
-}
-
-impl UploadView {
-    /// The same upload without its preview text, for events that would pass the size limit
-    /// with it (the thread's upload list still has the preview).
-    pub fn without_preview(&self) -> UploadView {
-        UploadView {
-            preview: None,
-            attachment_xml: self.note(
-                None,
-                Some("the preview is too long for an event; list the thread's uploads to read it"),
-            ),
-            ..self.clone()
-        }
-    }
-
-    /// The hidden attachment note the agent is handed, with this preview (or its error).
-    fn note(&self, preview: Option<&str>, preview_error: Option<&str>) -> String {
-        AttachmentNote {
-            file_name: &self.file_name,
-            file_type: &self.file_type,
-            storage_path: &self.storage_path,
-            sandbox_path: &self.sandbox_path,
-            is_image: self.kind == "image",
-            preview,
-            preview_error,
-        }
-        .to_xml()
-    }
-}
+use crate::views::UploadView;
 
 /// The files of one upload request, spooled and waiting to be kept.
 #[derive(Debug)]

@@ -91,7 +91,7 @@ pub(crate) fn highlighted<'a>(
                 })
                 .collect();
             match budget.highlight(&language, &code) {
-                Some(spans) if crate::html::is_language_class_name(&language) => {
+                Some(spans) if is_language_name(&language) => {
                     let mut html = String::with_capacity(spans.len() + language.len() + 40);
                     html.push_str("<pre><code class=\"language-");
                     html.push_str(&language);
@@ -115,6 +115,16 @@ pub(crate) fn highlighted<'a>(
         }
         (None, event) => vec![event],
     })
+}
+
+/// Whether a fenced block's language can name its code element's class (`language-NAME`): a
+/// short name of letters, digits and `+ # - _ .`.
+pub(crate) fn is_language_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+#-_.".contains(c))
 }
 
 /// Whether a span's class attribute is one a highlighted block writes: classes of

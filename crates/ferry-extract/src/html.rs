@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
+use crate::code_highlight::is_language_name;
 use crate::limits::{Limits, human_bytes};
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -250,21 +251,11 @@ fn task_box(event: pulldown_cmark::Event<'_>) -> pulldown_cmark::Event<'_> {
 }
 
 /// Whether a code element's class names a language and nothing else: `language-` and a
-/// language's name ([`is_language_class_name`]).
+/// language's name ([`is_language_name`]).
 fn is_language_class(value: &str) -> bool {
     value
         .strip_prefix("language-")
-        .is_some_and(is_language_class_name)
-}
-
-/// Whether a fenced block's language can name its class: a short name of letters, digits and
-/// `+ # - _ .`.
-pub(crate) fn is_language_class_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 32
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "+#-_.".contains(c))
+        .is_some_and(is_language_name)
 }
 
 /// Makes each bare `http://` or `https://` URL in running text a link (as GitHub does), but

@@ -16,10 +16,10 @@ use rmcp::service::RequestContext;
 use serde_json::Value;
 
 use crate::api::ApiResponse;
+use crate::caller::{Caller, encode};
 use crate::file_tools::schema_of;
-use crate::handler::{
-    Caller, FerryMcp, Outcome, answer, encode, envelope, parse, thread_of, unreachable,
-};
+use crate::handler::FerryMcp;
+use crate::outcome::{Outcome, answer, envelope, parse, thread_of, unreachable};
 
 pub const EXECUTE: &str = "execute";
 

@@ -1,7 +1,8 @@
-//! Why one file: the `ServerHandler` implementation, its tool dispatch and resources share the
-//! caller and the API plumbing defined here. `execute` lives in `execute_tool.rs`, the file
-//! tools in `file_tools.rs`, following resources in `subscriptions.rs`; moving the resources
-//! into a module of their own is the next seam.
+//! Why one file: the `ServerHandler` implementation, the tool dispatch and the resource
+//! methods share `FerryMcp`'s state and request plumbing, defined here. The tools themselves
+//! live apart (`thread_tools.rs`, `space_tools.rs`, `file_tools.rs`, `execute_tool.rs`), as do
+//! who a call acts as (`caller.rs`), what it answers (`outcome.rs`) and followed resources
+//! (`subscriptions.rs`).
 //!
 //! The MCP server: each tool call becomes one request to ferry's HTTP API, and the answer
 //! becomes the tool's result.
@@ -12,17 +13,14 @@
 //! cannot carry, and the link to a published file.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use ferry_core::agent_files::bare_etag;
-use ferry_core::conditions::quoted_etag;
 use ferry_core::error_code::ErrorCode;
 use ferry_core::timestamp::Timestamp;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
+use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method};
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     InitializeRequestParams, InitializeResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
     ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
@@ -31,76 +29,21 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::task::AbortHandle;
 
 use crate::api::{Api, ApiRequest, ApiResponse};
+use crate::caller::{Caller, Callers, base_url_of, bearer, encode, encode_path, thread_claim};
 use crate::execute_tool;
 use crate::file_card;
 use crate::file_tools;
+use crate::outcome::{Outcome, Stop, answer, envelope, read_result, unreachable};
 use crate::resources::{self, Named, RevisionPart};
 use crate::shared_feeds::SharedFeeds;
 use crate::subscriptions::{LISTEN_LOOKBACK_MS, ListenSlots, MAX_LISTENED};
 use crate::tools::{self, INSTRUCTIONS};
-
-/// Everything but RFC 3986's unreserved characters is encoded in a path segment or a query
-/// value, so the server decodes exactly what the agent wrote.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-pub(crate) fn encode(component: &str) -> String {
-    utf8_percent_encode(component, COMPONENT).to_string()
-}
-
-/// A path inside a space as URL segments: each segment encoded on its own, so `/` stays the
-/// separator and everything else reaches the server's validator as written.
-fn encode_path(path: &str) -> String {
-    path.split('/').map(encode).collect::<Vec<_>>().join("/")
-}
-
-/// Who a tool call acts as, and where links point.
-#[derive(Clone)]
-pub(crate) struct Caller {
-    pub(crate) token: String,
-    /// Scheme, host and any prefix of the server, for links: `https://files.example.com`.
-    base_url: String,
-    /// The thread the thread tools act in.
-    thread: Option<String>,
-    /// What the MCP request carried for the server it runs in, handed to each of its calls
-    /// ([`ApiRequest::extensions`]); empty for `ferry mcp`.
-    extensions: http::Extensions,
-}
-
-impl Caller {
-    /// The thread the thread tools act in.
-    pub(crate) fn thread(&self) -> Option<&str> {
-        self.thread.as_deref()
-    }
-}
-
-impl std::fmt::Debug for Caller {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Caller")
-            .field("token", &"<redacted>")
-            .field("base_url", &self.base_url)
-            .field("thread", &self.thread)
-            .finish()
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Callers {
-    /// `ferry mcp`: one agent, one token, for the whole session.
-    Fixed(Caller),
-    /// `/mcp`: each HTTP request's own bearer token.
-    PerRequest,
-}
 
 /// ferry's MCP server, over any transport and any [`Api`].
 #[derive(Clone, Debug)]
@@ -279,257 +222,6 @@ impl FerryMcp {
         };
         outcome.unwrap_or_else(|error| *error)
     }
-
-    async fn send_file(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::SendFileArgs = parse(tools::SEND_FILE, arguments)?;
-        let thread = thread_of(caller)?;
-        let response = self
-            .post_json(
-                caller,
-                format!("/api/threads/{}/send-file", encode(thread)),
-                json!({ "filePath": args.file_path }),
-            )
-            .await?;
-        Ok(answer(response))
-    }
-
-    async fn publish(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::PublishArgs = parse(tools::PUBLISH_FILE_TO_USER, arguments)?;
-        let thread = thread_of(caller)?;
-        let mut body = json!({ "file_path": args.file_path, "display_name": args.display_name });
-        if let Some(description) = args.description {
-            body["description"] = Value::String(description);
-        }
-        let response = self
-            .post_json(
-                caller,
-                format!("/api/threads/{}/published", encode(thread)),
-                body,
-            )
-            .await?;
-        let mut result = answer(response);
-        if result.is_error != Some(true)
-            && let Some(link) = result
-                .structured_content
-                .as_ref()
-                .and_then(|published| published_link(caller, thread, published))
-        {
-            result.content.push(ContentBlock::resource_link(link));
-        }
-        Ok(result)
-    }
-
-    async fn list_space_files(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::ListSpaceArgs = parse(tools::LIST_SPACE_FILES, arguments)?;
-        let mut path = format!(
-            "/api/spaces/{}/files?recursive={}",
-            encode(&args.space_name),
-            args.recursive
-        );
-        if let Some(dir) = &args.dir {
-            path.push_str("&dir=");
-            path.push_str(&encode(dir));
-        }
-        Ok(answer(self.get(caller, path).await?))
-    }
-
-    async fn read_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::ReadSpaceArgs = parse(tools::READ_SPACE_FILE, arguments)?;
-        let response = self
-            .get(
-                caller,
-                format!(
-                    "/api/spaces/{}/files/{}",
-                    encode(&args.space_name),
-                    encode_path(&args.path)
-                ),
-            )
-            .await?;
-        if !response.status.is_success() {
-            return Ok(answer(response));
-        }
-        let content_type = response
-            .headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("application/octet-stream");
-        // Bytes go back base64-encoded (docs/mcp.md), so any file survives JSON.
-        Ok(structured(json!({
-            "contentBase64": STANDARD.encode(&response.body),
-            "contentType": content_type,
-            "size": response.body.len(),
-        })))
-    }
-
-    async fn write_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::WriteSpaceArgs = parse(tools::WRITE_SPACE_FILE, arguments)?;
-        // As write_file: `encoding` says how the content is carried. Without it, text types
-        // carry their text and every other type base64; a missing or unreadable type is sent as
-        // text, so the server's own answer (415) comes back.
-        let textual = match args.encoding {
-            Some(encoding) => encoding == ferry_core::agent_files::Encoding::Utf8,
-            None => tools::is_text_type(&args.content_type) || !args.content_type.contains('/'),
-        };
-        let body = if textual {
-            Bytes::from(args.content.into_bytes())
-        } else {
-            let cleaned: String = args
-                .content
-                .chars()
-                .filter(|c| !c.is_ascii_whitespace())
-                .collect();
-            Bytes::from(STANDARD.decode(cleaned.as_bytes()).map_err(|e| {
-                let message = if args.encoding.is_some() {
-                    format!("content is not valid base64: {e}")
-                } else {
-                    format!(
-                        "content must be base64 for the content type '{}' ({e}); send text only \
-                         for text types (text/*, JSON, XML, JavaScript, SVG), or say \
-                         encoding: \"utf-8\"",
-                        args.content_type
-                    )
-                };
-                envelope(ErrorCode::InvalidRequest, message)
-            })?)
-        };
-        let mut headers = HeaderMap::new();
-        if !args.content_type.is_empty() {
-            let value = HeaderValue::try_from(args.content_type.as_str()).map_err(|_| {
-                envelope(
-                    ErrorCode::UnsupportedMediaType,
-                    format!(
-                        "'{}' cannot be sent as a Content-Type header: use a media type such as text/markdown; charset=utf-8",
-                        args.content_type
-                    ),
-                )
-            })?;
-            headers.insert(CONTENT_TYPE, value);
-        }
-        if args.if_none_match == Some(tools::AnyEtag::Any) {
-            headers.insert(IF_NONE_MATCH, HeaderValue::from_static("*"));
-        }
-        let response = self
-            .exchange(
-                caller,
-                Method::PUT,
-                format!(
-                    "/api/spaces/{}/files/{}",
-                    encode(&args.space_name),
-                    encode_path(&args.path)
-                ),
-                headers,
-                body,
-            )
-            .await?;
-        Ok(answer(response))
-    }
-
-    async fn delete_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::DeleteSpaceArgs = parse(tools::DELETE_SPACE_FILE, arguments)?;
-        let mut headers = HeaderMap::new();
-        if let Some(tag) = &args.if_match {
-            // The etag as listings show it, quoted or not.
-            let quoted = if tag == "*" {
-                tag.clone()
-            } else {
-                quoted_etag(bare_etag(tag))
-            };
-            let value = HeaderValue::try_from(quoted).map_err(|_| {
-                envelope(
-                    ErrorCode::InvalidRequest,
-                    "ifMatch must be an etag such as \"3a7b…\"",
-                )
-            })?;
-            headers.insert(IF_MATCH, value);
-        }
-        let response = self
-            .exchange(
-                caller,
-                Method::DELETE,
-                format!(
-                    "/api/spaces/{}/files/{}",
-                    encode(&args.space_name),
-                    encode_path(&args.path)
-                ),
-                headers,
-                Bytes::new(),
-            )
-            .await?;
-        if !response.status.is_success() {
-            return Ok(answer(response));
-        }
-        Ok(structured(json!({ "path": args.path, "deleted": true })))
-    }
-
-    async fn say(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::SayArgs = parse(tools::SAY, arguments)?;
-        let thread = thread_of(caller)?;
-        let response = self
-            .post_json(
-                caller,
-                format!("/api/threads/{}/say", encode(thread)),
-                json!({ "text": args.text }),
-            )
-            .await?;
-        Ok(answer(response))
-    }
-
-    async fn list_uploads(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let _: tools::NoArgs = parse(tools::LIST_UPLOADS, arguments)?;
-        let thread = thread_of(caller)?;
-        let response = self
-            .get(caller, format!("/api/threads/{}/uploads", encode(thread)))
-            .await?;
-        Ok(answer(response))
-    }
-
-    async fn read_upload(&self, caller: &Caller, arguments: Value) -> Outcome {
-        let args: tools::ReadUploadArgs = parse(tools::READ_UPLOAD, arguments)?;
-        let thread = thread_of(caller)?;
-        let pages = args
-            .pages
-            .map(|p| format!("?pages={}", encode(&p)))
-            .unwrap_or_default();
-        let response = self
-            .get(
-                caller,
-                format!(
-                    "/api/threads/{}/uploads/{}/model-content{pages}",
-                    encode(thread),
-                    encode(&args.upload_id)
-                ),
-            )
-            .await?;
-        if !response.status.is_success() {
-            return Ok(answer(response));
-        }
-        let blocks: Vec<Value> = serde_json::from_slice(&response.body).map_err(|e| {
-            envelope(
-                ErrorCode::Internal,
-                format!("the server's model content could not be read: {e}"),
-            )
-        })?;
-        let mut result = CallToolResult::success(blocks.iter().filter_map(mcp_content).collect());
-        // What the file card of a host with MCP Apps shows: the upload itself, beside what the
-        // model reads (`_meta` is not the model's).
-        if let Some(upload) = self.upload_view(caller, thread, &args.upload_id).await {
-            result.meta = Some(file_card::upload_meta(upload));
-        }
-        Ok(result)
-    }
-
-    /// One upload as the thread's upload list shows it (no answer: no card, the result stands).
-    async fn upload_view(&self, caller: &Caller, thread: &str, upload_id: &str) -> Option<Value> {
-        let response = self
-            .get(caller, format!("/api/threads/{}/uploads", encode(thread)))
-            .await
-            .ok()?;
-        response.status.is_success().then_some(())?;
-        let mut listed: Value = serde_json::from_slice(&response.body).ok()?;
-        let uploads = listed.get_mut("uploads")?.as_array_mut()?;
-        let at = uploads.iter().position(|u| u["id"] == upload_id)?;
-        Some(uploads.swap_remove(at))
-    }
 }
 
 impl FerryMcp {
@@ -551,216 +243,6 @@ impl FerryMcp {
             )
         })?;
         Ok(read_result(read))
-    }
-}
-
-/// What `read_file` shows a model: the numbered lines themselves (with where to read on), the
-/// image as an image, or the note about a binary file; the whole answer as structured content.
-fn read_result(read: Value) -> CallToolResult {
-    let text = |key: &str| read[key].as_str().unwrap_or_default().to_owned();
-    let mut blocks = Vec::new();
-    match read["kind"].as_str() {
-        Some("image") => {
-            blocks.push(ContentBlock::image(text("base64"), text("mimeType")));
-            blocks.push(ContentBlock::text(text("note")));
-        }
-        // A PDF's pages: the server's content blocks, each page's image and then its text.
-        Some("pages") => {
-            blocks.extend(
-                read["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(mcp_content),
-            );
-        }
-        Some("text") => {
-            let mut shown = text("content");
-            if let Some(next) = read["nextOffset"].as_u64() {
-                shown.push_str(&format!(
-                    "[{} lines in all; read on with offset {next}]\n",
-                    read["totalLines"]
-                ));
-            }
-            if let Some(note) = read["note"].as_str() {
-                shown = format!("[{note}]\n{shown}");
-            }
-            blocks.push(ContentBlock::text(shown));
-        }
-        _ => blocks.push(ContentBlock::text(text("note"))),
-    }
-    let mut result = CallToolResult::success(blocks);
-    // The image's bytes are in its block already (a PDF's pages in theirs); the rest
-    // describes it.
-    let mut described = read;
-    let pages = described["kind"] == "pages";
-    if let Some(object) = described.as_object_mut() {
-        object.remove("base64");
-        if pages {
-            object.remove("content");
-        }
-    }
-    result.structured_content = Some(described);
-    result
-}
-
-/// A LangChain standard content block (as the server gives it) as MCP content: an image block
-/// becomes an MCP image, a text block text.
-fn mcp_content(block: &Value) -> Option<ContentBlock> {
-    match block["type"].as_str()? {
-        "image" => Some(ContentBlock::image(
-            block["base64"].as_str()?,
-            block["mime_type"].as_str()?,
-        )),
-        "text" => Some(ContentBlock::text(block["text"].as_str()?)),
-        _ => None,
-    }
-}
-
-/// The error result that ends a tool call early (boxed: results are large).
-pub(crate) type Stop = Box<CallToolResult>;
-
-/// No answer from the server at all, as an error result.
-pub(crate) fn unreachable(e: anyhow::Error) -> Stop {
-    tracing::warn!(error = %format!("{e:#}"), "the ferry API did not answer");
-    Box::new(CallToolResult::error(vec![ContentBlock::text(format!(
-        "could not reach the ferry server: {e:#}"
-    ))]))
-}
-
-/// A tool's result, or the error result that ended it early.
-pub(crate) type Outcome = Result<CallToolResult, Stop>;
-
-pub(crate) fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Stop> {
-    serde_json::from_value(arguments).map_err(|e| {
-        envelope(
-            ErrorCode::InvalidRequest,
-            format!("invalid arguments for {tool}: {e}"),
-        )
-    })
-}
-
-pub(crate) fn thread_of(caller: &Caller) -> Result<&str, Stop> {
-    caller.thread.as_deref().ok_or_else(|| {
-        envelope(
-            ErrorCode::InvalidRequest,
-            "this tool acts in a thread, and the token names none: use an agent token \
-             (ferry token --agent --thread ID --user OWNER, or POST /api/threads/{id}/agent-token)",
-        )
-    })
-}
-
-/// An error found before any request was sent, in the server's envelope so that an agent
-/// reads every error the same way.
-pub(crate) fn envelope(code: ErrorCode, message: impl Into<String>) -> Stop {
-    let body = json!({ "error": { "code": code.as_str(), "message": message.into() } });
-    let mut result = CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
-    result.structured_content = Some(body);
-    Box::new(result)
-}
-
-/// The server's answer as a tool result: its body as text, unchanged, and (when it is a JSON
-/// object) as structured content. Any status but 2xx is an error result.
-pub(crate) fn answer(response: ApiResponse) -> CallToolResult {
-    let text = String::from_utf8_lossy(&response.body).into_owned();
-    let mut result = if response.status.is_success() {
-        CallToolResult::success(vec![ContentBlock::text(text)])
-    } else {
-        CallToolResult::error(vec![ContentBlock::text(text)])
-    };
-    result.structured_content = serde_json::from_slice::<Value>(&response.body)
-        .ok()
-        .filter(Value::is_object);
-    result
-}
-
-fn structured(value: Value) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-    result.structured_content = Some(value);
-    result
-}
-
-/// A link to the content of the revision the publish answer describes.
-fn published_link(caller: &Caller, thread: &str, published: &Value) -> Option<Resource> {
-    let id = published.get("id")?.as_str()?;
-    let display_name = published.get("display_name").and_then(Value::as_str);
-    let filename = published
-        .get("filename")
-        .and_then(Value::as_str)
-        .or(display_name)
-        .unwrap_or(id);
-    let revision = published
-        .get("revision")
-        .and_then(Value::as_u64)
-        .map(|r| format!("?revision={r}"))
-        .unwrap_or_default();
-    let uri = format!(
-        "{}/api/threads/{}/published/{}/content{revision}",
-        caller.base_url,
-        encode(thread),
-        encode(id)
-    );
-    let mut link = Resource::new(uri, filename);
-    if let Some(title) = display_name {
-        link = link.with_title(title);
-    }
-    if let Some(description) = published
-        .get("description")
-        .and_then(Value::as_str)
-        .filter(|d| !d.is_empty())
-    {
-        link = link.with_description(description);
-    }
-    if let Some(mime) = published.get("mime_type").and_then(Value::as_str) {
-        link = link.with_mime_type(mime);
-    }
-    if let Some(size) = published.get("file_size").and_then(Value::as_u64) {
-        link = link.with_size(size);
-    }
-    Some(link)
-}
-
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty())
-        .then(|| token.trim().to_owned())
-}
-
-/// The `thread` claim of a JWT, read without verifying it: the server verifies the token on
-/// every request, so a forged claim only names a thread the server then refuses.
-fn thread_claim(token: &str) -> Option<String> {
-    let payload = token.trim().split('.').nth(1)?;
-    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
-    let claims: Value = serde_json::from_slice(&bytes).ok()?;
-    claims
-        .get("thread")?
-        .as_str()
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-}
-
-/// Where the HTTP request was sent, as a base for links: the proxy's forwarded host and scheme
-/// when there is one.
-fn base_url_of(parts: &http::request::Parts) -> String {
-    let first = |name: &str| {
-        parts
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let host = first("x-forwarded-host")
-        .or_else(|| first("host"))
-        .or_else(|| parts.uri.authority().map(|a| a.to_string()));
-    let scheme = first("x-forwarded-proto")
-        .or_else(|| parts.uri.scheme_str().map(str::to_owned))
-        .unwrap_or_else(|| "http".to_owned());
-    match host {
-        Some(host) => format!("{scheme}://{host}"),
-        None => String::new(),
     }
 }
 
@@ -1162,70 +644,5 @@ impl ServerHandler for FerryMcp {
             return Ok(ran.unwrap_or_else(|stop| *stop).into());
         }
         Ok(self.run(&caller, &request.name, arguments).await.into())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn segments_are_encoded_one_by_one() {
-        assert_eq!(
-            encode_path("ideas/20261121 tea shop.md"),
-            "ideas/20261121%20tea%20shop.md"
-        );
-        assert_eq!(encode_path("a/../b"), "a/../b");
-        assert_eq!(encode_path("a%2e%2e/b?c#d"), "a%252e%252e/b%3Fc%23d");
-        assert_eq!(encode_path("ünï/çödé"), "%C3%BCn%C3%AF/%C3%A7%C3%B6d%C3%A9");
-        assert_eq!(encode("ideas/x"), "ideas%2Fx");
-    }
-
-    #[test]
-    fn thread_claim_is_read_from_the_payload() {
-        let payload = URL_SAFE_NO_PAD.encode(br#"{"sub":"u","role":"agent","thread":"t-1"}"#);
-        assert_eq!(
-            thread_claim(&format!("h.{payload}.s")).as_deref(),
-            Some("t-1")
-        );
-        let none = URL_SAFE_NO_PAD.encode(br#"{"sub":"u","role":"authenticated"}"#);
-        assert_eq!(thread_claim(&format!("h.{none}.s")), None);
-        assert_eq!(thread_claim("not-a-jwt"), None);
-    }
-
-    #[test]
-    fn base_url_prefers_the_proxy_headers() {
-        let request = http::Request::builder()
-            .uri("/mcp")
-            .header("host", "127.0.0.1:8080")
-            .body(())
-            .unwrap();
-        let (parts, ()) = request.into_parts();
-        assert_eq!(base_url_of(&parts), "http://127.0.0.1:8080");
-        let request = http::Request::builder()
-            .uri("/mcp")
-            .header("host", "10.0.0.2:8080")
-            .header("x-forwarded-host", "files.example.com")
-            .header("x-forwarded-proto", "https")
-            .body(())
-            .unwrap();
-        let (parts, ()) = request.into_parts();
-        assert_eq!(base_url_of(&parts), "https://files.example.com");
-    }
-
-    #[test]
-    fn answers_keep_the_server_body() {
-        let body = r#"{"error":{"code":"ALREADY_EXISTS","message":"ideas/a.md exists"}}"#;
-        let result = answer(ApiResponse {
-            status: http::StatusCode::CONFLICT,
-            headers: HeaderMap::new(),
-            body: Bytes::from(body),
-        });
-        assert_eq!(result.is_error, Some(true));
-        assert_eq!(result.content[0].as_text().unwrap().text, body);
-        assert_eq!(
-            result.structured_content.unwrap()["error"]["code"],
-            "ALREADY_EXISTS"
-        );
     }
 }

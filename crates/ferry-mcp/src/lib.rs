@@ -17,14 +17,18 @@
 //! status as a result with `isError: true` whose text is the error envelope.
 
 pub mod api;
+mod caller;
 pub mod execute_tool;
 pub mod file_card;
 pub mod file_tools;
 mod handler;
+mod outcome;
 pub mod resources;
 mod shared_feeds;
+mod space_tools;
 pub mod stdio;
 mod subscriptions;
+mod thread_tools;
 pub mod tools;
 mod watch;
 

@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::handler::{Caller, FerryMcp};
+use crate::caller::Caller;
+use crate::handler::FerryMcp;
 use crate::watch;
 
 /// New events of a feed, in the order of their ids, as one reading found them.

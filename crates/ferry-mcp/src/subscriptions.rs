@@ -18,7 +18,8 @@ use http::{HeaderMap, Method};
 use rmcp::model::ErrorData;
 use serde_json::Value;
 
-use crate::handler::{Caller, FerryMcp, encode};
+use crate::caller::{Caller, encode};
+use crate::handler::FerryMcp;
 use crate::resources::Named;
 use crate::shared_feeds::{PAGE, Receiver};
 use crate::watch::Feed;

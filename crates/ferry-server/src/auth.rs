@@ -24,7 +24,7 @@ use crate::jwks::ProviderKeys;
 const LEEWAY_SECONDS: u64 = 30;
 /// The audience that person and agent tokens must carry (Supabase's).
 pub const AUDIENCE: &str = "authenticated";
-pub use ferry_app::events::DEFAULT_AGENT_ID;
+pub use ferry_app::principal::DEFAULT_AGENT_ID;
 
 pub use ferry_app::Principal;
 

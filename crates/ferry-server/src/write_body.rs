@@ -46,7 +46,7 @@ impl<T: Spooled> FromRequest<AppState> for StreamedWrite<T> {
         if crate::write_headers::declared_length(req.headers()).is_some_and(|len| len > limit) {
             return Err(ApiError::too_large(limit));
         }
-        let scratch = state.app.cache.scratch_root();
+        let scratch = state.app.scratch_root();
         let body = req
             .into_body()
             .into_data_stream()

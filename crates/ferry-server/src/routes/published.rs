@@ -6,7 +6,8 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ferry_app::preview::Preview;
 use ferry_app::publish::Revision;
-use ferry_app::publish::{self, Publication, PublishedView};
+use ferry_app::publish::{self, Publication};
+use ferry_app::views::PublishedView;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

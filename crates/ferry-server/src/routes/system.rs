@@ -55,7 +55,7 @@ pub async fn limits(State(state): State<AppState>, _principal: Principal) -> Jso
 pub async fn metrics(State(state): State<AppState>) -> Response {
     // Sampled at the scrape: the queues have no event of their own to count. The webhook
     // queue is the database's, so every node reports the whole of it.
-    metrics::gauge!("ferry_extract_waiting").set(state.app.extractor.waiting() as f64);
+    metrics::gauge!("ferry_extract_waiting").set(state.app.extraction_waiting() as f64);
     match ferry_app::upkeep::pending_deliveries(&state.app).await {
         Ok(pending) => metrics::gauge!("ferry_webhook_deliveries_pending").set(pending as f64),
         Err(e) => {

@@ -988,8 +988,20 @@ async fn openapi_documents_every_route() {
             } else {
                 uri
             };
+            // The live thread list never ends either: a token it refuses shows it is routed.
+            let token = if uri == "/api/threads/live" {
+                app.service(None)
+            } else {
+                u.clone()
+            };
             let reply = app
-                .send(&method.to_uppercase(), &uri, Some(&u), &[], Body::empty())
+                .send(
+                    &method.to_uppercase(),
+                    &uri,
+                    Some(&token),
+                    &[],
+                    Body::empty(),
+                )
                 .await;
             let code = if reply.body.is_empty() {
                 serde_json::Value::Null
