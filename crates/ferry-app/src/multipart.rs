@@ -6,8 +6,8 @@
 //! business and is checked by the door.
 
 use bytes::Bytes;
+use ferry_core::write::{FileMeta, WriteCondition};
 pub use ferry_store::multipart::{Part, Upload};
-use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::{Stream, StreamExt, TryStreamExt};
 
 use crate::App;

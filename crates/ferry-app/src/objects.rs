@@ -3,9 +3,9 @@
 //! `spaces::write` or `sandbox::write` — with its rules and limits.
 
 use bytes::Bytes;
+use ferry_core::write::{FileMeta, WriteCondition};
 use ferry_core::{SandboxPath, SpaceName, ValidPath};
 pub use ferry_store::BlobRead;
-use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::Stream;
 
 use crate::App;

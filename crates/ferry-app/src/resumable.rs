@@ -1,9 +1,6 @@
-//! Why one file: the tus upload's life — create, append, finish,
-//! expire — shares one state record and one lock discipline, which are easier to hold correct read
-//! in one place than across files; its tests are the lower third.
-//!
 //! Resumable uploads (docs/reference/resumable-uploads.md): the tus 1.0 protocol's rules,
-//! whatever door speaks it. An upload names its target when it is created (a thread upload or
+//! whatever door speaks it (the door reads the protocol's headers; these functions take their
+//! values). An upload names its target when it is created (a thread upload or
 //! a space file), and every rule of that target is checked then, before any byte is kept: who
 //! may write there, the name or path, the content type, the size limit. Each `PATCH` keeps
 //! what it brings: on a local store in the upload's own file, at its offset (one write of each
@@ -17,13 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
+use ferry_core::write::{FileMeta, WriteCondition};
 use ferry_core::{SpaceName, Timestamp, ValidPath};
 use ferry_store::blobs::Gather;
 use ferry_store::resumable::{Appended, ResumableState, ResumableUpload};
-use ferry_store::spaces::{FileMeta, WriteCondition};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +60,7 @@ pub struct Status {
     pub id: String,
     pub length: u64,
     pub offset: u64,
-    /// The `Upload-Metadata` header it was created with.
+    /// Its metadata as its door received it ([`Metadata::as_sent`]).
     pub metadata: String,
     pub expires_at: Timestamp,
     /// Whether it is a plain upload now.
@@ -99,77 +94,41 @@ pub enum Finished {
     SpaceFile(crate::spaces::Written),
 }
 
-/// A checksum a `PATCH` names for its bytes (`Upload-Checksum: <algorithm> <base64>`).
+/// A checksum a client sent with a body: the body's bytes are hashed as they arrive, and
+/// nothing of a body that does not match is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checksum {
-    algorithm: Algorithm,
-    digest: Vec<u8>,
+    pub algorithm: ChecksumAlgorithm,
+    pub digest: Vec<u8>,
 }
 
+/// The digests a body's checksum may be of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Algorithm {
+pub enum ChecksumAlgorithm {
     Sha1,
     Sha256,
 }
 
-/// The checksum algorithms a `PATCH` may name, as `Tus-Checksum-Algorithm` lists them.
-pub const CHECKSUM_ALGORITHMS: &str = "sha1,sha256";
-
-impl Checksum {
-    pub fn parse(header: &str) -> Result<Checksum> {
-        let bad = || {
-            Error::invalid_request(format!(
-                "Upload-Checksum must be '<algorithm> <base64 digest>' with an algorithm of \
-                 {CHECKSUM_ALGORITHMS}"
-            ))
-        };
-        let (name, digest) = header.trim().split_once(' ').ok_or_else(bad)?;
-        let algorithm = match name.to_ascii_lowercase().as_str() {
-            "sha1" => Algorithm::Sha1,
-            "sha256" => Algorithm::Sha256,
-            _ => return Err(bad()),
-        };
-        let digest = STANDARD.decode(digest.trim()).map_err(|_| bad())?;
-        Ok(Checksum { algorithm, digest })
-    }
+impl ChecksumAlgorithm {
+    /// Every algorithm, with its name in lower case.
+    pub const ALL: [(&'static str, ChecksumAlgorithm); 2] = [
+        ("sha1", ChecksumAlgorithm::Sha1),
+        ("sha256", ChecksumAlgorithm::Sha256),
+    ];
 }
 
-/// The longest `Upload-Metadata` kept: it names a target and a type, and every `HEAD` answers
-/// it again, so it stays small enough for any client to read back.
+/// The longest metadata kept of an upload: it names a target and a type, and is given back
+/// with every state of the upload, so it stays small enough for any client to read back.
 pub const MAX_METADATA_BYTES: usize = 4096;
 
-/// Reads `Upload-Metadata`: comma-separated pairs of a key and its base64 value (the value may
-/// be left out). A key given twice, a value that is not base64 of UTF-8, or a header longer
-/// than [`MAX_METADATA_BYTES`] is refused.
-pub fn parse_metadata(header: &str) -> Result<HashMap<String, String>> {
-    if header.len() > MAX_METADATA_BYTES {
-        return Err(Error::invalid_request(format!(
-            "Upload-Metadata is {} bytes: at most {MAX_METADATA_BYTES} are kept",
-            header.len()
-        )));
-    }
-    let mut pairs = HashMap::new();
-    for pair in header.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = match pair.split_once(' ') {
-            Some((key, value)) => (key, value.trim()),
-            None => (pair, ""),
-        };
-        let value = STANDARD
-            .decode(value)
-            .ok()
-            .and_then(|v| String::from_utf8(v).ok())
-            .ok_or_else(|| {
-                Error::invalid_request(format!(
-                    "Upload-Metadata: the value of '{key}' is not base64 of UTF-8 text"
-                ))
-            })?;
-        if pairs.insert(key.to_owned(), value).is_some() {
-            return Err(Error::invalid_request(format!(
-                "Upload-Metadata names '{key}' twice"
-            )));
-        }
-    }
-    Ok(pairs)
+/// What a new upload says of itself: the target it names, as keys and values (`threadId` and
+/// `filename`; or `spaceName`, `path`, `contentType` and `ifNoneMatch`), read by its door.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    pub pairs: HashMap<String, String>,
+    /// The metadata as its door received it, kept to be given back with the upload's state;
+    /// at most [`MAX_METADATA_BYTES`].
+    pub as_sent: String,
 }
 
 /// The target a creation's metadata names, checked as its own route would check it: who may
@@ -179,6 +138,7 @@ async fn target_of(
     principal: &Principal,
     metadata: &HashMap<String, String>,
 ) -> Result<(Target, u64)> {
+    // The door reads the metadata; the words of these refusals name only its keys.
     let get = |key: &str| {
         metadata
             .get(key)
@@ -188,7 +148,7 @@ async fn target_of(
     match (get("threadId"), get("spaceName")) {
         (Some(thread_id), None) => {
             let filename = get("filename").ok_or_else(|| {
-                Error::invalid_request("Upload-Metadata: a thread upload needs 'filename'")
+                Error::invalid_request("the metadata of a thread upload needs 'filename'")
             })?;
             let name = ferry_core::path::upload_file_name(filename)
                 .map_err(|e| Error::InvalidPath(e.to_string()))?;
@@ -204,11 +164,11 @@ async fn target_of(
         (None, Some(space)) => {
             let space = SpaceName::parse(space).map_err(|e| Error::InvalidPath(e.to_string()))?;
             let path = get("path").ok_or_else(|| {
-                Error::invalid_request("Upload-Metadata: a space file needs 'path'")
+                Error::invalid_request("the metadata of a space file needs 'path'")
             })?;
             let path = ValidPath::parse(path).map_err(|e| Error::InvalidPath(e.to_string()))?;
             let content_type = get("contentType").ok_or_else(|| {
-                Error::invalid_request("Upload-Metadata: a space file needs 'contentType'")
+                Error::invalid_request("the metadata of a space file needs 'contentType'")
             })?;
             let content_type = ferry_core::content_type::check(content_type)?;
             let create_only = match get("ifNoneMatch") {
@@ -216,7 +176,7 @@ async fn target_of(
                 Some("*") => true,
                 Some(_) => {
                     return Err(Error::invalid_request(
-                        "Upload-Metadata: 'ifNoneMatch' may only be '*'",
+                        "the metadata's 'ifNoneMatch' may only be '*'",
                     ));
                 }
             };
@@ -237,10 +197,10 @@ async fn target_of(
             ))
         }
         (Some(_), Some(_)) => Err(Error::invalid_request(
-            "Upload-Metadata names both a thread ('threadId') and a space ('spaceName'); name one",
+            "the metadata names both a thread ('threadId') and a space ('spaceName'); name one",
         )),
         (None, None) => Err(Error::invalid_request(
-            "Upload-Metadata must name the target: 'threadId' and 'filename' for a thread \
+            "the metadata must name the target: 'threadId' and 'filename' for a thread \
              upload, or 'spaceName', 'path' and 'contentType' for a space file",
         )),
     }
@@ -251,13 +211,18 @@ pub async fn create(
     app: &App,
     principal: &Principal,
     length: u64,
-    metadata_header: &str,
+    metadata: Metadata,
 ) -> Result<Status> {
-    let metadata = parse_metadata(metadata_header)?;
-    let (target, limit) = target_of(app, principal, &metadata).await?;
+    if metadata.as_sent.len() > MAX_METADATA_BYTES {
+        return Err(Error::invalid_request(format!(
+            "the upload's metadata is {} bytes: at most {MAX_METADATA_BYTES} are kept",
+            metadata.as_sent.len()
+        )));
+    }
+    let (target, limit) = target_of(app, principal, &metadata.pairs).await?;
     if length > limit {
         return Err(Error::TooLarge(format!(
-            "Upload-Length is {length} bytes, over the limit of {} for this target",
+            "the upload's length, {length} bytes, is over the limit of {} for this target",
             crate::describe_bytes(limit)
         )));
     }
@@ -268,7 +233,7 @@ pub async fn create(
         target: serde_json::to_string(&target).map_err(Error::internal)?,
         length,
         offset: 0,
-        metadata: metadata_header.to_owned(),
+        metadata: metadata.as_sent,
         created_at: now,
         expires_at: Timestamp(now.millis() + app.limits.resumable_expiry.as_millis() as i64),
         state: ResumableState::Receiving,
@@ -316,7 +281,7 @@ where
             return Ok(current);
         }
         return Err(Error::OffsetMismatch(format!(
-            "the upload is complete at {} bytes; Upload-Offset {offset} does not match",
+            "the upload is complete at {} bytes; an offset of {offset} does not match",
             current.length
         )));
     }
@@ -350,13 +315,13 @@ where
     };
     let too_large = |e| match e {
         ferry_store::Error::TooLarge { .. } => Error::TooLarge(format!(
-            "the body is longer than the {remaining} bytes the upload has left (Upload-Length)"
+            "the body is longer than the {remaining} bytes the upload has left (its length)"
         )),
         other => other.into(),
     };
     let checksum_failed = || {
         Error::ChecksumMismatch(
-            "the body does not match Upload-Checksum; nothing of it was kept".into(),
+            "the body does not match its checksum; nothing of it was kept".into(),
         )
     };
     let matches = |hasher: &std::sync::Mutex<Hasher>| {
@@ -584,8 +549,10 @@ impl Hasher {
     fn of(checksum: Option<&Checksum>) -> Hasher {
         match checksum.map(|c| c.algorithm) {
             None => Hasher::None,
-            Some(Algorithm::Sha1) => Hasher::Sha1(<sha1::Sha1 as sha1::Digest>::new()),
-            Some(Algorithm::Sha256) => Hasher::Sha256(<sha2::Sha256 as sha2::Digest>::new()),
+            Some(ChecksumAlgorithm::Sha1) => Hasher::Sha1(<sha1::Sha1 as sha1::Digest>::new()),
+            Some(ChecksumAlgorithm::Sha256) => {
+                Hasher::Sha256(<sha2::Sha256 as sha2::Digest>::new())
+            }
         }
     }
 
@@ -607,206 +574,4 @@ impl Hasher {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::{app, app_on_object_store, thread_of, user};
-    use sha2::Digest as _;
-
-    fn chunk(bytes: &'static [u8]) -> impl Stream<Item = std::io::Result<Bytes>> + Send {
-        futures::stream::iter([Ok(Bytes::from_static(bytes))])
-    }
-
-    fn metadata(pairs: &[(&str, &str)]) -> String {
-        let pairs: Vec<_> = pairs
-            .iter()
-            .map(|(key, value)| format!("{key} {}", STANDARD.encode(value)))
-            .collect();
-        pairs.join(",")
-    }
-
-    /// A test app whose blobs are in an object store, or in a local folder.
-    async fn app_on(object_store: bool) -> (App, tempfile::TempDir) {
-        if object_store {
-            app_on_object_store().await
-        } else {
-            app().await
-        }
-    }
-
-    /// The `Upload-Metadata` of a text file at `path` in the space `notes`.
-    fn space_file(path: &str) -> String {
-        metadata(&[
-            ("spaceName", "notes"),
-            ("path", path),
-            ("contentType", "text/plain"),
-        ])
-    }
-
-    fn sha256(bytes: &[u8]) -> Vec<u8> {
-        sha2::Sha256::digest(bytes).to_vec()
-    }
-
-    fn checksum_of(bytes: &[u8]) -> Option<Checksum> {
-        Some(Checksum::parse(&format!("sha256 {}", STANDARD.encode(sha256(bytes)))).unwrap())
-    }
-
-    async fn blob_bytes(app: &App, key: &str) -> Vec<u8> {
-        let read = app.blobs.read(key, None).await.unwrap();
-        let chunks: Vec<_> = read.stream.collect().await;
-        chunks
-            .into_iter()
-            .flat_map(|c| c.unwrap().to_vec())
-            .collect()
-    }
-
-    /// A space file in parts, with every refusal a `PATCH` can meet on the way, made once.
-    async fn a_space_file_in_parts_is_the_plain_write(app: &App) {
-        let alice = user("alice");
-        let header = space_file("drafts/tea.txt");
-        let id = create(app, &alice, 11, &header).await.unwrap().id;
-
-        let wrong = append(app, &alice, &id, 0, checksum_of(b"other"), chunk(b"hello")).await;
-        assert!(
-            matches!(wrong, Err(Error::ChecksumMismatch(_))),
-            "{wrong:?}"
-        );
-        assert_eq!(
-            status(app, &alice, &id).await.unwrap().offset,
-            0,
-            "nothing kept"
-        );
-        let first = append(app, &alice, &id, 0, checksum_of(b"hello"), chunk(b"hello"));
-        assert_eq!(first.await.unwrap().offset, 5);
-        let stale = append(app, &alice, &id, 0, None, chunk(b"x")).await;
-        assert!(matches!(stale, Err(Error::OffsetMismatch(_))), "{stale:?}");
-        let other = append(app, &user("mallory"), &id, 5, None, chunk(b"x")).await;
-        assert!(matches!(other, Err(Error::NotFound(_))), "{other:?}");
-        let long = append(app, &alice, &id, 5, None, chunk(b" world, and more")).await;
-        assert!(matches!(long, Err(Error::TooLarge(_))), "{long:?}");
-        let last = append(app, &alice, &id, 5, None, chunk(b" world"))
-            .await
-            .unwrap();
-        assert!(last.needs_finishing());
-
-        let Some(Finished::SpaceFile(written)) = finish(app, &alice, &id).await.unwrap() else {
-            panic!("a space file");
-        };
-        assert!(written.created);
-        assert_eq!(written.file.size, 11);
-        assert_eq!(written.file.sha256, hex::encode(sha256(b"hello world")));
-        assert_eq!(
-            blob_bytes(app, &written.file.blob_key).await,
-            b"hello world"
-        );
-        assert!(
-            finish(app, &alice, &id).await.unwrap().is_none(),
-            "finished once"
-        );
-        keep_answer(app, &id, "{}").await.unwrap();
-        assert!(app.db.resumable_parts(&id).await.unwrap().is_empty());
-        assert_eq!(
-            answer(app, &alice, &id).await.unwrap().as_deref(),
-            Some("{}")
-        );
-    }
-
-    #[tokio::test]
-    async fn a_space_file_in_parts_on_a_local_store() {
-        let (app, dir) = app().await;
-        a_space_file_in_parts_is_the_plain_write(&app).await;
-        let gathering = dir.path().join("blobs").join(".resumable");
-        assert_eq!(
-            std::fs::read_dir(gathering).unwrap().count(),
-            0,
-            "removed once kept"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_space_file_in_parts_on_an_object_store() {
-        let (app, _dir) = app_on_object_store().await;
-        a_space_file_in_parts_is_the_plain_write(&app).await;
-    }
-
-    #[tokio::test]
-    async fn a_thread_upload_lands_in_the_sandbox_like_a_plain_one() {
-        for object_store in [false, true] {
-            let (app, _dir) = app_on(object_store).await;
-            let (thread, _) = thread_of(&app, "alice").await;
-            let alice = user("alice");
-            let header = metadata(&[("threadId", &thread), ("filename", "notes.txt")]);
-            let id = create(&app, &alice, 4, &header).await.unwrap().id;
-            append(&app, &alice, &id, 0, None, chunk(b"te"))
-                .await
-                .unwrap();
-            append(&app, &alice, &id, 2, None, chunk(b"a!"))
-                .await
-                .unwrap();
-            let Some(Finished::ThreadUpload(views)) = finish(&app, &alice, &id).await.unwrap()
-            else {
-                panic!("a thread upload");
-            };
-            assert_eq!(views[0].size, 4);
-            assert_eq!(views[0].sha256, hex::encode(sha256(b"tea!")));
-            assert_eq!(views[0].sandbox_path, "/sandbox/user_uploads/notes.txt");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_request_that_waited_for_another_never_writes_at_a_stale_offset() {
-        let (app, _dir) = app().await;
-        let alice = user("alice");
-        let header = space_file("race.txt");
-        let id = create(&app, &alice, 8, &header).await.unwrap().id;
-        // Another request holds the upload's file while this one arrives at offset 0.
-        let Gather::InPlace(mut holder) = app.blobs.gathering(&id, LOCK_WAIT).await.unwrap() else {
-            panic!("a local store gathers in place");
-        };
-        let late = {
-            let (app, alice, id) = (app.clone(), alice.clone(), id.clone());
-            tokio::spawn(async move { append(&app, &alice, &id, 0, None, chunk(b"XY")).await })
-        };
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!late.is_finished(), "it waits for the lock");
-        holder.write_at(0, chunk(b"abcd"), 8).await.unwrap();
-        let recorded = app.db.append_resumable_part(&id, 0, 4, None).await.unwrap();
-        assert_eq!(recorded, Appended::At(4));
-        drop(holder);
-        let refused = late.await.unwrap();
-        assert!(
-            matches!(refused, Err(Error::OffsetMismatch(_))),
-            "{refused:?}"
-        );
-        append(&app, &alice, &id, 4, None, chunk(b"efgh"))
-            .await
-            .unwrap();
-        let Some(Finished::SpaceFile(written)) = finish(&app, &alice, &id).await.unwrap() else {
-            panic!("a space file");
-        };
-        assert_eq!(blob_bytes(&app, &written.file.blob_key).await, b"abcdefgh");
-    }
-
-    #[tokio::test]
-    async fn termination_removes_what_was_kept() {
-        for object_store in [false, true] {
-            let (app, dir) = app_on(object_store).await;
-            let alice = user("alice");
-            let header = space_file("gone.txt");
-            let id = create(&app, &alice, 10, &header).await.unwrap().id;
-            append(&app, &alice, &id, 0, None, chunk(b"half"))
-                .await
-                .unwrap();
-            let parts = app.db.resumable_parts(&id).await.unwrap();
-            assert_eq!(parts.len(), usize::from(object_store));
-            terminate(&app, &alice, &id).await.unwrap();
-            assert!(matches!(
-                status(&app, &alice, &id).await,
-                Err(Error::NotFound(_))
-            ));
-            for part in parts {
-                assert!(app.blobs.read(&part.blob_key, None).await.is_err());
-            }
-            assert!(!dir.path().join("blobs/.resumable").join(&id).exists());
-        }
-    }
-}
+mod tests;

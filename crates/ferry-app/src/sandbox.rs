@@ -7,8 +7,8 @@ use ferry_core::SandboxPath;
 use ferry_core::change::{ChangeKind, FileChange};
 use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
+use ferry_core::write::WriteCondition;
 pub use ferry_store::sandbox::{Listing, OpenedFile, SandboxEntry, Unaddressable};
-use ferry_store::spaces::WriteCondition;
 use futures::Stream;
 
 use crate::App;

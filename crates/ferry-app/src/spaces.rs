@@ -10,8 +10,9 @@ use ferry_core::{SpaceName, ValidPath, content_type};
 pub use ferry_store::space_names::Removal;
 use ferry_store::{Spooled, StoredBlob};
 // The records a door reads and writes spaces with: a door names them from here.
+use ferry_core::write::{FileMeta, WriteCondition};
 pub use ferry_store::spaces::{
-    FileMeta, ListCursor, ListPage, ListQuery, SpaceEntry, SpaceFile, SpaceSummary, WriteCondition,
+    ListCursor, ListPage, ListQuery, SpaceEntry, SpaceFile, SpaceSummary,
 };
 use futures::Stream;
 

@@ -21,6 +21,7 @@ pub mod space_name;
 pub mod storage_path;
 pub mod tags;
 pub mod timestamp;
+pub mod write;
 
 pub use agent_path::{AgentPath, AgentPathError};
 pub use path::{PathError, SandboxPath, ValidPath};

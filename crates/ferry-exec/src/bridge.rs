@@ -14,13 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use crate::helper::CANNOT_START;
-
-/// The first argument that makes the ferry binary the bridge.
-pub const BRIDGE_ARG: &str = "__exec-bridge";
-
-/// The port the proxy is offered on inside each command's namespace (squid's, which clients
-/// and people expect of a proxy).
-pub const PROXY_PORT: u16 = 3128;
+use crate::spec::PROXY_PORT;
 
 /// The entry point of `ferry __exec-bridge SOCKET PROGRAM ARGS…`.
 pub fn main() -> ExitCode {

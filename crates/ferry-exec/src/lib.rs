@@ -42,4 +42,4 @@ pub use network::{AllowedHost, NetworkPolicy};
 pub use probe::{Availability, probe};
 pub use proxy::Proxy;
 pub use runner::{Bubblewrap, Finished, Job, Runner, StopReason};
-pub use spec::HELPER_ARG;
+pub use spec::{BRIDGE_ARG, HELPER_ARG};

@@ -10,6 +10,13 @@ use crate::Runtime;
 /// The first argument that makes the ferry binary the helper (`ferry __exec`).
 pub const HELPER_ARG: &str = "__exec";
 
+/// The first argument that makes the ferry binary the bridge (`bridge::main`).
+pub const BRIDGE_ARG: &str = "__exec-bridge";
+
+/// The port the proxy is offered on inside each command's namespace (squid's, which clients
+/// and people expect of a proxy).
+pub(crate) const PROXY_PORT: u16 = 3128;
+
 /// Where the sandbox is seen from inside.
 pub(crate) const SANDBOX: &str = "/sandbox";
 
@@ -269,7 +276,7 @@ pub(crate) fn bwrap_args(spec: &Spec, fds: &Fds) -> Vec<OsString> {
         args.push("--ro-bind".into());
         args.push(network.proxy_socket.clone().into());
         args.push(PROXY_INSIDE.into());
-        let proxy = format!("http://127.0.0.1:{}", crate::bridge::PROXY_PORT);
+        let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
         // Both spellings: curl reads only the lower-case `http_proxy`, others the upper.
         for name in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"] {
             run.extend(["--setenv".into(), name.into(), proxy.clone()]);
@@ -277,7 +284,7 @@ pub(crate) fn bwrap_args(spec: &Spec, fds: &Fds) -> Vec<OsString> {
         run.extend([
             "--".into(),
             BRIDGE_INSIDE.into(),
-            crate::bridge::BRIDGE_ARG.into(),
+            BRIDGE_ARG.into(),
             PROXY_INSIDE.into(),
         ]);
     } else {

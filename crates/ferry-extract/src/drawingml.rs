@@ -1,7 +1,10 @@
 //! DrawingML text, the markup slides and notes pages write their text in.
 
-use crate::pptx::PARA_CAP;
 use crate::text::push_capped;
+
+/// Most bytes of text kept of one paragraph: slides hold short texts, and
+/// this bounds a crafted one.
+pub(crate) const PARA_CAP: usize = 64 * 1024;
 
 /// The text of DrawingML paragraphs (`a:p`, its runs' `a:t`, `a:br` line breaks), gathered
 /// from the events a slide's or a notes page's reader meets.

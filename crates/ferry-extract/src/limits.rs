@@ -5,6 +5,9 @@
 //! and are the backstop when a library below us misbehaves.
 
 use serde::{Deserialize, Serialize};
+use std::io::Read;
+
+use crate::error::ExtractError;
 
 /// One mebibyte.
 pub(crate) const MIB: u64 = 1024 * 1024;
@@ -94,6 +97,22 @@ pub(crate) fn human_bytes(n: u64) -> String {
     } else {
         format!("{n} bytes")
     }
+}
+
+/// Reads a whole file that a library needs in memory (PDF), up to the limit.
+pub(crate) fn read_all<R: Read>(reader: R, limits: &Limits) -> Result<Vec<u8>, ExtractError> {
+    let mut buf = Vec::new();
+    reader
+        .take(limits.max_file_bytes + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| ExtractError::io(&e))?;
+    if buf.len() as u64 > limits.max_file_bytes {
+        return Err(ExtractError::limit(format!(
+            "it is larger than {}",
+            human_bytes(limits.max_file_bytes)
+        )));
+    }
+    Ok(buf)
 }
 
 #[cfg(test)]

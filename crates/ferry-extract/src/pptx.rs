@@ -19,7 +19,7 @@ use base64::engine::general_purpose::STANDARD;
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Seek};
 
-use crate::drawingml::Paragraphs;
+use crate::drawingml::{PARA_CAP, Paragraphs};
 use crate::error::ExtractError;
 use crate::html::Body;
 use crate::limits::Limits;
@@ -29,10 +29,6 @@ use crate::text::{LineSink, one_line, push_capped};
 use crate::xml::{Ev, Xml, attr, attr_prefixed, local};
 
 pub(crate) const WHAT: &str = "PowerPoint presentation";
-
-/// Most bytes of text kept of one paragraph: slides hold short texts, and
-/// this bounds a crafted one.
-pub(crate) const PARA_CAP: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Slide {

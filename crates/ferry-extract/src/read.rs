@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ExtractError;
 use crate::html;
 use crate::kind::{Format, format_of};
-use crate::limits::{Limits, human_bytes};
+use crate::limits::{Limits, read_all};
 use crate::model_image::{ModelImage, check_pixels, model_image};
 use crate::pdf_pages::{PdfPage, pdf_page};
 use crate::text::{decode_text, mark_cut};
@@ -216,22 +216,6 @@ fn read_prefix<R: Read>(reader: &mut R, max: usize) -> Result<(Vec<u8>, bool), E
     let more = buf.len() > max;
     buf.truncate(max);
     Ok((buf, more))
-}
-
-/// Reads a whole file that a library needs in memory (PDF), up to the limit.
-pub(crate) fn read_all<R: Read>(reader: R, limits: &Limits) -> Result<Vec<u8>, ExtractError> {
-    let mut buf = Vec::new();
-    reader
-        .take(limits.max_file_bytes + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| ExtractError::io(&e))?;
-    if buf.len() as u64 > limits.max_file_bytes {
-        return Err(ExtractError::limit(format!(
-            "it is larger than {}",
-            human_bytes(limits.max_file_bytes)
-        )));
-    }
-    Ok(buf)
 }
 
 #[cfg(test)]

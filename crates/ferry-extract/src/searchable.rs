@@ -171,7 +171,7 @@ pub fn document_text_reader<R: Read + Seek>(
     let mut sections = Vec::new();
     match format_of(file_name) {
         Format::Pdf => {
-            let bytes = crate::read::read_all(reader, limits)?;
+            let bytes = crate::limits::read_all(reader, limits)?;
             let (pages, stopped) = crate::pdf_page_text::pages_text(&bytes, SEARCH_MAX_CHARS)?;
             budget.cut = stopped;
             for (number, text) in pages {

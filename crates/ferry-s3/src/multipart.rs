@@ -6,7 +6,7 @@ use ferry_app::Principal;
 use ferry_app::body::Incoming;
 use ferry_app::multipart;
 use ferry_app::multipart::{Part, Upload};
-use ferry_app::spaces::FileMeta;
+use ferry_core::write::FileMeta;
 use futures::TryStreamExt;
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};

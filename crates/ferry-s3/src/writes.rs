@@ -4,9 +4,9 @@
 
 use ferry_app::body::Incoming;
 use ferry_app::objects;
-use ferry_app::spaces::{FileMeta, WriteCondition};
 use ferry_app::{App, Principal};
 use ferry_core::Timestamp;
+use ferry_core::write::{FileMeta, WriteCondition};
 use futures::StreamExt;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};

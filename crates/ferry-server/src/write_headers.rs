@@ -3,7 +3,7 @@
 //! and `If-Match`, and the declared `Content-Length`.
 
 use axum::http::{HeaderMap, header};
-use ferry_app::spaces::WriteCondition;
+use ferry_core::write::WriteCondition;
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use ferry_core::conditions::TagList;

@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use crate::Error;
 use crate::blobs::StoredBlob;
 use crate::db::{Db, now_millis};
-use crate::spaces::FileMeta;
+use ferry_core::write::FileMeta;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upload {
@@ -16,7 +16,7 @@ pub struct Upload {
     pub bucket: String,
     pub object_path: String,
     pub content_type: String,
-    /// What the object will be written with, as [`crate::spaces::FileMeta::attributes`].
+    /// What the object will be written with, as [`ferry_core::write::FileMeta::attributes`].
     pub attributes: Option<String>,
     pub created_at: Timestamp,
 }

@@ -12,6 +12,6 @@ pub struct SpaceFile {
     pub content_type: String,
     pub sha256: String,
     pub updated_at: Timestamp,
-    /// See [`FileMeta::attributes`](crate::spaces::FileMeta::attributes).
+    /// See [`FileMeta::attributes`](ferry_core::write::FileMeta::attributes).
     pub attributes: Option<String>,
 }

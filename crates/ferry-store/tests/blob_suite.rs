@@ -175,8 +175,8 @@ on_every_store! {
         let kept = blobs.write(chunks(data(10), 10), 100).await.unwrap();
         let orphan = blobs.write(chunks(data(10), 10), 100).await.unwrap();
         let space = ferry_core::SpaceName::parse("s").unwrap();
-        db.space_put("u", &space, &ferry_core::ValidPath::parse("f").unwrap(), &kept, ferry_store::spaces::FileMeta::typed("text/plain"),
-            &ferry_store::spaces::WriteCondition::None).await.unwrap();
+        db.space_put("u", &space, &ferry_core::ValidPath::parse("f").unwrap(), &kept, ferry_core::write::FileMeta::typed("text/plain"),
+            &ferry_core::write::WriteCondition::None).await.unwrap();
         // Within the grace period nothing goes, referenced or not.
         let report = ferry_store::sweep::sweep(&db, &blobs, Duration::from_secs(3600)).await.unwrap();
         assert_eq!(report.removed_blobs, 0);

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use bytes::Bytes;
 use ferry_core::ValidPath;
+use ferry_core::write::WriteCondition;
 use ferry_store::Error;
 use ferry_store::sandbox::{Sandbox, SandboxLimits, Sandboxes};
-use ferry_store::spaces::WriteCondition;
 use ferry_test_support::coarse_fs::coarse_timestamps_folder;
 use futures::TryStreamExt;
 

@@ -1,12 +1,13 @@
 //! The metadata store's suite, run unchanged on SQLite and on Postgres.
 
+use ferry_core::write::{FileMeta, WriteCondition};
 use ferry_core::{SpaceName, ValidPath};
 use ferry_store::Db;
 use ferry_store::Error;
 use ferry_store::StoredBlob;
 use ferry_store::events::Rendered;
 use ferry_store::published::NewRevision;
-use ferry_store::spaces::{FileMeta, ListQuery, SpaceEntry, WriteCondition};
+use ferry_store::spaces::{ListQuery, SpaceEntry};
 use ferry_store::uploads::{Upload, new_upload_id};
 use std::sync::Arc;
 
@@ -750,7 +751,6 @@ on_every_engine! {
 
     racing_if_match_writes_in_a_stored_sandbox_have_one_winner => |db: Db| async move {
         use ferry_store::sandbox::Sandboxes;
-        use ferry_store::spaces::WriteCondition;
         let blob_dir = tempfile::tempdir().unwrap();
         let blobs = ferry_store::Blobs::Local(ferry_store::LocalBlobs::open(blob_dir.path()).unwrap());
         let sandboxes = Sandboxes::stored(db.clone(), blobs);

@@ -86,7 +86,7 @@ fn main() -> ExitCode {
     // And the bridge that carries a command's connections to the proxy, inside its namespace.
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == ferry_exec::bridge::BRIDGE_ARG)
+        .is_some_and(|a| a == ferry_exec::BRIDGE_ARG)
     {
         return ferry_exec::bridge::main();
     }

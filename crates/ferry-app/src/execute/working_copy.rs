@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use ferry_core::door::Door;
 use ferry_core::path::SANDBOX_LAYOUT;
+use ferry_core::write::WriteCondition;
 use ferry_core::{SandboxPath, ValidPath};
 use ferry_store::sandbox::Sandbox;
-use ferry_store::spaces::WriteCondition;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 

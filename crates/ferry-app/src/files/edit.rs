@@ -6,7 +6,7 @@
 //! with `PRECONDITION_FAILED`; it is never overwritten unseen.
 
 use ferry_core::agent_files::{EditFileInput, bare_etag};
-use ferry_store::spaces::WriteCondition;
+use ferry_core::write::WriteCondition;
 use serde::Serialize;
 use utoipa::ToSchema;
 

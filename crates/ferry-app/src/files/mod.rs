@@ -35,10 +35,11 @@ use ferry_core::agent_files::{
 use ferry_core::change::ChangeKind;
 use ferry_core::conditions::quoted_etag;
 use ferry_core::door::Door;
+use ferry_core::write::{FileMeta, WriteCondition};
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
 use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
-use ferry_store::spaces::{FileMeta, SpaceFile, WriteCondition};
+use ferry_store::spaces::SpaceFile;
 use futures::StreamExt;
 use serde::Serialize;
 use utoipa::ToSchema;

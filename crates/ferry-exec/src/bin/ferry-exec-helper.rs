@@ -5,7 +5,7 @@
 fn main() -> std::process::ExitCode {
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == ferry_exec::bridge::BRIDGE_ARG)
+        .is_some_and(|a| a == ferry_exec::BRIDGE_ARG)
     {
         return ferry_exec::bridge::main();
     }

@@ -15,4 +15,5 @@ pub mod send_file;
 pub mod spaces;
 pub mod system;
 pub mod threads;
+mod tus_headers;
 pub mod uploads;

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferry_app::resumable::{self, CHECKSUM_ALGORITHMS, Checksum, Finished, Status};
+use ferry_app::resumable::{self, Checksum, Finished, Status};
 use serde_json::json;
 
 use crate::auth::Principal;
@@ -16,6 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::error_code::HttpStatus as _;
 use crate::extract::ApiPath;
 use crate::file_views::Written;
+use crate::routes::tus_headers;
 use crate::routes::uploads::UploadList;
 use crate::serve::header_value;
 use crate::state::AppState;
@@ -115,7 +116,7 @@ pub async fn options(State(state): State<AppState>) -> Response {
     );
     headers.insert(
         "tus-checksum-algorithm",
-        HeaderValue::from_static(CHECKSUM_ALGORITHMS),
+        HeaderValue::from_static(tus_headers::CHECKSUM_ALGORITHMS),
     );
     response
 }
@@ -157,7 +158,7 @@ pub async fn create(
     }
     let length = number(&headers, "upload-length")?
         .ok_or_else(|| ApiError::invalid_request("a new upload needs Upload-Length"))?;
-    let metadata = header(&headers, "upload-metadata").unwrap_or_default();
+    let metadata = tus_headers::metadata(header(&headers, "upload-metadata").unwrap_or_default())?;
     let mut status = resumable::create(&state.app, &principal, length, metadata).await?;
     let carries_bytes = header(&headers, header::CONTENT_TYPE.as_str())
         .is_some_and(|t| t.eq_ignore_ascii_case(OFFSET_OCTET_STREAM));
@@ -193,9 +194,9 @@ pub async fn create(
 }
 
 fn checksum(headers: &HeaderMap) -> ApiResult<Option<Checksum>> {
-    Ok(header(headers, "upload-checksum")
-        .map(Checksum::parse)
-        .transpose()?)
+    header(headers, "upload-checksum")
+        .map(tus_headers::checksum)
+        .transpose()
 }
 
 /// Tells how many bytes of an upload are in.
