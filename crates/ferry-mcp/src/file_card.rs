@@ -19,8 +19,9 @@ pub const URI: &str = "ui://ferry/file-card.html";
 /// The MIME type of an MCP App's HTML.
 pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
 
-/// The page: markup, style and script in one file, nothing loaded from elsewhere.
-const HTML: &str = include_str!("file_card.html");
+/// The page: markup, style and script in one file, nothing loaded from elsewhere. `build.rs`
+/// makes it from `card/` and the web UI's modules the card's script imports.
+const HTML: &str = include_str!(concat!(env!("OUT_DIR"), "/file_card.html"));
 
 fn object(value: serde_json::Value) -> JsonObject {
     value.as_object().cloned().unwrap_or_default()
