@@ -1741,6 +1741,63 @@ step('axe-core finds nothing serious on the thread, a preview, Spaces and Settin
   assert.deepEqual(found, [], `axe-core found ${found.length} serious or critical violation(s):\n${found.join('\n')}`);
 });
 
+step('at 375 and 1440 px, in light and dark: code highlighted and copyable, search by content, the header\'s actions, plain words, space actions on screen', async () => {
+  const { page } = S;
+  const thread = `${S.ferry.base}/t/${encodeURIComponent(S.threadId)}`;
+  await S.agent.post(`/api/threads/${S.threadId}/messages`, {
+    text: 'The numbers, as the sheet has them:\n\n```python\ntotal = sum(row["amount"] for row in rows)  # a comment\nprint(f"total: {total}")\n```',
+  });
+  for (const width of [375, 1440]) {
+    await page.setViewportSize({ width, height: width === 375 ? 812 : 900 });
+    for (const scheme of ['light', 'dark']) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const where = `${width} px, ${scheme}`;
+      await page.goto(thread);
+      await page.locator('.conn-live').waitFor();
+      // Markdown: the block says its language, copies its code, and its string stands apart.
+      const block = page.locator('.code-block', { hasText: 'print(f"total' }).last();
+      await block.locator('pre span.hl-string').first().waitFor();
+      assert.equal(await block.locator('.code-lang').textContent(), 'python', where);
+      assert.ok(await block.getByRole('button', { name: /^Copy the python/ }).isVisible(), `Copy is on screen at ${where}`);
+      const [string, plain] = await block.locator('pre span.hl-string').first().evaluate((span) => [getComputedStyle(span).color, getComputedStyle(span.closest('pre')).color]);
+      assert.notEqual(string, plain, `a string has its own colour at ${where}`);
+      // The header: its actions in one menu on a phone, as buttons on a wide screen.
+      const header = page.locator('.thread-header');
+      const actions = width === 375 ? ['Thread actions'] : ['Rename thread', 'Delete thread', 'Connect agent'];
+      for (const name of actions) assert.ok(await header.getByRole('button', { name, exact: true }).isVisible(), `${name} at ${where}`);
+      // Words a customer reads: no route and no sandbox path in what the page itself says (what
+      // the agent wrote in its messages and code is its own).
+      const shown = await page.evaluate(() => {
+        const said = [];
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          const parent = node.parentElement;
+          if (!parent || parent.closest('.bubble, pre, code') || !parent.checkVisibility()) continue;
+          said.push(node.textContent);
+        }
+        return said.join(' ');
+      });
+      assert.ok(!/\/api\/|\/sandbox\//.test(shown), `no route or sandbox path shown at ${where}: ${shown.match(/\S*\/(api|sandbox)\/\S*/)?.[0]}`);
+      // Search finds the thread by what was said in it, on a phone from the threads drawer.
+      if (width === 375) await page.getByRole('button', { name: 'Show threads' }).click();
+      const search = page.getByRole('searchbox', { name: /^Search threads/ });
+      await search.fill('sheet has them');
+      await page.getByRole('list', { name: 'Your threads' }).getByRole('link', { name: /Tea shop launch/ }).waitFor();
+      await search.fill('');
+      if (width === 375) await page.keyboard.press('Escape');
+      // A space's own actions are on screen.
+      await page.goto(`${S.ferry.base}/spaces/notes`);
+      await page.getByRole('list', { name: 'Files in notes' }).waitFor();
+      await expectAllOnScreen(page, ['.space-actions button', '.space-actions a'], `the space's actions at ${where}`);
+      for (const name of ['Delete space', 'New folder in notes']) {
+        assert.ok(await page.getByRole('button', { name, exact: true }).isVisible(), `${name} at ${where}`);
+      }
+    }
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 1440, height: 900 });
+});
+
 /**
  * Every visible element `selectors` find lies whole inside the screen and inside whatever clips
  * it (an ancestor that hides or scrolls its overflow), and nothing scrolls sideways: what is cut

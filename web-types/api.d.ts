@@ -1673,7 +1673,11 @@ export interface components {
             path: string;
         };
         Folder: {
-            /** @description The folder's path in the space, by the path rules (`reports/2026`). */
+            /**
+             * @description The folder's path in the space (`reports/2026`), by the path rules: segments of at
+             *     most 255 bytes joined by `/`, none empty, `.` or `..`, no control character, at most
+             *     1,024 bytes in all.
+             */
             path: string;
         };
         /** @description `glob`: the files whose paths match a pattern. */

@@ -145,7 +145,10 @@ pub async fn delete_space(
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Folder {
-    /// The folder's path in the space, by the path rules (`reports/2026`).
+    /// The folder's path in the space (`reports/2026`), by the path rules: segments of at
+    /// most 255 bytes joined by `/`, none empty, `.` or `..`, no control character, at most
+    /// 1,024 bytes in all.
+    #[schema(min_length = 1, max_length = 1024)]
     pub path: String,
 }
 

@@ -17,6 +17,7 @@ mod model_content;
 mod one_file_api;
 mod published;
 mod resumable;
+mod s3_door;
 mod sandbox;
 mod say;
 mod send_file;
