@@ -7112,7 +7112,10 @@ export interface operations {
     create_upload: {
         parameters: {
             query?: {
-                /** @description The file's name, for a raw (non-multipart) body. */
+                /**
+                 * @description The file's name, for a raw (non-multipart) body; refused beside a multipart body, whose
+                 *     parts name their files.
+                 */
                 filename?: string;
             };
             header?: never;

@@ -272,3 +272,6 @@ pub async fn by_storage_path(
         .filter(|r| r.thread_id == thread.id)
         .ok_or_else(|| Error::not_found(format!("File not found: {storage_path}")))
 }
+
+#[cfg(test)]
+mod tests;

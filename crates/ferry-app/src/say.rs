@@ -206,3 +206,6 @@ pub async fn signed_attachment(app: &App, attachment_id: &str) -> Result<Attachm
         .await?
         .ok_or_else(|| Error::not_found(format!("no attachment '{attachment_id}'")))
 }
+
+#[cfg(test)]
+mod tests;

@@ -195,3 +195,6 @@ pub async fn get(
         .await?
         .ok_or_else(|| Error::not_found(format!("no upload '{upload_id}' in this thread")))
 }
+
+#[cfg(test)]
+mod tests;

@@ -31,7 +31,8 @@ pub struct UploadList {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RawUploadParams {
-    /// The file's name, for a raw (non-multipart) body.
+    /// The file's name, for a raw (non-multipart) body; refused beside a multipart body, whose
+    /// parts name their files.
     filename: Option<String>,
 }
 
@@ -77,6 +78,12 @@ pub async fn create(
         .to_ascii_lowercase()
         .starts_with("multipart/form-data")
     {
+        // Each part names its own file: a name beside them would name none of them.
+        if params.filename.is_some() {
+            return Err(ApiError::invalid_request(
+                "?filename= names the file of a raw body; a multipart body names each file in its part",
+            ));
+        }
         let mut multipart = Multipart::from_request(request, &state)
             .await
             .map_err(malformed)?;

@@ -1124,3 +1124,24 @@ async fn the_limits_are_told_to_any_valid_token() {
         .await
         .expect(401, Some("UNAUTHENTICATED"));
 }
+
+#[tokio::test]
+async fn a_filename_in_the_query_is_refused_beside_a_multipart_body() {
+    let app = TestApp::new().await;
+    let t = thread(&app, "alice").await;
+    let (content_type, body) = crate::thread_support::multipart(&[("a.txt", BIN, b"a")]);
+    for query in ["?filename=", "?filename=b.txt"] {
+        let refused = app
+            .send(
+                "POST",
+                &t.url(&format!("/uploads{query}")),
+                Some(&t.user),
+                &[("content-type", content_type.as_str())],
+                Body::from(body.clone()),
+            )
+            .await;
+        refused.expect(400, Some("INVALID_REQUEST"));
+    }
+    let listed = app.get(&t.url("/uploads"), &t.user).await.json();
+    assert_eq!(listed["uploads"], serde_json::json!([]), "nothing was kept");
+}
