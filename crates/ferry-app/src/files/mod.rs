@@ -9,10 +9,12 @@
 //! functions and only shapes their answers.
 
 mod batch;
+mod delete_file;
 mod document_text;
 mod edit;
 mod entry;
 mod listing;
+mod move_file;
 mod read;
 mod search;
 mod write;
@@ -21,19 +23,17 @@ pub use batch::{
     BATCH_READ_MAX_BYTES, DownloadResult, Downloaded, Failed, Fetched, FileError, SpooledUpload,
     UploadResult, Uploaded, download_files, upload_files,
 };
+pub use delete_file::{Deleted, delete};
 pub use edit::{Edited, edit};
 pub use entry::{FileEntry, Written};
 pub use listing::{Listing, MAX_LISTED, ls};
+pub use move_file::{Moved, move_file};
 pub use read::{ReadOutput, read};
 pub use search::{Globbed, GrepMatch, Grepped, Skipped, glob, grep};
 pub use write::{Base64Decoder, Fields, SpooledWrite, write, write_spooled};
 
 use bytes::Bytes;
-use ferry_core::agent_files::{
-    DeleteFileInput, FileUrlInput, MAX_URL_SECONDS, MoveFileInput, TransferMethod, bare_etag,
-};
-use ferry_core::change::ChangeKind;
-use ferry_core::conditions::quoted_etag;
+use ferry_core::agent_files::{FileUrlInput, MAX_URL_SECONDS, TransferMethod, bare_etag};
 use ferry_core::door::Door;
 use ferry_core::write::{FileMeta, WriteCondition};
 use ferry_core::{AgentPath, SandboxPath, SpaceName, ValidPath};
@@ -41,8 +41,6 @@ use ferry_store::sandbox::{OpenedFile, PathKind};
 use ferry_store::space_moves::Found;
 use ferry_store::spaces::SpaceFile;
 use futures::StreamExt;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::App;
 use crate::body::Incoming;
@@ -348,207 +346,6 @@ where
         }
         AgentPath::Spaces => Err(is_a_folder(path)),
     }
-}
-
-/// `move_file`'s answer.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Moved {
-    pub source: String,
-    pub destination: String,
-    /// The moved file's ETag (a move keeps it); absent for a folder.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub etag: Option<String>,
-    /// Files moved (1 for a file).
-    pub moved: u64,
-}
-
-/// `move_file`: renames a file or folder within the sandbox or within one space. A taken
-/// destination is `ALREADY_EXISTS` unless `overwrite` (which replaces a file, never a folder).
-pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Moved> {
-    let (source, destination) = (parse(&input.source)?, parse(&input.destination)?);
-    if !source.same_place(&destination) {
-        return Err(Error::invalid_request(format!(
-            "'{source}' and '{destination}' are in different places; move_file moves within the \
-             sandbox or within one space. Copy the file across (write_file, or a GET file_url \
-             fed to a PUT file_url), then delete the original"
-        )));
-    }
-    let (from, to) = (below_root(&source)?, below_root(&destination)?);
-    if from == to {
-        return Err(Error::invalid_request(format!(
-            "'{source}' is already at that path"
-        )));
-    }
-    if to.starts_with(from) {
-        return Err(Error::invalid_request(format!(
-            "'{destination}' is inside '{source}': a folder cannot move into itself"
-        )));
-    }
-    // What a move of either place answers for a taken destination or a missing source.
-    let refused = |e: ferry_store::Error| match e {
-        ferry_store::Error::AlreadyExists => {
-            Error::AlreadyExists(format!("'{destination}' already exists"))
-        }
-        ferry_store::Error::NotFound => Error::not_found(format!("nothing at '{source}'")),
-        other => other.into(),
-    };
-    let (moved, etag) = match &source {
-        AgentPath::Sandbox(_) => {
-            let thread = caller.thread()?;
-            let sandbox = crate::sandbox::writable(caller.app, caller.principal, thread).await?;
-            let moved = sandbox
-                .rename(from, to, input.overwrite)
-                .await
-                .map_err(refused)?;
-            let joined = |base: &AgentPath, below: &str| match below {
-                "" => base.to_string(),
-                below => format!("{base}/{below}"),
-            };
-            let changes = moved
-                .files
-                .iter()
-                .map(|below| crate::sandbox::Changed {
-                    kind: ChangeKind::FileMoved,
-                    path: joined(&source, below),
-                    destination: Some(joined(&destination, below)),
-                    etag: moved.etag.clone(),
-                    size: None,
-                })
-                .collect();
-            crate::sandbox::announce(caller.app, caller.principal, thread, caller.door, changes)
-                .await;
-            (moved.files.len() as u64, moved.etag)
-        }
-        AgentPath::Space { space, .. } => {
-            let owner = caller.owner()?;
-            let moved = caller
-                .app
-                .db
-                .space_move(owner, space, from, to, input.overwrite, caller.door)
-                .await
-                .map_err(refused)?;
-            caller
-                .app
-                .events
-                .poke(&ferry_store::space_events::channel_key(owner, space));
-            let etag = ferry_store::space_moves::moved_file_etag(&moved, to);
-            (moved.len() as u64, etag)
-        }
-        AgentPath::Spaces => return Err(is_a_folder(&source)),
-    };
-    Ok(Moved {
-        source: source.to_string(),
-        destination: destination.to_string(),
-        etag: etag.map(|tag| quoted_etag(&tag)),
-        moved,
-    })
-}
-
-/// `delete_file`'s answer.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Deleted {
-    pub path: String,
-    /// Files deleted.
-    pub deleted: u64,
-}
-
-/// `delete_file`: removes a file (if `ifMatch` still holds), or with `recursive` a folder
-/// and everything in it. A whole space goes with it when its root is named.
-pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Deleted> {
-    let path = parse(&input.path)?;
-    let if_match = input
-        .if_match
-        .as_deref()
-        .map(|tag| vec![bare_etag(tag).to_owned()]);
-    let kind = find(caller, &path)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("nothing at '{path}'")))?;
-    if kind == PathKind::Folder && !input.recursive {
-        return Err(Error::invalid_request(format!(
-            "'{path}' is a folder; pass recursive: true to delete it and everything in it"
-        )));
-    }
-    if kind == PathKind::Folder && if_match.is_some() {
-        return Err(Error::invalid_request(
-            "ifMatch names a file's version; a folder has none",
-        ));
-    }
-    let deleted = match (&path, kind) {
-        (AgentPath::Sandbox(None) | AgentPath::Spaces, _) => {
-            return Err(Error::forbidden(format!(
-                "'{path}' itself cannot be deleted; delete what is in it"
-            )));
-        }
-        (AgentPath::Sandbox(Some(within)), PathKind::File) => {
-            crate::sandbox::delete(
-                caller.app,
-                caller.principal,
-                caller.thread()?,
-                &SandboxPath::from_relative(within.clone()),
-                if_match.as_deref(),
-                caller.door,
-            )
-            .await
-            .map_err(|e| named(e, &path))?;
-            1
-        }
-        (AgentPath::Sandbox(Some(within)), PathKind::Folder) => {
-            let thread = caller.thread()?;
-            let sandbox = crate::sandbox::writable(caller.app, caller.principal, thread).await?;
-            let removed = sandbox.remove_tree(within).await.map_err(in_sandbox)?;
-            let changes = removed
-                .iter()
-                .map(|below| crate::sandbox::Changed {
-                    kind: ChangeKind::FileDeleted,
-                    path: format!("{path}/{below}"),
-                    destination: None,
-                    etag: None,
-                    size: None,
-                })
-                .collect();
-            crate::sandbox::announce(caller.app, caller.principal, thread, caller.door, changes)
-                .await;
-            removed.len() as u64
-        }
-        (
-            AgentPath::Space {
-                space,
-                path: Some(within),
-            },
-            PathKind::File,
-        ) => {
-            crate::spaces::delete(
-                caller.app,
-                caller.principal,
-                space,
-                within,
-                if_match.as_deref(),
-                caller.door,
-            )
-            .await?;
-            1
-        }
-        (AgentPath::Space { space, path: dir }, _) => {
-            let owner = caller.owner()?;
-            let removed = caller
-                .app
-                .db
-                .space_remove_tree(owner, space, dir.as_ref(), caller.door)
-                .await?;
-            caller
-                .app
-                .events
-                .poke(&ferry_store::space_events::channel_key(owner, space));
-            if dir.is_none() {
-                crate::spaces::remove(caller.app, caller.principal, space).await?;
-            }
-            removed.len() as u64
-        }
-    };
-    Ok(Deleted {
-        path: path.to_string(),
-        deleted,
-    })
 }
 
 /// Checks that the caller may now do what a `file_url` for `input` would let its holder do
