@@ -54,6 +54,18 @@ def kinds_of(document: dict, name: str) -> set[str]:
     return found
 
 
+def held_to(document: dict, name: str, got: list[dict], what: str) -> None:
+    """Every event of `got` is a `name`, and every type `name` lists is among them."""
+    schema = validator(document, name)
+    for event in got:
+        errors = sorted(schema.iter_errors(event), key=str)
+        check(not errors, f"{what}: {event.get('type')} is a {name}: {errors[:1]} in {event}")
+    expected = kinds_of(document, name)
+    seen = {event["type"] for event in got}
+    check(expected <= seen, f"{what} show every type of {name}; missing {sorted(expected - seen)}")
+    print(f"{len(got)} {what} match {name}: {', '.join(sorted(seen))}")
+
+
 def main() -> None:
     base, user = sys.argv[1].rstrip("/"), sys.argv[2]
     http = httpx.Client(base_url=base, timeout=30)
@@ -101,14 +113,7 @@ def main() -> None:
     for path, name in ((f"{t}/events", "ThreadEvent"), (f"{space}/events", "SpaceEvent")):
         expected = kinds_of(document, name)
         check(len(expected) >= 3, f"{name} names its types ({sorted(expected)})")
-        got = events(path, expected)
-        schema = validator(document, name)
-        for event in got:
-            errors = sorted(schema.iter_errors(event), key=str)
-            check(not errors, f"event {event.get('id')} ({event.get('type')}) is a {name}: {errors[:1]} in {event}")
-        seen = {event["type"] for event in got}
-        check(expected <= seen, f"{path} showed every type of {name}; missing {sorted(expected - seen)}")
-        print(f"{len(got)} events of {path.split('/')[2]} match {name}: {', '.join(sorted(seen))}")
+        held_to(document, name, events(path, expected), f"events of {path.split('/')[2]}")
 
     # The live thread list: its events, read off the stream while a thread is made, renamed
     # and deleted, each held to `ThreadListEvent`.
@@ -140,14 +145,7 @@ def main() -> None:
     hear(3)
     call("DELETE", f"/api/threads/{made}", user, (204,))
     reader.join(timeout=20)
-    expected = kinds_of(document, "ThreadListEvent")
-    schema = validator(document, "ThreadListEvent")
-    for event in heard:
-        errors = sorted(schema.iter_errors(event), key=str)
-        check(not errors, f"a thread list event ({event.get('type')}) is a ThreadListEvent: {errors[:1]} in {event}")
-    seen = {event["type"] for event in heard}
-    check(expected <= seen, f"the thread list showed every type of ThreadListEvent; missing {sorted(expected - seen)}")
-    print(f"{len(heard)} events of the live thread list match ThreadListEvent: {', '.join(sorted(seen))}")
+    held_to(document, "ThreadListEvent", heard, "events of the live thread list")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 //! The `ferry` command: `serve`, `token`, and the hidden helpers it re-invokes itself as.
 
+mod secret;
 mod settings;
 
 use anyhow::Context;
@@ -9,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use settings::{DEFAULT_DATA, ServeArgs, load_secret, parse_ttl};
+use secret::load_secret;
+use settings::{DEFAULT_DATA, ServeArgs, parse_ttl};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -252,7 +254,7 @@ fn token(args: TokenArgs) -> anyhow::Result<()> {
                     "there is no secret in {}: start `ferry serve --data {}` once to create it, \
                      pass the --data folder your server uses, or give the server's secret with \
                      --jwt-secret / FERRY_JWT_SECRET",
-                    data.join("jwt-secret").display(),
+                    secret::path_in(&data).display(),
                     data.display()
                 )
             })?

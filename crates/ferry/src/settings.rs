@@ -27,7 +27,6 @@ use std::time::Duration;
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATA: &str = "./ferry-data";
-const SECRET_FILE: &str = "jwt-secret";
 /// The audience of Supabase's access tokens.
 pub const DEFAULT_JWT_AUDIENCE: &str = "authenticated";
 
@@ -350,9 +349,9 @@ impl ServeArgs {
             .with_context(|| format!("cannot create the data directory {}", data.display()))?;
         let (secret, generated_secret, created_secret) = match settings.jwt_secret {
             Some(secret) if !secret.is_empty() => (secret.into_bytes(), false, false),
-            _ => match load_secret(&data)? {
+            _ => match crate::secret::load_secret(&data)? {
                 Some(secret) => (secret, true, false),
-                None => (load_or_create_secret(&data)?, true, true),
+                None => (crate::secret::load_or_create_secret(&data)?, true, true),
             },
         };
         let identity_provider = identity_provider(
@@ -646,40 +645,6 @@ fn read_file_settings(explicit: Option<&Path>) -> anyhow::Result<ServeArgs> {
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read the settings file {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("{} is not valid", path.display()))
-}
-
-/// The secret kept in the data directory, if the server has made one there.
-pub fn load_secret(data: &Path) -> anyhow::Result<Option<Vec<u8>>> {
-    let path = data.join(SECRET_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) if !text.trim().is_empty() => Ok(Some(text.trim().as_bytes().to_vec())),
-        Ok(_) => anyhow::bail!(
-            "{} is empty; delete it to make a new secret",
-            path.display()
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
-    }
-}
-
-/// The secret kept in the data directory, created (random, mode 0600) on first use.
-pub fn load_or_create_secret(data: &Path) -> anyhow::Result<Vec<u8>> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(secret) = load_secret(data)? {
-        return Ok(secret);
-    }
-    let path = data.join(SECRET_FILE);
-    let secret = hex::encode(rand::random::<[u8; 32]>());
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(secret.as_bytes())?;
-    file.sync_all()?;
-    Ok(secret.into_bytes())
 }
 
 /// Reads `1h`, `30m`, `45s`, `7d` or plain seconds.

@@ -14,21 +14,6 @@ fn ttl() {
 }
 
 #[test]
-fn secret_is_created_once_with_mode_0600() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let first = load_or_create_secret(dir.path()).unwrap();
-    let second = load_or_create_secret(dir.path()).unwrap();
-    assert_eq!(first, second);
-    assert_eq!(first.len(), 64);
-    let mode = std::fs::metadata(dir.path().join(SECRET_FILE))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
-}
-
-#[test]
 fn flags_win_over_file_and_defaults_fill_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ferry.toml");

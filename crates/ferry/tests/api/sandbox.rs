@@ -4,31 +4,12 @@
 use crate::support;
 use crate::support::{TestApp, raw_http};
 use crate::thread_support;
-use crate::thread_support::{BIN, Thread, files_below, put_file, sandbox_dir, thread};
+use crate::thread_support::{
+    BIN, Thread, files_below, pairs, paths_and_types, put_file, sandbox_dir, thread,
+};
 use axum::body::Body;
 use serde_json::json;
 use std::os::unix::fs::symlink;
-
-fn paths_and_types(list: &serde_json::Value) -> Vec<(String, String)> {
-    list["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["path"].as_str().unwrap().to_owned(),
-                e["type"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
-fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
-    expected
-        .iter()
-        .map(|(p, t)| (p.to_string(), t.to_string()))
-        .collect()
-}
 
 #[tokio::test]
 async fn the_root_lists_the_seed_layout_as_folders() {

@@ -2,6 +2,7 @@
 //! (docs/reference/spaces.md, "Removing a space" and "Making a folder").
 
 use crate::support::TestApp;
+use crate::thread_support::{pairs, paths_and_types};
 use axum::body::Body;
 use serde_json::{Value, json};
 
@@ -12,21 +13,7 @@ async fn entries(app: &TestApp, token: &str, query: &str) -> Vec<(String, String
         .get(&format!("/api/spaces/notes/files{query}"), token)
         .await;
     reply.expect(200, None);
-    reply.json()["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["path"].as_str().unwrap().to_owned(),
-                e["type"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
-fn pair(path: &str, kind: &str) -> (String, String) {
-    (path.to_owned(), kind.to_owned())
+    paths_and_types(&reply.json())
 }
 
 async fn delete_space(app: &TestApp, token: &str, space: &str) -> crate::support::Reply {
@@ -79,7 +66,7 @@ async fn a_space_is_removed_with_every_file_and_folder_in_it() {
         .expect(404, Some("NOT_FOUND"));
     assert_eq!(
         entries(&app, &bob, "").await,
-        [pair("bob.md", "file")],
+        pairs(&[("bob.md", "file")]),
         "bob's notes are untouched"
     );
 
@@ -87,7 +74,10 @@ async fn a_space_is_removed_with_every_file_and_folder_in_it() {
     app.put("/api/spaces/notes/files/new.md", &alice, MD, b"n")
         .await
         .expect(201, None);
-    assert_eq!(entries(&app, &alice, "").await, [pair("new.md", "file")]);
+    assert_eq!(
+        entries(&app, &alice, "").await,
+        pairs(&[("new.md", "file")])
+    );
 }
 
 #[tokio::test]
@@ -119,10 +109,13 @@ async fn a_made_folder_is_listed_while_empty() {
     // The space exists now, and the folder and its parent are listed.
     let spaces = app.get("/api/spaces", &alice).await.json();
     assert_eq!(spaces["spaces"][0]["name"], "notes");
-    assert_eq!(entries(&app, &alice, "").await, [pair("reports", "dir")]);
+    assert_eq!(
+        entries(&app, &alice, "").await,
+        pairs(&[("reports", "dir")])
+    );
     assert_eq!(
         entries(&app, &alice, "?dir=reports").await,
-        [pair("reports/2026", "dir")]
+        pairs(&[("reports/2026", "dir")])
     );
     // Made again (a trailing slash is dropped): already there.
     let again = make_folder(&app, &alice, json!({ "path": "reports/2026/" })).await;
@@ -161,7 +154,10 @@ async fn a_folder_cannot_go_where_a_file_is() {
             .await
             .expect(409, Some("ALREADY_EXISTS"));
     }
-    assert_eq!(entries(&app, &alice, "").await, [pair("plan.md", "file")]);
+    assert_eq!(
+        entries(&app, &alice, "").await,
+        pairs(&[("plan.md", "file")])
+    );
     for bad in [
         json!({ "path": "../up" }),
         json!({ "path": "" }),

@@ -403,3 +403,26 @@ pub async fn stored_events(app: &TestApp, t: &Thread, token: &str) -> Vec<serde_
     reply.expect(200, None);
     reply.json().as_array().unwrap().clone()
 }
+
+/// A listing's entries as (path, type) pairs, in its order.
+pub fn paths_and_types(list: &serde_json::Value) -> Vec<(String, String)> {
+    list["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().to_owned(),
+                e["type"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Expected (path, type) pairs, owned, to compare with [`paths_and_types`].
+pub fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    expected
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect()
+}
