@@ -8,6 +8,11 @@
 //   FERRY_BIN=target/debug/ferry node e2e/run.mjs
 //
 // FERRY_CHROMIUM overrides /usr/bin/chromium; FERRY_E2E_ARTIFACTS the screenshot folder.
+//
+// Why one file: the steps are one scenario in one process: they share one server, one browser
+// and what the scenario has made so far, a step builds on what earlier ones left, a failure skips
+// the rest, and the last step checks every request and log line of the whole run; the unit tests
+// and the server and fixture helpers are modules of their own.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';

@@ -1242,6 +1242,11 @@ export interface components {
         };
         /** @description A file attached to a message. */
         AttachmentView: {
+            /**
+             * @description On a webhook's copy of a message: when `url`, then a signed link that needs no token,
+             *     stops working.
+             */
+            expiresAt?: string | null;
             filename: string;
             id: string;
             mimeType: string;
@@ -2314,7 +2319,7 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2419,7 +2424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Downloaded"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2524,7 +2529,7 @@ export interface operations {
                     "application/json": components["schemas"]["Edited"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2629,7 +2634,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileUrl"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (expiresIn outside 1..3600) */
+            /** @description INVALID_PATH or INVALID_REQUEST: expiresIn outside 1..3600 */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2689,7 +2694,7 @@ export interface operations {
                     "application/json": components["schemas"]["Globbed"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2794,7 +2799,7 @@ export interface operations {
                     "application/json": components["schemas"]["Grepped"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2899,7 +2904,7 @@ export interface operations {
                     "application/json": components["schemas"]["Listing"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3004,7 +3009,7 @@ export interface operations {
                     "application/json": components["schemas"]["Moved"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3109,7 +3114,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReadOutput"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3367,7 +3372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Uploaded"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3472,7 +3477,7 @@ export interface operations {
                     "application/json": components["schemas"]["Written"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern) */
+            /** @description INVALID_PATH or INVALID_REQUEST: a folder given for a file, an edit that matched 0 or several times, a bad pattern */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3826,7 +3831,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description BUSY: files kept being written into it while it was emptied */
+            /** @description UNAVAILABLE: busy: files kept being written into it while it was emptied */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3933,7 +3938,7 @@ export interface operations {
                     "application/zip": components["schemas"]["FileBytes"];
                 };
             };
-            /** @description INVALID_PATH or INVALID_REQUEST (also a zip of more than 10,000 files) */
+            /** @description INVALID_PATH or INVALID_REQUEST: also a zip of more than 10,000 files */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6597,7 +6602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NOT_FOUND, or preview_kind none */
+            /** @description NOT_FOUND: no such file, or its previewKind is none */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6636,7 +6641,7 @@ export interface operations {
                     "application/zip": components["schemas"]["FileBytes"];
                 };
             };
-            /** @description INVALID_PATH, or INVALID_REQUEST (a zip of more than 10,000 files) */
+            /** @description INVALID_PATH or INVALID_REQUEST: also a zip of more than 10,000 files */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7142,7 +7147,7 @@ export interface operations {
                     "application/json": components["schemas"]["UploadList"];
                 };
             };
-            /** @description INVALID_PATH (the name) or INVALID_REQUEST */
+            /** @description INVALID_PATH or INVALID_REQUEST: a file's name is not a valid path, or the form is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7382,7 +7387,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NOT_FOUND, or previewKind none */
+            /** @description NOT_FOUND: no such upload, or its previewKind is none */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7457,7 +7462,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description ALREADY_EXISTS (ifNoneMatch *) */
+            /** @description ALREADY_EXISTS: ifNoneMatch * and the path is taken */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7742,7 +7747,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description OFFSET_MISMATCH, or the target's own refusal when the upload is finished (ALREADY_EXISTS) */
+            /** @description OFFSET_MISMATCH or ALREADY_EXISTS: not the upload's offset, or the target's own refusal when the upload is finished */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -3,7 +3,14 @@
 // signs the person out with an explanation.
 import { getToken } from './auth.js';
 
+/** An answer that was not a success, or a request that got none (status 0). */
 export class ApiError extends Error {
+  /**
+   * @param {number} status The HTTP status, or 0 when the server could not be reached.
+   * @param {string | null | undefined} code The envelope's code (`NOT_FOUND`, …), or ours
+   *   (`NETWORK`, `ABORTED`).
+   * @param {string} [message]
+   */
   constructor(status, code, message) {
     super(message || code || `HTTP ${status}`);
     this.name = 'ApiError';
@@ -12,24 +19,39 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * What a request may throw: an ApiError, or another Error (an abort, a body that is not JSON),
+ * which has no status or code. Handlers of failures take it as this.
+ * @typedef {Error & { status?: number, code?: string }} Failure
+ */
+
+/** @type {Set<(error: ApiError) => void>} */
 const listeners = new Set();
 
-/** Called with the ApiError whenever the server answers 401. */
+/**
+ * Called with the ApiError whenever the server answers 401.
+ * @param {(error: ApiError) => void} fn
+ * @returns {() => boolean} Stops it.
+ */
 export function onUnauthenticated(fn) {
   listeners.add(fn);
   return () => listeners.delete(fn);
 }
 
+/** @param {ApiError} error */
 function unauthenticated(error) {
   for (const fn of listeners) fn(error);
 }
 
+/** @type {Set<() => void>} */
 const backListeners = new Set();
 let unreachable = false;
 
 /**
  * Calls `fn` when the server answers again after a request could not reach it (retry.js tries
  * a failed load again at once then). Answers a function that stops it.
+ * @param {() => void} fn
+ * @returns {() => boolean}
  */
 export function onServerBack(fn) {
   backListeners.add(fn);
@@ -43,16 +65,26 @@ export function serverAnswered() {
   for (const fn of [...backListeners]) fn();
 }
 
+/**
+ * `extra` with the token's Authorization header, when there is a token.
+ * @param {Record<string, string>} [extra]
+ * @returns {Record<string, string>}
+ */
 export function authHeaders(extra = {}) {
   const token = getToken();
   return token ? { ...extra, Authorization: `Bearer ${token}` } : { ...extra };
 }
 
-/** Reads an error envelope from a failed answer (or makes one up from the status). */
+/**
+ * Reads an error envelope from a failed answer (or makes one up from the status).
+ * @param {Response} response
+ * @returns {Promise<ApiError>}
+ */
 export async function errorFrom(response) {
   let code = '';
   let message = '';
   try {
+    /** @type {Partial<ErrorEnvelope> | null} */
     const body = await response.json();
     code = body?.error?.code || '';
     message = body?.error?.message || '';
@@ -65,7 +97,11 @@ export async function errorFrom(response) {
   return error;
 }
 
-/** The URL path of an API route from its segments, each percent-encoded. */
+/**
+ * The URL path of an API route from its segments, each percent-encoded.
+ * @param {...(string | number)} segments
+ * @returns {string}
+ */
 export function route(...segments) {
   return `/api/${segments.map((s) => encodeURIComponent(String(s))).join('/')}`;
 }
@@ -108,7 +144,8 @@ export async function request(path, { method = 'GET', json, body, headers = {}, 
   try {
     response = await fetch(url, init);
   } catch (e) {
-    if (e.name === 'AbortError') throw e;
+    // fetch() rejects with an Error: a TypeError, or the AbortError of its signal.
+    if (/** @type {Error} */ (e).name === 'AbortError') throw e;
     unreachable = true;
     throw new ApiError(0, 'NETWORK', 'The server could not be reached. Check your connection and try again.');
   }
@@ -117,28 +154,56 @@ export async function request(path, { method = 'GET', json, body, headers = {}, 
   return response;
 }
 
+/**
+ * GETs a route's JSON answer, of the type the caller names (the route's schema in api.d.ts).
+ * @template T
+ * @param {string} path
+ * @param {RequestOptions} [options]
+ * @returns {Promise<T>}
+ */
 export async function getJson(path, options) {
   const response = await request(path, options);
   return response.json();
 }
 
+/**
+ * Sends `json` with `method`; answers the JSON answer, of the type the caller names (the
+ * route's schema in api.d.ts), or null when the answer has no body (then T is null).
+ * @template T
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [json]
+ * @param {RequestOptions} [options]
+ * @returns {Promise<T>}
+ */
 export async function sendJson(method, path, json, options = {}) {
   const response = await request(path, { ...options, method, json });
   const text = await response.text();
-  return text ? JSON.parse(text) : null;
+  // An answer without a body (a DELETE's) is null: a caller of such a route names T so.
+  return text ? JSON.parse(text) : /** @type {T} */ (null);
 }
 
+/**
+ * GETs a route's bytes.
+ * @param {string} path
+ * @param {RequestOptions} [options]
+ * @returns {Promise<Blob>}
+ */
 export async function getBlob(path, options) {
   const response = await request(path, options);
   return response.blob();
 }
 
+/** @type {Promise<Limits> | null} */
 let limitsAnswer = null;
 
-/** The server's size limits (`GET /api/limits`), asked once per page (again after a failure). */
+/**
+ * The server's size limits (`GET /api/limits`), asked once per page (again after a failure).
+ * @returns {Promise<Limits>}
+ */
 export function serverLimits() {
   if (!limitsAnswer) {
-    limitsAnswer = getJson(route('limits')).catch((error) => {
+    limitsAnswer = getJson(route('limits')).catch((/** @type {unknown} */ error) => {
       limitsAnswer = null;
       throw error;
     });
@@ -151,9 +216,14 @@ export function serverLimits() {
  * progress events drive the progress bar. Answers `{ promise, abort }`; the promise
  * resolves with the upload object and rejects with ApiError (status 0 for network errors,
  * code 'ABORTED' when cancelled).
+ * @param {string} threadId
+ * @param {File} file
+ * @param {(loaded: number, total: number) => void} [onProgress]
+ * @returns {{ promise: Promise<Upload>, abort: () => void }}
  */
 export function uploadFile(threadId, file, onProgress) {
   const xhr = new XMLHttpRequest();
+  /** @type {Promise<Upload>} */
   const promise = new Promise((resolve, reject) => {
     xhr.open('POST', route('threads', threadId, 'uploads'));
     const token = getToken();
@@ -164,6 +234,7 @@ export function uploadFile(threadId, file, onProgress) {
     });
     xhr.addEventListener('load', () => {
       serverAnswered();
+      /** @type {Partial<UploadList & ErrorEnvelope> | null} */
       let body = null;
       try {
         body = xhr.responseText ? JSON.parse(xhr.responseText) : null;

@@ -12,8 +12,43 @@ import { S3KeysPanel } from './s3-keys.js';
 import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
 import { ThreadSearch, byActivity, fold, followThreadList, withThread } from './thread-list.js';
 
-const root = document.getElementById('app');
+/**
+ * The shell's parts that change, made by buildShell().
+ * @typedef {{ menu: HTMLButtonElement, list: HTMLUListElement, search: HTMLInputElement,
+ *   sidebar: HTMLElement, main: HTMLElement, layout: HTMLDivElement }} Shell
+ */
 
+/**
+ * A route of the app, read from the path (parseRoute).
+ * @typedef {{ name: 'thread', id: string } | { name: 'spaces', space?: string } | { name: 'settings' }
+ *   | { name: 'home' } | { name: 'missing' }} Route
+ */
+
+/** Why the sign-in screen is shown. @typedef {'missing' | 'malformed' | 'expired' | 'rejected' | 'signedOut'} SignInReason */
+
+// index.html has the app's root.
+const root = /** @type {HTMLElement} */ (document.getElementById('app'));
+
+/**
+ * The page's state. While signed in, `claims`, `preview` and `els` are there (boot() and
+ * buildShell() make them before anything else reads them: the casts below say so).
+ * @type {{
+ *   claims: import('./auth.js').Claims | null,
+ *   view: ThreadView | SpacesView | null,
+ *   threads: Thread[],
+ *   threadsLoaded: boolean,
+ *   threadsRetry: { stop: () => void } | null,
+ *   threadFeed: { stop: () => void } | null,
+ *   found: { query: string, threads: Thread[], failed: boolean } | null,
+ *   search: ThreadSearch | null,
+ *   loading: { stop: () => void } | null,
+ *   preview: PreviewPanel | null,
+ *   expiryTimer: number | null,
+ *   els: Shell,
+ *   currentThreadId?: string | null,
+ *   renderSeq?: number,
+ * }}
+ */
 const app = {
   claims: null,
   view: null,
@@ -28,11 +63,17 @@ const app = {
   loading: null,
   preview: null,
   expiryTimer: null,
-  els: {},
+  // Made by buildShell() before any view is shown.
+  els: /** @type {Shell} */ ({}),
 };
 
 // ---- sign-in -------------------------------------------------------------------------------
 
+/**
+ * Shows the sign-in screen, saying why; `detail` is what the server said.
+ * @param {SignInReason} reason
+ * @param {string} [detail]
+ */
 function signInScreen(reason, detail) {
   app.view?.destroy?.();
   app.view = null;
@@ -96,14 +137,15 @@ function signInScreen(reason, detail) {
       h('div', { class: 'field-row' }, input, h('button', { type: 'submit', class: 'btn btn-primary', text: 'Sign in' })),
       h('p', { id: 'token-help', class: 'field-help', text: 'The token stays in this browser tab only, and is forgotten when you close it.' }),
       error))));
-  root.querySelector('h1').setAttribute('tabindex', '-1');
-  root.querySelector('h1').focus();
+  // The screen's heading, made just above.
+  /** @type {HTMLHeadingElement} */ (root.querySelector('h1')).setAttribute('tabindex', '-1');
+  /** @type {HTMLHeadingElement} */ (root.querySelector('h1')).focus();
 }
 
 // ---- the shell -----------------------------------------------------------------------------
 
 function buildShell() {
-  const sub = app.claims.sub;
+  const sub = /** @type {import('./auth.js').Claims} */ (app.claims).sub;
   const menu = h('button', {
     type: 'button', class: 'btn btn-icon menu-toggle', 'aria-label': 'Show threads', 'aria-expanded': 'false', 'aria-controls': 'sidebar',
     onclick: () => toggleSidebar(),
@@ -115,7 +157,7 @@ function buildShell() {
     id: 'thread-search', class: 'input', type: 'search', name: 'q', autocomplete: 'off',
     placeholder: 'Search threads', 'aria-label': 'Search threads: titles, messages and file names', 'aria-controls': 'thread-list',
     oninput: () => {
-      app.search.query(search.value.trim());
+      /** @type {ThreadSearch} */ (app.search).query(search.value.trim());
       renderThreadList();
     },
   });
@@ -127,16 +169,18 @@ function buildShell() {
       onsubmit: async (e) => {
         e.preventDefault();
         createError.hidden = true;
-        const button = e.submitter || e.target.querySelector('button');
+        // The form's one button, which submits it.
+        const button = /** @type {HTMLButtonElement} */ (e.submitter || /** @type {HTMLFormElement} */ (e.target).querySelector('button'));
         button.disabled = true;
         try {
+          /** @type {Thread} */
           const thread = await sendJson('POST', route('threads'), {});
           app.threads = withThread(app.threads, thread);
           renderThreadList();
           announce('New thread created');
           navigate(`/t/${encodeURIComponent(thread.id)}`);
         } catch (err) {
-          createError.textContent = `The thread was not created: ${err.message}`;
+          createError.textContent = `The thread was not created: ${/** @type {import('./api.js').Failure} */ (err).message}`;
           createError.hidden = false;
         } finally {
           button.disabled = false;
@@ -175,14 +219,19 @@ function buildShell() {
   app.preview = new PreviewPanel(layout);
 }
 
+/**
+ * Opens or closes the sidebar (a narrow screen's); `force` says which, else it toggles.
+ * @param {boolean} [force]
+ */
 function toggleSidebar(force) {
   const open = force ?? !root.classList.contains('sidebar-open');
   root.classList.toggle('sidebar-open', open);
   app.els.menu.setAttribute('aria-expanded', String(open));
   app.els.menu.setAttribute('aria-label', open ? 'Hide threads' : 'Show threads');
-  if (open) app.els.sidebar.querySelector('input, a')?.focus();
+  if (open) /** @type {HTMLElement | null} */ (app.els.sidebar.querySelector('input, a'))?.focus();
 }
 
+/** @param {string | null} [currentId] The thread shown, whose link is marked current. */
 function renderThreadList(currentId = app.currentThreadId) {
   const { list, search } = app.els;
   if (!list) return;
@@ -197,7 +246,8 @@ function renderThreadList(currentId = app.currentThreadId) {
   if (!shown.length) {
     const asking = !app.found || app.found.query !== typed;
     const text = asking ? 'Searching…'
-      : app.found.failed ? `No thread title holds “${typed}”, and messages could not be searched just now.`
+      // Not asking: the answer to this query is there.
+      : /** @type {NonNullable<typeof app.found>} */ (app.found).failed ? `No thread title holds “${typed}”, and messages could not be searched just now.`
         : `No thread mentions “${typed}”.`;
     replace(list, h('li', { class: 'thread-empty', role: 'status', text }));
     return;
@@ -217,6 +267,8 @@ function renderThreadList(currentId = app.currentThreadId) {
  * The threads the search box finds: those whose title holds the text (ignoring case and
  * accents, at once), with those the server found by their messages and file names once it
  * answers — every one as this page knows it now, in activity order.
+ * @param {string} typed
+ * @returns {Thread[]}
  */
 function searched(typed) {
   const query = fold(typed);
@@ -234,6 +286,7 @@ function refreshThreadList() {
 function loadThreads() {
   app.threadsRetry?.stop();
   app.threadsRetry = keepTrying(async () => {
+    /** @type {ThreadList} */
     const { threads } = await getJson(route('threads'));
     // Threads this page made or opened meanwhile stay listed.
     const known = new Set((threads || []).map((t) => t.id));
@@ -265,7 +318,7 @@ function followThreads() {
       app.threadsRetry?.stop();
       refreshThreadList();
       if (open && !threads.some((t) => t.id === open.id)) {
-        getJson(route('threads', open.id)).catch((e) => {
+        getJson(route('threads', open.id)).catch((/** @type {import('./api.js').Failure} */ e) => {
           if (e.status !== 404) return;
           app.threads = app.threads.filter((t) => t.id !== open.id);
           refreshThreadList();
@@ -276,7 +329,8 @@ function followThreads() {
     onThread: (thread) => {
       app.threads = withThread(app.threads, thread);
       refreshThreadList();
-      if (thread.id === app.currentThreadId) app.view?.renamedElsewhere?.(thread);
+      // The open thread's view, once it is shown.
+      if (thread.id === app.currentThreadId) /** @type {ThreadView | null} */ (app.view)?.renamedElsewhere?.(thread);
     },
     onDeleted: (id) => {
       app.threads = app.threads.filter((t) => t.id !== id);
@@ -286,7 +340,10 @@ function followThreads() {
   });
 }
 
-/** The open thread was deleted elsewhere: its view closes with a note saying so. */
+/**
+ * The open thread was deleted elsewhere: its view closes with a note saying so.
+ * @param {string} id
+ */
 function threadGone(id) {
   if (id !== app.currentThreadId || !(app.view instanceof ThreadView)) return;
   app.view.destroy?.();
@@ -300,7 +357,11 @@ function threadGone(id) {
   app.els.main.querySelector('h1')?.focus();
 }
 
-/** The person's settings: who they are signed in as, and their S3 access keys. */
+/**
+ * The person's settings: who they are signed in as, and their S3 access keys.
+ * @param {string} sub
+ * @returns {HTMLElement}
+ */
 function settingsView(sub) {
   return h('section', { class: 'settings', 'aria-labelledby': 'settings-title' },
     h('header', { class: 'page-header' },
@@ -311,6 +372,10 @@ function settingsView(sub) {
 
 // ---- routing -------------------------------------------------------------------------------
 
+/**
+ * @param {string} pathname
+ * @returns {Route}
+ */
 function parseRoute(pathname) {
   let m = /^\/t\/([^/]+)\/?$/.exec(pathname);
   if (m) return { name: 'thread', id: decodeURIComponent(m[1]) };
@@ -322,6 +387,11 @@ function parseRoute(pathname) {
   return { name: 'missing' };
 }
 
+/**
+ * Goes to `path` in the app, without reloading the page.
+ * @param {string} path
+ * @param {{ replaceState?: boolean }} [options] `replaceState`: in place of the history entry.
+ */
 export function navigate(path, { replaceState = false } = {}) {
   if (replaceState) window.history.replaceState(null, '', path);
   else if (path !== window.location.pathname) window.history.pushState(null, '', path);
@@ -335,13 +405,13 @@ async function render() {
   app.view = null;
   app.loading?.stop();
   app.loading = null;
-  app.preview.close();
+  /** @type {PreviewPanel} */ (app.preview).close();
   toggleSidebar(false);
   root.dataset.route = r.name;
   app.currentThreadId = r.name === 'thread' ? r.id : null;
   renderThreadList();
   for (const a of root.querySelectorAll('.topnav a')) a.removeAttribute('aria-current');
-  const navCurrent = root.querySelector({ spaces: '.nav-spaces', settings: '.nav-settings' }[r.name] || '.nav-threads');
+  const navCurrent = root.querySelector(/** @type {Partial<Record<Route['name'], string>>} */ ({ spaces: '.nav-spaces', settings: '.nav-settings' })[r.name] || '.nav-threads');
   navCurrent?.setAttribute('aria-current', 'page');
   const { main } = app.els;
   const seq = (app.renderSeq = (app.renderSeq || 0) + 1);
@@ -352,6 +422,7 @@ async function render() {
     // Retry, and opens by itself as soon as it can (retry.js).
     const failed = h('section', { class: 'notice thread-failed', 'aria-label': 'Thread' });
     app.loading = keepTrying(async () => {
+      /** @type {Thread} */
       const thread = await getJson(route('threads', r.id));
       if (seq === app.renderSeq) showThread(thread, r, { afterFailure: failed.isConnected });
     }, {
@@ -372,17 +443,17 @@ async function render() {
   }
   if (r.name === 'spaces') {
     document.title = r.space ? `${r.space} · Spaces · ferry` : 'Spaces · ferry';
-    const view = new SpacesView({ sub: app.claims.sub, space: r.space, navigate, preview: app.preview });
+    const view = new SpacesView({ sub: /** @type {import('./auth.js').Claims} */ (app.claims).sub, space: r.space, navigate, preview: /** @type {PreviewPanel} */ (app.preview) });
     app.view = view;
     replace(main, view.el);
-    if (!r.space) main.querySelector('#space-name')?.focus();
-    else main.querySelector('#spaces-title')?.focus();
+    if (!r.space) /** @type {HTMLElement | null} */ (main.querySelector('#space-name'))?.focus();
+    else /** @type {HTMLElement | null} */ (main.querySelector('#spaces-title'))?.focus();
     return;
   }
   if (r.name === 'settings') {
     document.title = 'Settings · ferry';
-    replace(main, settingsView(app.claims.sub));
-    main.querySelector('#settings-title')?.focus();
+    replace(main, settingsView(/** @type {import('./auth.js').Claims} */ (app.claims).sub));
+    /** @type {HTMLElement | null} */ (main.querySelector('#settings-title'))?.focus();
     return;
   }
   if (r.name === 'missing') {
@@ -399,6 +470,9 @@ async function render() {
 /**
  * Shows a thread that was read: its view in the main area, and its link in the sidebar.
  * `afterFailure`: it opens after its failure was shown, by Retry or by itself.
+ * @param {Thread} thread
+ * @param {Extract<Route, { name: 'thread' }>} r
+ * @param {{ afterFailure?: boolean }} [options]
  */
 function showThread(thread, r, { afterFailure = false } = {}) {
   const { main } = app.els;
@@ -407,7 +481,7 @@ function showThread(thread, r, { afterFailure = false } = {}) {
     renderThreadList();
   }
   const view = new ThreadView(thread, {
-    preview: app.preview,
+    preview: /** @type {PreviewPanel} */ (app.preview),
     onNotFound: () => replace(main, threadNotFound(r.id)),
     onRenamed: (renamed) => {
       app.threads = app.threads.map((t) => (t.id === renamed.id ? { ...t, title: renamed.title } : t));

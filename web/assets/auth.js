@@ -4,8 +4,20 @@
 const KEY = 'ferry.token';
 
 /**
+ * A token's claims as the page reads them: whom it signs in (`sub`) and until when (`exp`, in
+ * seconds since the epoch), among others the page does not read.
+ * @typedef {{ sub: string, exp?: unknown, [claim: string]: unknown }} Claims
+ */
+
+/**
+ * What the token in hand is good for (`tokenState`).
+ * @typedef {{ state: 'missing' | 'malformed' } | { state: 'expired' | 'ok', claims: Claims }} TokenState
+ */
+
+/**
  * Moves a token from the address bar's fragment into sessionStorage and removes it from
  * the address (and the history entry), keeping the path the link pointed at.
+ * @returns {boolean} Whether the address held a token.
  */
 export function adoptTokenFromLocation() {
   const hash = window.location.hash || '';
@@ -21,6 +33,7 @@ export function adoptTokenFromLocation() {
   return true;
 }
 
+/** @param {string} token */
 export function setToken(token) {
   try {
     sessionStorage.setItem(KEY, token);
@@ -29,8 +42,10 @@ export function setToken(token) {
   }
 }
 
+/** The token, when sessionStorage cannot keep it. @type {string | null} */
 let memoryToken = null;
 
+/** @returns {string | null} */
 export function getToken() {
   try {
     return sessionStorage.getItem(KEY) || memoryToken;
@@ -48,7 +63,11 @@ export function clearToken() {
   }
 }
 
-/** The token's claims, decoded without verification (the server verifies); null if unreadable. */
+/**
+ * The token's claims, decoded without verification (the server verifies); null if unreadable.
+ * @param {string | null | undefined} token
+ * @returns {Record<string, unknown> | null}
+ */
 export function claimsOf(token) {
   if (!token) return null;
   const parts = token.split('.');
@@ -57,8 +76,10 @@ export function claimsOf(token) {
     const b64 = parts[1].replace(/-/g, '+').replace(/_/g, '/');
     const padded = b64 + '='.repeat((4 - (b64.length % 4)) % 4);
     const bytes = Uint8Array.from(atob(padded), (c) => c.charCodeAt(0));
+    /** @type {unknown} */
     const claims = JSON.parse(new TextDecoder().decode(bytes));
-    return claims && typeof claims === 'object' ? claims : null;
+    // An object parsed from JSON: its claims by name.
+    return claims && typeof claims === 'object' ? /** @type {Record<string, unknown>} */ (claims) : null;
   } catch {
     return null;
   }
@@ -67,11 +88,15 @@ export function claimsOf(token) {
 /**
  * What the token in hand is good for: 'missing', 'malformed', 'expired', or 'ok'
  * (with the claims). `exp` is in seconds since the epoch.
+ * @param {string | null} [token]
+ * @param {number} [now]
+ * @returns {TokenState}
  */
 export function tokenState(token = getToken(), now = Date.now()) {
   if (!token) return { state: 'missing' };
   const claims = claimsOf(token);
   if (!claims || typeof claims.sub !== 'string' || !claims.sub) return { state: 'malformed' };
-  if (typeof claims.exp === 'number' && claims.exp * 1000 <= now) return { state: 'expired', claims };
-  return { state: 'ok', claims };
+  // `sub` was just found to be a string: these are the claims of a token.
+  if (typeof claims.exp === 'number' && claims.exp * 1000 <= now) return { state: 'expired', claims: /** @type {Claims} */ (claims) };
+  return { state: 'ok', claims: /** @type {Claims} */ (claims) };
 }

@@ -9,6 +9,15 @@ import { route, getBlob } from './api.js';
 import { downloadTo, saveBlob } from './download.js';
 import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
 
+/** @typedef {import('./preview.js').PreviewFile} PreviewFile */
+
+/**
+ * A button with an icon and a label.
+ * @param {string} label
+ * @param {import('./icons.js').IconName} iconName
+ * @param {import('./dom.js').Attrs<'button'>} [attrs]
+ * @returns {HTMLButtonElement}
+ */
 function button(label, iconName, attrs = {}) {
   return h('button', { type: 'button', class: 'btn', ...attrs },
     iconName ? icon(iconName) : null,
@@ -18,6 +27,11 @@ function button(label, iconName, attrs = {}) {
 /**
  * A small picture of an image, fetched with the token (an <img> cannot send it) and shown from
  * a blob: URL, released once drawn. `fallback` stays in place until it is, and if it never is.
+ * @param {string} path
+ * @param {string} alt
+ * @param {Element} fallback
+ * @param {import('./api.js').RequestOptions['query']} [query]
+ * @returns {[Element, HTMLImageElement]}
  */
 function thumbnail(path, alt, fallback, query) {
   const img = h('img', { class: 'thumb', alt, hidden: true });
@@ -34,7 +48,12 @@ function thumbnail(path, alt, fallback, query) {
   return [fallback, img];
 }
 
-/** The path of a published file's bytes. */
+/**
+ * The path of a published file's bytes.
+ * @param {string} threadId
+ * @param {string} fileId
+ * @returns {string}
+ */
 export function publishedContentPath(threadId, fileId) {
   return route('threads', threadId, 'published', fileId, 'content');
 }
@@ -68,7 +87,8 @@ export function publishFailureText({ code, message, filePath }) {
  * says why (`failure`).
  * @param {string} threadId
  * @param {Partial<PublishedFile>} file
- * @param {{ state?: 'publishing' | 'error' | 'ready', failure?: PublishFailure, onOpen?: OpenPreview }} [options]
+ * @param {{ state?: 'publishing' | 'error' | 'ready', failure?: PublishFailure, onOpen?: OpenPreview<PublishedFile> }} [options]
+ * @returns {HTMLElement}
  */
 export function publishedCard(threadId, file, { state = 'ready', failure = {}, onOpen } = {}) {
   if (state === 'publishing') {
@@ -91,6 +111,8 @@ export function publishedCard(threadId, file, { state = 'ready', failure = {}, o
             failure.message ? [h('dt', { text: 'Details' }), h('dd', { text: failure.code ? `${failure.code}: ${failure.message}` : failure.message })] : null))
           : null));
   }
+  // A ready card is of a published file, whole (its event's, or an attachment's): the casts below
+  // say so of its id, name and revision.
   const label = `${typeLabel(file.file_type || file.filename)} · ${formatSize(file.file_size)}`;
   const titleId = `card-${file.id}-r${file.revision}-${Math.random().toString(36).slice(2, 8)}`;
   const open = h('button', {
@@ -99,30 +121,30 @@ export function publishedCard(threadId, file, { state = 'ready', failure = {}, o
     id: titleId,
     'aria-haspopup': 'dialog',
     'aria-label': `Preview ${file.display_name} (${label})`,
-    onclick: () => onOpen?.(file, open),
+    onclick: () => onOpen?.(/** @type {PublishedFile} */ (file), open),
   }, file.display_name);
   const download = button('Download', 'download', {
     class: 'btn card-download',
     'aria-label': `Download ${file.filename}`,
     onclick: (e) => {
       e.stopPropagation();
-      downloadTo(download, publishedContentPath(threadId, file.id), file.filename, { revision: file.revision }).catch(() => {});
+      downloadTo(download, publishedContentPath(threadId, /** @type {string} */ (file.id)), /** @type {string} */ (file.filename), { revision: file.revision }).catch(() => {});
     },
   });
   const card = h('article', {
     class: 'card card-ready',
     'aria-labelledby': titleId,
-    dataset: { fileId: file.id, revision: String(file.revision || 1), previewKind: file.preview_kind || 'none' },
+    dataset: { fileId: /** @type {string} */ (file.id), revision: String(file.revision || 1), previewKind: file.preview_kind || 'none' },
   },
   h('div', { class: 'card-icon' }, file.preview_kind === 'image'
-    ? thumbnail(route('threads', threadId, 'published', file.id, 'preview'), '',
+    ? thumbnail(route('threads', threadId, 'published', /** @type {string} */ (file.id), 'preview'), '',
       fileIcon(file.file_type || file.filename, file.mime_type), { revision: file.revision })
     : fileIcon(file.file_type || file.filename, file.mime_type)),
   h('div', { class: 'card-body' },
     h('div', { class: 'card-heading' },
       h('span', { class: 'badge-ok', title: 'File ready', 'aria-label': 'File ready', role: 'img' }, icon('check', 'icon icon-sm')),
       h('h3', { class: 'card-title' }, open),
-      file.revision > 1 ? h('span', { class: 'rev-badge', text: `rev ${file.revision}` }) : null),
+      /** @type {number} */ (file.revision) > 1 ? h('span', { class: 'rev-badge', text: `rev ${file.revision}` }) : null),
     h('p', { class: 'card-meta', text: label }),
     file.description ? h('p', { class: 'card-desc', text: file.description }) : null),
   download);
@@ -136,7 +158,8 @@ export function publishedCard(threadId, file, { state = 'ready', failure = {}, o
 /**
  * @param {string} threadId
  * @param {Attachment} attachment
- * @param {{ findPublished?: (attachment: Attachment) => PublishedFile | undefined, onOpen?: OpenPreview }} [options]
+ * @param {{ findPublished?: (attachment: Attachment) => PublishedFile | null | undefined, onOpen?: OpenPreview<PreviewFile> }} [options]
+ * @returns {HTMLElement}
  */
 export function attachmentView(threadId, attachment, { findPublished, onOpen } = {}) {
   const path = attachmentPath(threadId, attachment);
@@ -180,7 +203,8 @@ export function attachmentView(threadId, attachment, { findPublished, onOpen } =
       const b = button('Download', 'download', {
         class: 'btn btn-small',
         'aria-label': `Download ${attachment.filename}`,
-        onclick: () => downloadTo(b, path, attachment.filename).catch(() => {}),
+        // Made only for a photo that has its path (above).
+        onclick: () => downloadTo(b, /** @type {string} */ (path), attachment.filename).catch(() => {}),
       });
       return b;
     }
@@ -202,7 +226,12 @@ export function attachmentView(threadId, attachment, { findPublished, onOpen } =
     download);
 }
 
-/** Where an attachment's bytes are: its `url` when it is this server's API, else by id. */
+/**
+ * Where an attachment's bytes are: its `url` when it is this server's API, else by id.
+ * @param {string} threadId
+ * @param {Attachment} attachment
+ * @returns {string | null}
+ */
 export function attachmentPath(threadId, attachment) {
   const url = attachment?.url;
   if (typeof url === 'string' && url) {
@@ -219,7 +248,11 @@ export function attachmentPath(threadId, attachment) {
   return null;
 }
 
-/** The bytes of a `file_send` event's contents. */
+/**
+ * The bytes of a `file_send` event's contents.
+ * @param {Partial<SentFile> | null | undefined} contents
+ * @returns {Uint8Array<ArrayBuffer>}
+ */
 export function fileSendBytes(contents) {
   if (contents?.encoding === 'base64') {
     const binary = atob(contents.content || '');
@@ -232,7 +265,11 @@ export function fileSendBytes(contents) {
 
 let fileSendCounter = 0;
 
-/** A `file_send` event: the text inline (monospaced, collapsible) with a Download button. */
+/**
+ * A `file_send` event: the text inline (monospaced, collapsible) with a Download button.
+ * @param {SentFile | null | undefined} contents
+ * @returns {HTMLElement}
+ */
 export function fileSendView(contents) {
   const bytes = fileSendBytes(contents);
   const isBase64 = contents?.encoding === 'base64';
@@ -269,7 +306,10 @@ export function fileSendView(contents) {
     pre);
 }
 
-/** Why ferry stopped a command (`stoppedBy`), as its row says it. */
+/**
+ * Why ferry stopped a command (`stoppedBy`), as its row says it.
+ * @type {{ timeout: string, [reason: string]: string | undefined }}
+ */
 const STOPPED_BY = {
   timeout: 'timed out',
   memory: 'stopped: out of memory',
@@ -280,7 +320,7 @@ const STOPPED_BY = {
  * How a command ended, for its row: `kind` is 'ok' (exit 0), 'failed' (another exit code, or
  * a signal) or 'stopped' (ferry stopped it: a timeout or a limit), with an icon and a few words.
  * @param {{ exitCode?: number | null, timedOut?: boolean, stoppedBy?: string | null }} command
- * @returns {{ kind: 'ok' | 'failed' | 'stopped', icon: string, text: string }}
+ * @returns {{ kind: 'ok' | 'failed' | 'stopped', icon: import('./icons.js').IconName, text: string }}
  */
 export function commandStatus({ exitCode, timedOut, stoppedBy }) {
   if (stoppedBy === 'timeout' || (timedOut && !stoppedBy)) return { kind: 'stopped', icon: 'clock', text: STOPPED_BY.timeout };
@@ -305,7 +345,12 @@ export function commandSummary(command) {
 
 let commandCounter = 0;
 
-/** The line the server puts where it cut a long output (`… N bytes left out …`), set apart. */
+/**
+ * The line the server puts where it cut a long output (`… N bytes left out …`), set apart.
+ * @param {string} output
+ * @param {boolean} truncated
+ * @returns {(string | HTMLSpanElement)[]}
+ */
 function outputParts(output, truncated) {
   const cut = truncated ? /^… [\d,.]+ bytes left out …$/m.exec(output) : null;
   if (!cut) return [output];
@@ -369,7 +414,8 @@ export function commandView(event) {
 /**
  * @param {string} threadId
  * @param {Upload[]} uploads
- * @param {{ onOpen?: OpenPreview }} [options]
+ * @param {{ onOpen?: OpenPreview<Upload> }} [options]
+ * @returns {HTMLUListElement}
  */
 export function uploadChips(threadId, uploads, { onOpen } = {}) {
   return h('ul', { class: 'chips', 'aria-label': 'Attached files' },

@@ -26,6 +26,31 @@ let composerCounter = 0;
  * @property {(upload: Upload) => void} [onDiscarded] An uploaded file was taken off the message.
  */
 
+/**
+ * What the composer holds of an upload while it runs: the plain one's `{ promise, abort }`, or
+ * a resumable one's (`resumable: true`), which also pauses and resumes.
+ * @typedef {{ resumable?: false, promise: Promise<Upload>, abort: () => void } | import('./resumable.js').ResumableUpload} UploadHandle
+ */
+
+/**
+ * A file in the composer, from the moment it is added until it is sent or removed: its state,
+ * its upload once done, and the parts of its row.
+ * @typedef {object} Item
+ * @property {File} file
+ * @property {'uploading' | 'paused' | 'done' | 'error' | 'removed' | 'sent'} state
+ * @property {Upload | null} upload The upload, once it is done.
+ * @property {UploadHandle | null} handle The upload while it runs.
+ * @property {string | null} [thumb] The blob: URL of an image's thumbnail.
+ * @property {HTMLLIElement} el
+ * @property {HTMLProgressElement} progress
+ * @property {HTMLSpanElement} status
+ * @property {HTMLButtonElement} remove
+ * @property {HTMLButtonElement} pause
+ * @property {HTMLButtonElement} retry
+ * @property {number} [sent] The bytes sent so far.
+ * @property {(() => void) | null} [stopWaiting] Stops waiting for the network to send it again.
+ */
+
 export class Composer {
   /**
    * @param {string} threadId
@@ -37,6 +62,7 @@ export class Composer {
     // Told when an upload is ready in the composer, and when one is removed unsent.
     this.onUploaded = onUploaded;
     this.onDiscarded = onDiscarded;
+    /** @type {Item[]} */
     this.items = [];
     this.sending = false;
     const n = ++composerCounter;
@@ -120,7 +146,11 @@ export class Composer {
     this.error.hidden = true;
   }
 
-  /** Whether the upload with this id waits in the composer to be sent. */
+  /**
+   * Whether the upload with this id waits in the composer to be sent.
+   * @param {string} uploadId
+   * @returns {boolean}
+   */
   holds(uploadId) {
     return this.items.some((i) => i.state === 'done' && i.upload?.id === uploadId);
   }
@@ -133,6 +163,10 @@ export class Composer {
     this.items = [];
   }
 
+  /**
+   * Adds files to the message, each uploading at once.
+   * @param {FileList | null | undefined} fileList
+   */
   addFiles(fileList) {
     const files = Array.from(fileList || []);
     for (const file of files) this.addFile(file);
@@ -140,9 +174,11 @@ export class Composer {
     this.refresh();
   }
 
+  /** @param {File} file */
   addFile(file) {
     this.unfinished.picked(file);
-    const item = { file, state: 'uploading', upload: null, handle: null };
+    // Its row's parts are added below, before anything reads them.
+    const item = /** @type {Item} */ ({ file, state: 'uploading', upload: null, handle: null });
     const progress = h('progress', { class: 'progress', max: '100', value: '0', 'aria-label': `Upload of ${file.name}` });
     const status = h('span', { class: 'pending-status', text: '0%' });
     const remove = h('button', {
@@ -153,7 +189,10 @@ export class Composer {
     // Pause/Resume, for the large files that go up in parts; Retry, for a failed upload.
     const pause = h('button', {
       type: 'button', class: 'btn btn-small pending-pause', hidden: true,
-      onclick: () => (item.state === 'paused' ? item.handle.resume() : item.handle.pause()),
+      // Shown only for a resumable upload, while it runs.
+      onclick: () => (item.state === 'paused'
+        ? /** @type {import('./resumable.js').ResumableUpload} */ (item.handle).resume()
+        : /** @type {import('./resumable.js').ResumableUpload} */ (item.handle).pause()),
     });
     const retry = h('button', {
       type: 'button', class: 'btn btn-small pending-retry', hidden: true, text: 'Retry',
@@ -189,6 +228,8 @@ export class Composer {
    * What would make the server refuse a file, told before a byte is sent: an empty file, or one
    * over the upload limit. `null` when it may go (or the limits cannot be read: the server
    * checks anyway).
+   * @param {File} file
+   * @returns {Promise<string | null>}
    */
   async check(file) {
     if (file.size === 0) return 'Empty file (0 bytes) — nothing to send';
@@ -199,7 +240,12 @@ export class Composer {
     return null;
   }
 
-  /** Marks a file as refused, with why; `retry` offers to send it again. */
+  /**
+   * Marks a file as refused, with why; `retry` offers to send it again.
+   * @param {Item} item
+   * @param {string} message
+   * @param {{ retry: boolean }} options
+   */
   refuse(item, message, { retry }) {
     this.setState(item, 'error');
     item.pause.hidden = true;
@@ -211,12 +257,18 @@ export class Composer {
     this.refresh();
   }
 
-  /** Starts (or, after a failure, starts again) the upload of one listed file. */
+  /**
+   * Starts (or, after a failure, starts again) the upload of one listed file.
+   * @param {Item} item
+   */
   startUpload(item) {
     const { file, progress, status, remove, pause, retry } = item;
     item.stopWaiting?.();
+    /** @type {(loaded: number, total: number) => string} */
     const sent = (loaded, total) => `${formatSize(loaded)} of ${formatSize(total)}`;
+    /** @type {(loaded: number, total: number) => number} */
     const percent = (loaded, total) => Math.min(total ? Math.floor((loaded / total) * 100) : 0, 99);
+    /** @type {(loaded: number, total: number) => void} */
     const onProgress = (loaded, total) => {
       item.sent = loaded;
       progress.value = percent(loaded, total);
@@ -229,7 +281,7 @@ export class Composer {
     retry.hidden = true;
     remove.setAttribute('aria-label', `Cancel upload of ${file.name}`);
     remove.title = 'Cancel';
-    const showPause = (paused) => {
+    const showPause = (/** @type {boolean} */ paused) => {
       pause.textContent = paused ? 'Resume' : 'Pause';
       pause.setAttribute('aria-label', `${paused ? 'Resume' : 'Pause'} upload of ${file.name}`);
     };
@@ -284,7 +336,7 @@ export class Composer {
       remove.setAttribute('aria-label', `Remove ${file.name}`);
       remove.title = 'Remove';
       announce(`${file.name} uploaded`);
-    }, (error) => {
+    }, (/** @type {import('./api.js').ApiError} */ error) => {
       if (error.code === 'ABORTED') return;
       if (error.status === 0 && error.code === 'NETWORK') {
         this.waitForNetwork(item);
@@ -299,6 +351,7 @@ export class Composer {
   /**
    * A file sent in one request lost the network: its row says so, and it is sent again by itself
    * once the browser is online or the server answers the page (Retry does it now).
+   * @param {Item} item
    */
   waitForNetwork(item) {
     this.refuse(item, 'Waiting for the network… it is sent again by itself when the connection is back', { retry: true });
@@ -317,18 +370,24 @@ export class Composer {
     };
   }
 
+  /**
+   * @param {Item} item
+   * @param {Item['state']} state
+   */
   setState(item, state) {
     item.state = state;
     item.el.className = `pending-file state-${state}`; // also ends a 'waiting-network'
   }
 
+  /** @param {Item} item */
   removeItem(item) {
     item.stopWaiting?.();
     if (item.state === 'uploading' || item.state === 'paused') {
       item.handle?.abort();
       announce(`Upload of ${item.file.name} cancelled`);
     }
-    if (item.state === 'done') this.onDiscarded?.(item.upload);
+    // A file done uploading has its upload.
+    if (item.state === 'done') this.onDiscarded?.(/** @type {Upload} */ (item.upload));
     item.state = 'removed';
     item.el.remove();
     if (item.thumb) URL.revokeObjectURL(item.thumb);
@@ -366,9 +425,11 @@ export class Composer {
     this.error.hidden = true;
     this.refresh();
     try {
+      /** @type {ThreadEventOf<'message'>} */
       const event = await sendJson('POST', route('threads', this.threadId, 'messages'), {
         text,
-        uploadIds: ready.map((i) => i.upload.id),
+        // Ready: done uploading, each has its upload.
+        uploadIds: ready.map((i) => /** @type {Upload} */ (i.upload).id),
       });
       this.text.value = '';
       for (const item of ready) {
@@ -380,9 +441,9 @@ export class Composer {
       this.onSent?.(event);
       announce('Message sent');
     } catch (e) {
-      this.error.textContent = `The message was not sent: ${e.message}`;
+      this.error.textContent = `The message was not sent: ${/** @type {import('./api.js').Failure} */ (e).message}`;
       this.error.hidden = false;
-      this.offlineError = e.status === 0;
+      this.offlineError = /** @type {import('./api.js').Failure} */ (e).status === 0;
     } finally {
       this.sending = false;
       this.refresh();

@@ -24,7 +24,7 @@ class NameProblem extends Error {}
 /**
  * A modal dialog around a form: the heading, the sentence, `fields`, an error line, Cancel and
  * the action's button (its submit button, so Enter in a field runs it).
- * @param {ActionDialog & { n: number, fields?: Node[], iconName: string, danger: boolean }} options
+ * @param {ActionDialog & { n: number, fields?: Node[], iconName: import('./icons.js').IconName, danger: boolean }} options
  */
 function actionDialog({ n, title, text, fields = [], action, iconName, danger, failure, run, done, opener }) {
   const error = h('p', { class: 'form-error', role: 'alert', hidden: true });
@@ -45,7 +45,7 @@ function actionDialog({ n, title, text, fields = [], action, iconName, danger, f
         succeeded = true;
         dialog.close();
       } catch (err) {
-        error.textContent = err instanceof NameProblem ? err.message : `${failure}: ${err.message}`;
+        error.textContent = err instanceof NameProblem ? err.message : `${failure}: ${/** @type {import('./api.js').Failure} */ (err).message}`;
         error.hidden = false;
         submit.disabled = false;
       }
@@ -83,7 +83,7 @@ export function confirmDialog(options) {
 /**
  * Asks for a name, then runs `run(name)` with it, trimmed. `label` names the field; `check(name)`
  * answers why a name cannot be taken (shown as it is, nothing sent), or null.
- * @param {Omit<ActionDialog, 'run'> & { label: string, iconName: string,
+ * @param {Omit<ActionDialog, 'run'> & { label: string, iconName: import('./icons.js').IconName,
  *   check: (name: string) => string | null, run: (name: string) => Promise<unknown> }} options
  */
 export function nameDialog({ label, check, run, ...options }) {

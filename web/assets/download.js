@@ -1,6 +1,11 @@
 // Saving bytes under a file name: fetch with the token → Blob → a temporary a[download].
 import { getBlob } from './api.js';
 
+/**
+ * Saves `blob` as a download named `filename`.
+ * @param {Blob} blob
+ * @param {string} filename
+ */
 export function saveBlob(blob, filename) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
@@ -18,6 +23,11 @@ export function saveBlob(blob, filename) {
 /**
  * Downloads an API path with the token, saving it as `filename`. While it runs the button
  * shows "Downloading…"; a failure is shown next to it (and thrown).
+ * @param {HTMLButtonElement} button
+ * @param {string} path
+ * @param {string} filename
+ * @param {import('./api.js').RequestOptions['query']} [query]
+ * @returns {Promise<void>}
  */
 export async function downloadTo(button, path, filename, query) {
   const label = button.querySelector('.label');
@@ -29,7 +39,7 @@ export async function downloadTo(button, path, filename, query) {
     const blob = await getBlob(path, { query });
     saveBlob(blob, filename);
   } catch (e) {
-    showInlineError(button, `Download failed: ${e.message}`);
+    showInlineError(button, `Download failed: ${/** @type {import('./api.js').Failure} */ (e).message}`);
     throw e;
   } finally {
     button.disabled = false;
@@ -38,8 +48,15 @@ export async function downloadTo(button, path, filename, query) {
   }
 }
 
+/**
+ * Says `message` under what holds `anchor` (a card, the panel's header, …), in place of what it
+ * said before.
+ * @param {Element} anchor
+ * @param {string} message
+ */
 export function showInlineError(anchor, message) {
-  const host = anchor.closest('.card, .panel-header, .file-send, .attachment') || anchor.parentElement;
+  // An anchor in the page is in one of those, or at least has a parent.
+  const host = /** @type {Element} */ (anchor.closest('.card, .panel-header, .file-send, .attachment') || anchor.parentElement);
   let note = host.querySelector(':scope > .inline-error');
   if (!note) {
     note = document.createElement('p');

@@ -1,6 +1,10 @@
 // Formatting shared by every screen.
 
-/** The size format of docs/reference/web-ui.md: under 1,024 → `N B`, under 1 MiB → `N.N KB`, else `N.N MB`. */
+/**
+ * The size format of docs/reference/web-ui.md: under 1,024 → `N B`, under 1 MiB → `N.N KB`, else `N.N MB`.
+ * @param {number | null | undefined} bytes Nothing reads as 0 B.
+ * @returns {string}
+ */
 export function formatSize(bytes) {
   const n = Number(bytes) || 0;
   if (n < 1024) return `${n} B`;
@@ -8,7 +12,11 @@ export function formatSize(bytes) {
   return `${(n / (1024 * 1024)).toFixed(1)} MB`;
 }
 
-/** `.docx` → `DOCX`; a file name → its extension in capitals; nothing → `FILE`. */
+/**
+ * `.docx` → `DOCX`; a file name → its extension in capitals; nothing → `FILE`.
+ * @param {string | null | undefined} fileTypeOrName
+ * @returns {string}
+ */
 export function typeLabel(fileTypeOrName) {
   const s = String(fileTypeOrName || '');
   const dot = s.lastIndexOf('.');
@@ -16,7 +24,11 @@ export function typeLabel(fileTypeOrName) {
   return ext ? ext.toUpperCase() : 'FILE';
 }
 
-/** The extension of a file name, with its dot, lower-cased (`''` when none). */
+/**
+ * The extension of a file name, with its dot, lower-cased (`''` when none).
+ * @param {string | null | undefined} name
+ * @returns {string}
+ */
 export function extensionOf(name) {
   const s = String(name || '');
   const base = s.slice(s.lastIndexOf('/') + 1);
@@ -29,7 +41,11 @@ const dateTimeFormat = new Intl.DateTimeFormat(undefined, {
   year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit',
 });
 
-/** A time of day for today's events, a date and time for older ones. */
+/**
+ * A time of day for today's events, a date and time for older ones.
+ * @param {string} iso
+ * @returns {string}
+ */
 export function formatWhen(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return '';
@@ -39,6 +55,11 @@ export function formatWhen(iso) {
     : dateTimeFormat.format(date);
 }
 
+/**
+ * A date and time, or '' for a time that cannot be read.
+ * @param {string} iso
+ * @returns {string}
+ */
 export function formatDateTime(iso) {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? '' : dateTimeFormat.format(date);
@@ -47,6 +68,8 @@ export function formatDateTime(iso) {
 /**
  * A limit in bytes in words, in the units sizes are shown in (`formatSize`: KB and MB of 1,024):
  * `32 MB`, `512 KB`, else `N bytes` — so a file's size and the limit it is over read alike.
+ * @param {number} bytes
+ * @returns {string}
  */
 export function describeLimit(bytes) {
   const n = Number(bytes) || 0;
@@ -58,6 +81,8 @@ export function describeLimit(bytes) {
 /**
  * The limit a 413 envelope names, in words, or null: the server says "the body is larger than
  * the limit of 100 MiB (104857600 bytes)", or "… over the publish limit of 40 MiB (… bytes)".
+ * @param {string | null | undefined} message
+ * @returns {string | null}
  */
 export function limitIn(message) {
   const m = /limit of ([^(]+?)\s*(\(|$)/.exec(String(message || ''));
@@ -65,7 +90,11 @@ export function limitIn(message) {
   return m ? m[1].trim().replace(/\b([KMG])iB\b/, '$1B') : null;
 }
 
-/** What an upload refused as too large says: the limit, in words. */
+/**
+ * What an upload refused as too large says: the limit, in words.
+ * @param {string} message
+ * @returns {string}
+ */
 export function tooLargeText(message) {
   const limit = limitIn(message);
   if (limit) return `Too large — the limit is ${limit}`;
@@ -75,6 +104,8 @@ export function tooLargeText(message) {
 /**
  * How long something ran, short: `12 ms` under a tenth of a second, `0.4 s` and `9.9 s` under
  * ten, `42 s` under a minute, then `2 min 5 s`, `3 min` and `1 h 3 min`.
+ * @param {number | null | undefined} ms Nothing (or a negative time) reads as ''.
+ * @returns {string}
  */
 export function formatDuration(ms) {
   const n = Number(ms);
@@ -99,6 +130,8 @@ const CONTROLS = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g;
  * A program's output as a terminal would have left it on screen, as plain text: without
  * colour and cursor codes, and of a line rewritten after carriage returns (a progress bar) only
  * what was last written over it. Line endings may be `\r\n`.
+ * @param {string | null | undefined} output
+ * @returns {string}
  */
 export function terminalText(output) {
   return String(output ?? '')
@@ -125,6 +158,7 @@ const TITLE_CHARS = 60;
  * text's first line with its Markdown marks and runs of spaces dropped, cut at a word before
  * 60 characters with `…`; an empty text gives ''.
  * @param {string} text
+ * @returns {string}
  */
 export function titleFromMessage(text) {
   const line = String(text || '')

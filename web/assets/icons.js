@@ -42,10 +42,22 @@ const P = {
   agent: ['M6 9h12a2 2 0 0 1 2 2v6a2 2 0 0 1-2 2H6a2 2 0 0 1-2-2v-6a2 2 0 0 1 2-2z', 'M12 5.5V9', 'M12 4.5h.01', 'M9.5 14h.01', 'M14.5 14h.01'],
 };
 
+/**
+ * The name of one of ferry's icons.
+ * @typedef {keyof typeof P} IconName
+ */
+
+/**
+ * An icon by name (the file icon for a name it does not know).
+ * @param {IconName} name
+ * @param {string} [className]
+ * @returns {SVGSVGElement}
+ */
 export function icon(name, className = 'icon') {
   return svgIcon(P[name] || P.file, className);
 }
 
+/** @type {Partial<Record<string, IconName>>} */
 const BY_EXTENSION = {
   '.pdf': 'pdf',
   '.doc': 'doc', '.docx': 'doc', '.odt': 'doc', '.rtf': 'doc',
@@ -60,7 +72,12 @@ const BY_EXTENSION = {
   '.mp4': 'video', '.mov': 'video', '.webm': 'video',
 };
 
-/** The icon name for a file, from its extension (`.docx` or a file name) or MIME type. */
+/**
+ * The icon name for a file, from its extension (`.docx` or a file name) or MIME type.
+ * @param {string | null} [extensionOrName]
+ * @param {string} [mime]
+ * @returns {IconName}
+ */
 export function fileIconName(extensionOrName = '', mime = '') {
   const lower = String(extensionOrName).toLowerCase();
   const dot = lower.lastIndexOf('.');
@@ -73,6 +90,12 @@ export function fileIconName(extensionOrName = '', mime = '') {
   return 'file';
 }
 
+/**
+ * A file's icon, from its extension (`.docx` or a file name) or MIME type.
+ * @param {string | undefined} extensionOrName
+ * @param {string} [mime]
+ * @returns {SVGSVGElement}
+ */
 export function fileIcon(extensionOrName, mime) {
   const name = fileIconName(extensionOrName, mime);
   const el = icon(name, `icon file-icon file-icon-${name}`);

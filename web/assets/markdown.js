@@ -8,14 +8,21 @@ import { h } from './dom.js';
 
 const MAX_BATCH = 200;
 const MAX_KEPT = 1000;
+/** @type {Map<string, Promise<string>>} */
 const kept = new Map(); // text → Promise<html>
+/** @type {{ text: string, resolve: (html: string) => void, reject: (error: unknown) => void }[]} */
 let waiting = [];
 let scheduled = false;
 
-/** The sanitized HTML of a Markdown text; rejects when the server cannot be asked. */
+/**
+ * The sanitized HTML of a Markdown text; rejects when the server cannot be asked.
+ * @param {string} text
+ * @returns {Promise<string>}
+ */
 export function renderMarkdown(text) {
   const known = kept.get(text);
   if (known) return known;
+  /** @type {Promise<string>} */
   const promise = new Promise((resolve, reject) => waiting.push({ text, resolve, reject }));
   if (kept.size >= MAX_KEPT) kept.clear();
   kept.set(text, promise);
@@ -37,6 +44,7 @@ async function flush() {
   waiting = waiting.slice(MAX_BATCH);
   if (waiting.length) schedule();
   try {
+    /** @type {RenderedHtml} */
     const { html } = await sendJson('POST', route('render', 'markdown'), { texts: batch.map((w) => w.text) });
     batch.forEach((w, i) => w.resolve(html[i]));
   } catch (e) {

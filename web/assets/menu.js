@@ -11,10 +11,10 @@ let menuCounter = 0;
 /**
  * @typedef {object} MenuItem
  * @property {string} label What the item says.
- * @property {string} iconName Its icon.
+ * @property {import('./icons.js').IconName} iconName Its icon.
  * @property {string} [className] A class of its own (tests and styles find it by).
  * @property {boolean} [danger] Destroys something: shown in the danger colour.
- * @property {(opener: HTMLElement) => void} run Runs the action; `opener` is the menu button,
+ * @property {(opener: HTMLButtonElement) => void} run Runs the action; `opener` is the menu button,
  *   where a dialog the action opens gives the focus back.
  */
 
@@ -42,7 +42,7 @@ export function menuButton({ label, className = '', items }) {
   const el = h('div', { class: `menu ${className}`.trim() }, button, list);
 
   const isOpen = () => button.getAttribute('aria-expanded') === 'true';
-  const focusItem = (index) => entries[(index + entries.length) % entries.length]?.focus();
+  const focusItem = (/** @type {number} */ index) => entries[(index + entries.length) % entries.length]?.focus();
 
   function open(first = true) {
     list.hidden = false;
@@ -51,6 +51,7 @@ export function menuButton({ label, className = '', items }) {
     document.addEventListener('pointerdown', outside, true);
   }
 
+  /** @param {boolean} giveFocusBack */
   function close(giveFocusBack) {
     if (!isOpen()) return;
     list.hidden = true;

@@ -18,6 +18,12 @@ export const PAGES_SHOWN = 20;
  * @property {(handle: { stop: () => void }) => void} track A retry to stop when it moves on.
  */
 
+/**
+ * An image from its (blob:) URL; one the browser cannot draw says so.
+ * @param {string} url
+ * @param {string} name
+ * @returns {HTMLDivElement}
+ */
 export function imageView(url, name) {
   const img = h('img', { class: 'preview-image', alt: `${name} (preview)`, src: url });
   const wrap = h('div', { class: 'preview-image-wrap' }, img);
@@ -33,19 +39,34 @@ export function imageView(url, name) {
  * allow-scripts, no allow-same-origin. Its page follows the light or dark theme (its stylesheet
  * says `color-scheme: light dark`); the frame's own background is the panel's, so in either
  * theme the text stands on the colour it was chosen for.
+ * @param {string} url
+ * @param {string} name
+ * @returns {HTMLIFrameElement}
  */
 export function frameView(url, name) {
   return h('iframe', { class: 'preview-frame preview-html', title: `${name} (preview)`, sandbox: '', referrerpolicy: 'no-referrer', src: url });
 }
 
-/** Text as text (source code, a log, a document's extracted text), with notes above it. */
+/**
+ * Text as text (source code, a log, a document's extracted text), with notes above it.
+ * @param {string} text
+ * @param {string} name
+ * @param {string[]} [notes]
+ * @returns {HTMLDivElement}
+ */
 export function textView(text, name, notes = []) {
   return h('div', { class: 'preview-doc' },
     notes.map((note) => h('p', { class: 'preview-note', text: note })),
     h('pre', { class: 'preview-text', tabindex: '0', 'aria-label': `${name} (preview)` }, text));
 }
 
-/** Markdown rendered by the server (sanitized: see markdown.js), in the app's own page. */
+/**
+ * Markdown rendered by the server (sanitized: see markdown.js), in the app's own page.
+ * @param {string} html
+ * @param {string} name
+ * @param {string[]} [notes]
+ * @returns {HTMLDivElement}
+ */
 export function markdownView(html, name, notes = []) {
   const body = h('div', { class: 'preview-markdown markdown', tabindex: '0', 'aria-label': `${name} (preview)` });
   body.innerHTML = html;
@@ -53,10 +74,17 @@ export function markdownView(html, name, notes = []) {
   return h('div', { class: 'preview-doc' }, notes.map((note) => h('p', { class: 'preview-note', text: note })), body);
 }
 
-/** Rows of cells as a table, the first row its header. */
+/**
+ * Rows of cells as a table, the first row its header.
+ * @param {string[][]} rows
+ * @param {string} name
+ * @param {string[]} [notes]
+ * @returns {HTMLDivElement}
+ */
 export function tableView(rows, name, notes = []) {
   const [head, ...body] = rows;
   const width = Math.max(0, ...rows.map((r) => r.length));
+  /** @type {(row: string[], tag: 'th' | 'td') => HTMLTableCellElement[]} */
   const cells = (row, tag) => Array.from({ length: width }, (_, i) => h(tag, { text: row[i] ?? '' }));
   return h('div', { class: 'preview-doc' },
     notes.map((note) => h('p', { class: 'preview-note', text: note })),
@@ -66,6 +94,12 @@ export function tableView(rows, name, notes = []) {
         h('tbody', {}, body.map((row) => h('tr', {}, cells(row, 'td')))))));
 }
 
+/**
+ * "Preview not available", with why (`detail`) when there is something to say.
+ * @param {string} [detail]
+ * @param {string} [title]
+ * @returns {HTMLDivElement}
+ */
 export function unavailableView(detail, title = 'Preview not available — download to view') {
   return h('div', { class: 'preview-unavailable' },
     icon('file', 'icon icon-xl'),
@@ -80,14 +114,17 @@ export function unavailableView(detail, title = 'Preview not available — downl
  * by itself, and the pages after it follow once it is shown.
  * @param {{ name: string, count: number, first: Blob, load: (n: number) => Promise<Blob>, slides?: boolean }} doc
  * @param {ViewContext} ctx
+ * @returns {HTMLDivElement}
  */
 export function pagesView({ name, count, first, load, slides = false }, ctx) {
   const [unit, units] = slides ? ['Slide', 'Slides'] : ['Page', 'Pages'];
   const pages = h('div', { class: 'preview-pages', role: 'list', 'aria-label': `${name}, ${count} ${(count === 1 ? unit : units).toLowerCase()}` });
+  /** @type {(n: number, image: Blob) => void} */
   const add = (n, image) => pages.append(h('figure', { class: 'preview-page', role: 'listitem' },
     h('img', { class: 'preview-page-image', alt: `${unit} ${n} of ${count} of ${name}`, src: ctx.url(image) }),
     h('figcaption', { text: `${unit} ${n} of ${count}` })));
   const shown = Math.min(count, PAGES_SHOWN);
+  /** @type {(from: number) => Promise<void>} */
   const rest = async (from) => {
     for (let n = from; n <= shown; n++) {
       let image;
@@ -96,7 +133,7 @@ export function pagesView({ name, count, first, load, slides = false }, ctx) {
       } catch (e) {
         if (!ctx.current()) return;
         if (!transient(e)) {
-          pages.append(h('p', { class: 'note', role: 'listitem', text: `${unit} ${n} cannot be shown: ${e.message}` }));
+          pages.append(h('p', { class: 'note', role: 'listitem', text: `${unit} ${n} cannot be shown: ${/** @type {import('./api.js').Failure} */ (e).message}` }));
           continue;
         }
         waitFor(n);
@@ -109,6 +146,7 @@ export function pagesView({ name, count, first, load, slides = false }, ctx) {
       pages.append(h('p', { class: 'note', text: `${units} ${shown + 1}–${count} are not shown here; download the file to see them all.` }));
     }
   };
+  /** @type {(n: number) => void} */
   const waitFor = (n) => {
     const slot = h('div', { class: 'preview-page-failure', role: 'listitem' });
     pages.append(slot);

@@ -20,9 +20,27 @@ const RETRY_DELAYS_MS = [1000, 3000, 6000, 15000, 30000];
 
 const aborted = () => new ApiError(0, 'ABORTED', 'Cancelled');
 
-/** tus metadata: comma-separated `key base64(value)` pairs, values as UTF-8. */
+/** @typedef {import('./api.js').Failure} Failure */
+
+/**
+ * An upload a reload left unfinished, as this browser remembers it: the file's name, size and
+ * modification time, and the upload's address on the server; `key` is where it is remembered.
+ * @typedef {{ key: string, name: string, size: number, lastModified: number, url: string }} Unfinished
+ */
+
+/**
+ * The handle of a resumable upload: the plain upload's (`promise`, `abort`), with `pause` and
+ * `resume`.
+ * @typedef {{ resumable: true, promise: Promise<Upload>, pause: () => void, resume: () => void, abort: () => void }} ResumableUpload
+ */
+
+/**
+ * tus metadata: comma-separated `key base64(value)` pairs, values as UTF-8.
+ * @param {Record<string, string>} pairs
+ * @returns {string}
+ */
 function metadataHeader(pairs) {
-  const base64 = (text) => {
+  const base64 = (/** @type {string} */ text) => {
     let binary = '';
     for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
     return btoa(binary);
@@ -30,6 +48,14 @@ function metadataHeader(pairs) {
   return Object.entries(pairs).map(([key, value]) => `${key} ${base64(value)}`).join(',');
 }
 
+/**
+ * A tus request (no body) with the token; rejects with a NETWORK ApiError when the server cannot
+ * be reached.
+ * @param {string} url
+ * @param {string} method
+ * @param {Record<string, string>} [headers]
+ * @returns {Promise<Response>}
+ */
 async function tusFetch(url, method, headers = {}) {
   let response;
   try {
@@ -52,6 +78,7 @@ async function tusFetch(url, method, headers = {}) {
  */
 function networkWait(ms) {
   let cut = () => {};
+  /** @type {Promise<void>} */
   const done = new Promise((resolve) => {
     const timer = navigator.onLine === false ? null : setTimeout(end, ms);
     const offBack = onServerBack(end);
@@ -72,9 +99,11 @@ function networkWait(ms) {
  * them: `{ key, name, size, lastModified, url }` each. The bytes the server kept wait for the same
  * file to be picked again (or expire on the server).
  * @param {string} threadId
+ * @returns {Unfinished[]}
  */
 export function unfinishedUploads(threadId) {
   const prefix = `${STORE_PREFIX}${threadId}:`;
+  /** @type {Unfinished[]} */
   const found = [];
   let keys = [];
   try {
@@ -96,6 +125,7 @@ export function unfinishedUploads(threadId) {
  * How many bytes of an unfinished upload the server kept; null when it no longer has it (expired,
  * finished in another tab, cancelled), which forgets it here too. Throws when it cannot be asked.
  * @param {{ key: string, url: string }} unfinished
+ * @returns {Promise<number | null>}
  */
 export async function keptBytes({ key, url }) {
   const head = await tusFetch(url, 'HEAD');
@@ -117,17 +147,33 @@ export function forgetUnfinished({ key, url }) {
   tusFetch(url, 'DELETE').catch(() => {});
 }
 
-/** The localStorage key of a file's upload into a thread. */
+/**
+ * The localStorage key of a file's upload into a thread.
+ * @param {string} threadId
+ * @param {File} file
+ * @returns {string}
+ */
 function keyOf(threadId, file) {
   return `${STORE_PREFIX}${threadId}:${file.size}:${file.lastModified}:${file.name}`;
 }
 
-/** Whether `file` is the one an unfinished upload was made of. */
+/**
+ * Whether `file` is the one an unfinished upload was made of.
+ * @param {{ key: string }} unfinished
+ * @param {string} threadId
+ * @param {File} file
+ * @returns {boolean}
+ */
 export function isFileOf(unfinished, threadId, file) {
   return unfinished.key === keyOf(threadId, file);
 }
 
+/** localStorage, or nothing where it is disabled. */
 const storage = {
+  /**
+   * @param {string} key
+   * @returns {string | null}
+   */
   get(key) {
     try {
       return localStorage.getItem(key);
@@ -135,6 +181,10 @@ const storage = {
       return null; // storage disabled: the upload still works, it just cannot outlive the page
     }
   },
+  /**
+   * @param {string} key
+   * @param {string} value
+   */
   set(key, value) {
     try {
       localStorage.setItem(key, value);
@@ -142,6 +192,7 @@ const storage = {
       // as above
     }
   },
+  /** @param {string} key */
   remove(key) {
     try {
       localStorage.removeItem(key);
@@ -164,15 +215,20 @@ const storage = {
  * @param {string} threadId
  * @param {File} file
  * @param {{ onProgress?: (sent: number, total: number) => void, onPause?: () => void, onResumeFrom?: (offset: number) => void, onNetwork?: (waiting: boolean) => void }} [hooks]
+ * @returns {ResumableUpload}
  */
 export function uploadResumably(threadId, file, { onProgress, onPause, onResumeFrom, onNetwork } = {}) {
   const key = keyOf(threadId, file);
+  /** @type {string | null} The upload's address, once it has one. */
   let url = null;
   let offset = 0;
+  /** @type {XMLHttpRequest | null} */
   let xhr = null;
   let paused = false;
   let cancelled = false;
+  /** @type {(() => void) | null} */
   let wake = null;
+  /** @type {{ done: Promise<void>, cut: () => void } | null} */
   let napping = null; // the wait for the network, which a pause or a cancel cuts short
   let stale = true; // the offset must be asked for (HEAD) before the next part
 
@@ -202,14 +258,16 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
       'Upload-Metadata': metadataHeader({ threadId, filename: file.name }),
     });
     if (created.status !== 201) throw await errorFrom(created);
-    url = new URL(created.headers.get('Location'), window.location.href).pathname;
+    // A 201 of tus creation names the upload's address.
+    url = new URL(/** @type {string} */ (created.headers.get('Location')), window.location.href).pathname;
     storage.set(key, url);
     offset = 0;
     stale = false;
   }
 
+  /** Asked once the upload has its address, as are the parts and the answer. */
   async function askOffset() {
-    const head = await tusFetch(url, 'HEAD');
+    const head = await tusFetch(/** @type {string} */ (url), 'HEAD');
     if (!head.ok) throw await errorFrom(head);
     offset = Number(head.headers.get('Upload-Offset')) || 0;
     stale = false;
@@ -223,7 +281,7 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
     const end = Math.min(offset + PART_BYTES, file.size);
     return new Promise((resolve, reject) => {
       xhr = new XMLHttpRequest();
-      xhr.open('PATCH', url);
+      xhr.open('PATCH', /** @type {string} */ (url));
       for (const [name, value] of Object.entries(authHeaders({
         'Tus-Resumable': '1.0.0',
         'Upload-Offset': String(offset),
@@ -232,18 +290,21 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
       xhr.responseType = 'text';
       xhr.upload.addEventListener('progress', (e) => onProgress?.(offset + e.loaded, file.size));
       xhr.addEventListener('load', () => {
-        if (xhr.status === 204) {
-          offset = Number(xhr.getResponseHeader('Upload-Offset'));
+        // `xhr` holds this part's request until it ends (hence the casts).
+        if (/** @type {XMLHttpRequest} */ (xhr).status === 204) {
+          offset = Number(/** @type {XMLHttpRequest} */ (xhr).getResponseHeader('Upload-Offset'));
           resolve();
           return;
         }
+        /** @type {Partial<ErrorEnvelope['error']> | null} */
         let envelope = null;
         try {
-          envelope = JSON.parse(xhr.responseText)?.error;
+          envelope = JSON.parse(/** @type {XMLHttpRequest} */ (xhr).responseText)?.error;
         } catch {
           envelope = null;
         }
-        reject(new ApiError(xhr.status, envelope?.code, envelope?.message || `${xhr.status} ${xhr.statusText}`));
+        reject(new ApiError(/** @type {XMLHttpRequest} */ (xhr).status, envelope?.code,
+          envelope?.message || `${/** @type {XMLHttpRequest} */ (xhr).status} ${/** @type {XMLHttpRequest} */ (xhr).statusText}`));
       });
       xhr.addEventListener('error', () => reject(new ApiError(0, 'NETWORK', 'The connection dropped.')));
       xhr.addEventListener('abort', () => reject(aborted()));
@@ -251,10 +312,14 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
     });
   }
 
-  /** The finished upload's answer: what the plain upload route would have answered. */
+  /**
+   * The finished upload's answer: what the plain upload route would have answered.
+   * @returns {Promise<Upload>}
+   */
   async function answer() {
-    const response = await tusFetch(url, 'GET');
+    const response = await tusFetch(/** @type {string} */ (url), 'GET');
     if (!response.ok) throw await errorFrom(response);
+    /** @type {Upload | undefined} */
     const upload = (await response.json())?.uploads?.[0];
     if (!upload) throw new ApiError(response.status, 'INTERNAL', 'The server answered without the upload.');
     return upload;
@@ -273,7 +338,7 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
         throw aborted();
       }
       if (paused) {
-        await new Promise((resolve) => { wake = resolve; });
+        await /** @type {Promise<void>} */ (new Promise((resolve) => { wake = resolve; }));
         continue;
       }
       try {
@@ -290,11 +355,12 @@ export function uploadResumably(threadId, file, { onProgress, onPause, onResumeF
       } catch (error) {
         if (cancelled) continue;
         if (paused) continue; // the pause aborted the part in flight
-        if (error.status === 409 && error.code === 'OFFSET_MISMATCH') {
+        // What the steps throw is an ApiError (or another Error, which has no status).
+        if (/** @type {Failure} */ (error).status === 409 && /** @type {Failure} */ (error).code === 'OFFSET_MISMATCH') {
           stale = true;
           continue;
         }
-        if (error.status === 0 && error.code === 'NETWORK') {
+        if (/** @type {Failure} */ (error).status === 0 && /** @type {Failure} */ (error).code === 'NETWORK') {
           stale = true;
           if (failures === 0) onNetwork?.(true);
           napping = networkWait(RETRY_DELAYS_MS[Math.min(failures, RETRY_DELAYS_MS.length - 1)]);

@@ -8,12 +8,18 @@ import { h, replace } from './dom.js';
 import { icon } from './icons.js';
 import { onServerBack } from './api.js';
 
+/** @typedef {import('./api.js').Failure} Failure */
+
 /** Seconds before each automatic attempt; the last one repeats. */
 const DELAYS = [1, 2, 4, 8, 16, 30];
 
-/** Whether waiting can mend the error: a network failure or a server that is not well yet. */
+/**
+ * Whether waiting can mend the error: a network failure or a server that is not well yet.
+ * @param {unknown} error What was thrown: an ApiError has a status.
+ * @returns {boolean}
+ */
 export function transient(error) {
-  const status = Number(error?.status);
+  const status = Number(/** @type {{ status?: unknown } | null | undefined} */ (error)?.status);
   if (!Number.isFinite(status)) return false;
   return status === 0 || status === 408 || status === 425 || status === 429 || status >= 500;
 }
@@ -30,11 +36,14 @@ export function transient(error) {
  * `false` stops the trying (the error is final: a 404, a page that went away). Answers
  * `{ stop, retry }`; `stop` is for when the view goes away.
  * @param {() => Promise<unknown>} load
- * @param {{ onError: (error: any, attempt: Attempt) => (boolean | void) }} options
+ * @param {{ onError: (error: Failure, attempt: Attempt) => (boolean | void) }} options
+ * @returns {{ stop: () => void, retry: () => Promise<void> }}
  */
 export function keepTrying(load, { onError }) {
   let failures = 0;
+  /** @type {number | null} */
   let timer = null;
+  /** @type {number | null} */
   let nextAt = null; // when the timer is due
   let running = false;
   let stopped = false;
@@ -68,7 +77,8 @@ export function keepTrying(load, { onError }) {
       if (!stopped) stop();
     } catch (error) {
       if (stopped) return;
-      if (error?.name === 'AbortError') return;
+      // What a load throws is an Error (an ApiError from the API), or at worst nothing.
+      if (/** @type {Failure | null | undefined} */ (error)?.name === 'AbortError') return;
       const again = transient(error);
       if (again && timer === null) {
         const delay = DELAYS[Math.min(failures, DELAYS.length - 1)] * 1000;
@@ -76,7 +86,7 @@ export function keepTrying(load, { onError }) {
         nextAt = Date.now() + delay;
         timer = setTimeout(due, delay);
       }
-      if (onError(error, { retry: run, at: again ? nextAt : null }) === false) {
+      if (onError(/** @type {Failure} */ (error), { retry: run, at: again ? nextAt : null }) === false) {
         stop();
         return;
       }
@@ -91,15 +101,22 @@ export function keepTrying(load, { onError }) {
 }
 
 /**
+ * The parts of a failure's box, kept on it to update it in place.
+ * @typedef {{ text: HTMLParagraphElement, when: HTMLParagraphElement, button: HTMLButtonElement, timer: number | null }} FailureParts
+ */
+
+/** @typedef {HTMLElement & { failure?: FailureParts }} FailureBox */
+
+/**
  * Shows a failure in `host`: what could not be loaded and why, when the next automatic attempt
  * is (counted down), and Retry. Shown again on a later failure, the same box is updated in place,
  * so a screen reader hears it once and the focus stays on Retry.
  * @param {HTMLElement} host
- * @param {{ message: string, error: any, attempt: Attempt, tag?: string, compact?: boolean }} failure
+ * @param {{ message: string, error: Failure, attempt: Attempt, tag?: 'div' | 'li', compact?: boolean }} failure
+ * @returns {FailureBox}
  */
 export function showFailure(host, { message, error, attempt, tag = 'div', compact = false }) {
-  /** @type {HTMLElement & { failure?: any }} */
-  let box = host.querySelector(':scope > .load-failure');
+  let box = /** @type {FailureBox | null} */ (host.querySelector(':scope > .load-failure'));
   if (!box) {
     const text = h('p', { class: 'failure-text', role: 'alert' });
     const when = h('p', { class: 'failure-when note', 'aria-live': 'off' });
@@ -110,17 +127,18 @@ export function showFailure(host, { message, error, attempt, tag = 'div', compac
     box.failure = { text, when, button, timer: null };
     replace(host, box);
   }
-  const parts = box.failure;
+  // Every box this makes has its parts.
+  const parts = /** @type {FailureParts} */ (box.failure);
   const said = `${message}: ${error?.message || error}`;
   if (parts.text.textContent !== said) parts.text.textContent = said;
   // aria-disabled rather than disabled while an attempt runs: a disabled button would drop the
   // keyboard's focus.
   parts.button.removeAttribute('aria-disabled');
-  parts.button.querySelector('.label').textContent = 'Retry';
+  /** @type {HTMLElement} */ (parts.button.querySelector('.label')).textContent = 'Retry';
   parts.button.onclick = () => {
     if (parts.button.getAttribute('aria-disabled') === 'true') return;
     parts.button.setAttribute('aria-disabled', 'true');
-    parts.button.querySelector('.label').textContent = 'Retrying…';
+    /** @type {HTMLElement} */ (parts.button.querySelector('.label')).textContent = 'Retrying…';
     parts.when.textContent = '';
     attempt.retry();
   };

@@ -8,7 +8,13 @@ import { route, getJson, sendJson, request } from './api.js';
 import { confirmDialog } from './confirm.js';
 import { keepTrying, showFailure, showKeepingFocus } from './retry.js';
 
-/** A read-only field with a Copy button. */
+/**
+ * A read-only field with a Copy button.
+ * @param {string} id
+ * @param {string} label
+ * @param {string} value
+ * @returns {[HTMLLabelElement, HTMLDivElement]}
+ */
 function copyField(id, label, value) {
   const field = h('input', { id, class: 'input mono', readonly: true, value });
   const copy = h('button', {
@@ -17,9 +23,10 @@ function copyField(id, label, value) {
       field.select();
       try {
         await navigator.clipboard.writeText(value);
-        copy.querySelector('.label').textContent = 'Copied';
+        // The button was made with its label, below.
+        /** @type {HTMLSpanElement} */ (copy.querySelector('.label')).textContent = 'Copied';
       } catch {
-        copy.querySelector('.label').textContent = 'Press Ctrl+C';
+        /** @type {HTMLSpanElement} */ (copy.querySelector('.label')).textContent = 'Press Ctrl+C';
       }
     },
   }, h('span', { class: 'label', text: 'Copy' }));
@@ -48,11 +55,13 @@ export class S3KeysPanel {
   /**
    * Lists the keys. A failure says so in the list, with Retry, and is tried again by itself
    * (retry.js) while the settings page is shown. Resolves once the list is shown or has failed.
+   * @returns {Promise<void>}
    */
   refresh() {
     this.retry?.stop();
     return new Promise((resolve) => {
       this.retry = keepTrying(async () => {
+        /** @type {AccessKeyList} */
         const { keys } = await getJson(route('s3', 'keys'));
         showKeepingFocus(this.list, () => this.showKeys(keys || []), () => this.createButton);
         resolve(undefined);
@@ -68,6 +77,7 @@ export class S3KeysPanel {
     });
   }
 
+  /** @param {AccessKey[]} keys */
   showKeys(keys) {
     if (!keys.length) {
       replace(this.list, h('li', { class: 'empty', text: 'No access keys yet.' }));
@@ -86,11 +96,13 @@ export class S3KeysPanel {
     this.createButton.disabled = true;
     this.error.hidden = true;
     try {
+      /** @type {AccessKey} */
       const key = await sendJson('POST', route('s3', 'keys'), {});
       replace(this.created,
         h('p', { class: 'field-help', text: 'Copy the secret now: it is shown only this once.' }),
         ...copyField('s3-key-id', 'Access key ID', key.accessKeyId),
-        ...copyField('s3-secret', 'Secret access key', key.secretAccessKey),
+        // The answer that makes a key is the one that has its secret.
+        ...copyField('s3-secret', 'Secret access key', /** @type {string} */ (key.secretAccessKey)),
         developerDetails(
           h('p', { text: 'With boto3:' }),
           h('pre', { class: 'snippet' }, [
@@ -101,17 +113,22 @@ export class S3KeysPanel {
             '    region_name="us-east-1",',
             '    config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))',
           ].join('\n'))));
-      this.created.querySelector('#s3-secret').select();
+      /** @type {HTMLInputElement} */ (this.created.querySelector('#s3-secret')).select();
       announce('Access key created; copy its secret now');
       await this.refresh();
     } catch (e) {
-      this.error.textContent = `No key was created: ${e.message}`;
+      this.error.textContent = `No key was created: ${/** @type {import('./api.js').Failure} */ (e).message}`;
       this.error.hidden = false;
     } finally {
       this.createButton.disabled = false;
     }
   }
 
+  /**
+   * Asks before revoking the key, then revokes it.
+   * @param {string} accessKeyId
+   * @param {HTMLElement} opener Gets the focus back when the dialog closes.
+   */
   revoke(accessKeyId, opener) {
     this.error.hidden = true;
     confirmDialog({

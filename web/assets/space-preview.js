@@ -13,6 +13,15 @@ import {
   imageView, textView, markdownView, tableView, unavailableView, pagesView,
 } from './preview-views.js';
 
+/** @typedef {import('./preview.js').SpacePreview} SpacePreview */
+/** What `read_file` answers for a document's text. @typedef {Extract<ReadOutput, { kind: 'text' }>} ReadText */
+/** What `read_file` answers for a PDF's pages. @typedef {Extract<ReadOutput, { kind: 'pages' }>} ReadPages */
+/** A page's image, in what `read_file` answers. @typedef {Extract<ReadPages['content'][number], { type: 'image' }>} ImageBlock */
+/**
+ * How a space file is previewed (spaceFormat).
+ * @typedef {'image' | 'pdf' | 'document' | 'csv' | 'tsv' | 'markdown' | 'json' | 'text' | 'other'} SpaceFormat
+ */
+
 /** Extensions of text and source code, as the server's TEXT_EXTENSIONS. */
 const TEXT = new Set(('txt text log py rs js mjs cjs jsx ts tsx go java kt kts scala swift c h cc cpp cxx hpp hh cs '
   + 'rb php pl lua r sh bash zsh fish ps1 bat yaml yml toml xml html htm xhtml css scss sass less sql ini cfg conf env '
@@ -20,10 +29,14 @@ const TEXT = new Set(('txt text log py rs js mjs cjs jsx ts tsx go java kt kts s
   + 'makefile cmake gitignore').split(' '));
 /** Names without an extension that are text, as the server's TEXT_NAMES. */
 const TEXT_NAMES = new Set('makefile dockerfile readme license licence changelog authors notice todo containerfile'.split(' '));
-/** Image types by extension, from ferry's own table, never from what the writer said. */
+/**
+ * Image types by extension, from ferry's own table, never from what the writer said.
+ * @type {Partial<Record<string, string>>}
+ */
 const IMAGE_TYPES = {
   '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp', '.svg': 'image/svg+xml',
 };
+/** @type {Partial<Record<string, SpaceFormat>>} */
 const FORMATS = {
   '.pdf': 'pdf',
   '.docx': 'document', '.xlsx': 'document', '.xlsm': 'document', '.xls': 'document', '.pptx': 'document',
@@ -45,6 +58,8 @@ const DOCUMENT_LINES = 50000;
  * How a space file is previewed, by its name: `image`, `pdf`, `document` (DOCX, XLSX, XLS,
  * PPTX), `csv`, `tsv`, `markdown`, `json`, `text`, or `other` (shown as text only if its bytes
  * are text).
+ * @param {string} name
+ * @returns {SpaceFormat}
  */
 export function spaceFormat(name) {
   const ext = extensionOf(name);
@@ -58,7 +73,12 @@ export function spaceFormat(name) {
   return 'other';
 }
 
-/** A path of a space file as a URL path: each segment encoded, the slashes kept. */
+/**
+ * A path of a space file as a URL path: each segment encoded, the slashes kept.
+ * @param {string} space
+ * @param {string} path
+ * @returns {string}
+ */
 export function spaceFilePath(space, path) {
   return `${route('spaces', space, 'files')}/${path.split('/').map(encodeURIComponent).join('/')}`;
 }
@@ -67,6 +87,8 @@ export function spaceFilePath(space, path) {
  * The text of the bytes, or null when they are not text (not UTF-8, or holding a NUL byte), at
  * most `max` characters; `cut` says whether there was more.
  * @param {ArrayBuffer} buffer
+ * @param {number} [max]
+ * @returns {{ text: string, cut: boolean } | null}
  */
 export function textOf(buffer, max = TEXT_SHOWN) {
   const bytes = new Uint8Array(buffer);
@@ -85,12 +107,17 @@ export function textOf(buffer, max = TEXT_SHOWN) {
 /**
  * CSV (or TSV) records as rows of cells (RFC 4180 quotes), at most TABLE's rows, columns and
  * characters. The `.csv` separator is sniffed from the first line, as the server does.
+ * @param {string} text
+ * @param {boolean} tab Whether the cells are separated by tabs (TSV), whatever the first line.
+ * @returns {{ rows: string[][], more: boolean, wide: boolean }}
  */
 export function parseDelimited(text, tab) {
   const firstLine = text.slice(0, text.indexOf('\n') >= 0 ? text.indexOf('\n') : text.length);
-  const count = (c) => firstLine.split(c).length - 1;
+  const count = (/** @type {string} */ c) => firstLine.split(c).length - 1;
   const sep = tab ? '\t' : [',', ';', '\t'].reduce((best, c) => (count(c) > count(best) ? c : best), ',');
+  /** @type {string[][]} */
   const rows = [];
+  /** @type {string[]} */
   let row = [];
   let cell = '';
   let quoted = false;
@@ -125,16 +152,29 @@ export function parseDelimited(text, tab) {
   return { rows, more: false, wide };
 }
 
-/** A `read_file` of a space file, through the agents' file operations. */
+/**
+ * A `read_file` of a space file, through the agents' file operations. What it answers depends on
+ * what `extra` asks (a PDF's pages, a document's lines): the caller names it.
+ * @template {ReadOutput} T
+ * @param {SpacePreview} file
+ * @param {{ pages?: string, limit?: number }} extra
+ * @returns {Promise<T>}
+ */
 function readFile(file, extra) {
   return sendJson('POST', route('fs', 'read_file'), { path: `/spaces/${file.space}/${file.path}`, ...extra });
 }
 
-/** Page `n` of a space PDF, as the server draws it for a model: { count, image }. */
+/**
+ * Page `n` of a space PDF, as the server draws it for a model: { count, image }.
+ * @param {SpacePreview} file
+ * @param {number} n
+ * @returns {Promise<{ count: number, image: Blob }>}
+ */
 async function pdfPage(file, n) {
+  /** @type {ReadPages} */
   const answer = await readFile(file, { pages: String(n) });
   // The page's image block, then its text (docs/agent-files.md, `read_file`'s pages).
-  const block = (answer.content || []).find((b) => b.type === 'image' && b.base64);
+  const block = /** @type {ImageBlock | undefined} */ ((answer.content || []).find((b) => b.type === 'image' && b.base64));
   if (!block) throw new ApiError(422, 'UNSUPPORTED_FILE_TYPE', `page ${n} of ${file.filename} cannot be drawn`);
   const binary = atob(block.base64);
   const bytes = new Uint8Array(binary.length);
@@ -145,8 +185,9 @@ async function pdfPage(file, n) {
 /**
  * The preview of a space file (`{ space, path, filename, contentType }`), as a view for the
  * panel's body. Throws ApiError when the server cannot be asked (the panel offers Retry).
- * @param {any} file
+ * @param {SpacePreview} file
  * @param {import('./preview-views.js').ViewContext} ctx
+ * @returns {Promise<HTMLElement>}
  */
 export async function spacePreview(file, ctx) {
   const name = file.filename;
@@ -158,6 +199,7 @@ export async function spacePreview(file, ctx) {
   if (format === 'document') {
     // Office documents: the server renders their HTML for thread files only; here their text,
     // as the agents read it, is what can be shown.
+    /** @type {ReadText} */
     const answer = await readFile(file, { limit: DOCUMENT_LINES });
     const text = String(answer.content || '').split('\n').map((line) => line.replace(/^ *\d+\t/, '')).join('\n');
     const notes = [`The text of ${name}, as your agents read it: its layout, pictures and charts are not shown here. Download the file to see it as it is.`];

@@ -20,7 +20,20 @@ const NAME_RULE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 // Over S3, `sandbox-{thread id}` names a thread's sandbox: no space takes such a name.
 const RESERVED = /^sandbox-/;
 
-/** How many files, said in words: `1 file`, `8 files`. */
+/**
+ * A folder of a space's tree: the folders in it by name, and its files.
+ * @typedef {{ dirs: Map<string, TreeNode>, files: TreeFile[] }} TreeNode
+ */
+
+/** A file of the tree: its entry, and its name in its folder. @typedef {FileEntry & { name: string }} TreeFile */
+
+/** A retry of a load (retry.js), stopped when the view goes. @typedef {{ stop: () => void }} Retrying */
+
+/**
+ * How many files, said in words: `1 file`, `8 files`.
+ * @param {number} n
+ * @returns {string}
+ */
 function filesText(n) {
   return `${n} file${n === 1 ? '' : 's'}`;
 }
@@ -28,14 +41,18 @@ function filesText(n) {
 /**
  * A listing's entries (files and folders, each by its path in the space) → a tree:
  * { dirs: Map<name, node>, files: [] }. A folder is a node even when nothing is in it.
+ * @param {FileEntry[]} entries
+ * @returns {TreeNode}
  */
 export function buildTree(entries) {
+  /** @type {TreeNode} */
   const root = { dirs: new Map(), files: [] };
-  const folder = (names) => {
+  const folder = (/** @type {string[]} */ names) => {
     let node = root;
     for (const name of names) {
       if (!node.dirs.has(name)) node.dirs.set(name, { dirs: new Map(), files: [] });
-      node = node.dirs.get(name);
+      // There, or set just above.
+      node = /** @type {TreeNode} */ (node.dirs.get(name));
     }
     return node;
   };
@@ -47,7 +64,11 @@ export function buildTree(entries) {
   return root;
 }
 
-/** The files below a node of the tree, at any depth. */
+/**
+ * The files below a node of the tree, at any depth.
+ * @param {TreeNode} node
+ * @returns {number}
+ */
 function filesBelow(node) {
   let n = node.files.length;
   for (const child of node.dirs.values()) n += filesBelow(child);
@@ -56,17 +77,30 @@ function filesBelow(node) {
 
 let treeCounter = 0;
 
-/** Unfolds (or folds) a folder of the tree by its toggle button. */
+/**
+ * Unfolds (or folds) a folder of the tree by its toggle button.
+ * @param {Element} toggle
+ * @param {boolean} open
+ */
 function showFolder(toggle, open) {
   toggle.setAttribute('aria-expanded', String(open));
-  document.getElementById(toggle.getAttribute('aria-controls')).hidden = !open;
+  // A toggle controls its folder's list, which is in the page with it (folderRow).
+  /** @type {HTMLElement} */ (document.getElementById(/** @type {string} */ (toggle.getAttribute('aria-controls')))).hidden = !open;
 }
 
-/** One folder's entries, its files and its folders, every page of them. */
+/**
+ * One folder's entries, its files and its folders, every page of them.
+ * @param {string} space
+ * @param {string} dir The folder's path; '' for the space's root.
+ * @returns {Promise<FileEntry[]>}
+ */
 async function listFolder(space, dir) {
+  /** @type {FileEntry[]} */
   const entries = [];
+  /** @type {string | null} */
   let cursor = null;
   do {
+    /** @type {SpaceFileList} */
     const page = await getJson(route('spaces', space, 'files'), { query: { dir: dir || null, limit: 10000, cursor } });
     entries.push(...(page.files || []));
     cursor = page.nextCursor || null;
@@ -78,8 +112,11 @@ async function listFolder(space, dir) {
  * Every file and folder of a space. A listing of the whole space at once names its files only,
  * so an empty folder would be missed: the space is read folder by folder instead, each level's
  * folders at the same time.
+ * @param {string} space
+ * @returns {Promise<FileEntry[]>}
  */
 async function listSpace(space) {
+  /** @type {FileEntry[]} */
   const entries = [];
   for (let level = ['']; level.length;) {
     const found = (await Promise.all(level.map((dir) => listFolder(space, dir)))).flat();
@@ -90,12 +127,22 @@ async function listSpace(space) {
 }
 
 export class SpacesView {
+  /**
+   * @param {{ sub: string, space?: string, navigate: (path: string) => void,
+   *   preview: import('./preview.js').PreviewPanel }} options `sub` is who is signed in; `space`
+   *   the space to open, if any.
+   */
   constructor({ sub, space, navigate, preview }) {
     this.sub = sub;
     this.navigate = navigate;
     this.preview = preview;
     this.space = space || null;
+    /** @type {{ recent: Retrying | null, list: Retrying | null }} */
     this.retries = { recent: null, list: null };
+    // The line that says what happened in the space shown, which showFiles() makes before
+    // anything writes to it: declared here for its type only.
+    /** @type {HTMLParagraphElement} */
+    this.status;
     this.input = h('input', {
       id: 'space-name', class: 'input', name: 'space', autocomplete: 'off', spellcheck: 'false',
       placeholder: 'e.g. notes', 'aria-describedby': 'space-name-help', value: space || '',
@@ -133,6 +180,7 @@ export class SpacesView {
     this.retries.list?.stop();
   }
 
+  /** @param {string} name */
   openByName(name) {
     if (!NAME_RULE.test(name) || name.startsWith('.') || RESERVED.test(name)) {
       this.formError.textContent = 'That is not a space name: use 1–64 letters, digits, dots, dashes or underscores, not starting with a dot or with “sandbox-”.';
@@ -147,6 +195,7 @@ export class SpacesView {
   renderRecent() {
     this.retries.recent?.stop();
     this.retries.recent = keepTrying(async () => {
+      /** @type {SpaceList} */
       const { spaces } = await getJson(route('spaces'));
       showKeepingFocus(this.recent, () => this.showRecent(spaces || []), () => this.recent.querySelector('a') || this.input);
     }, {
@@ -156,12 +205,14 @@ export class SpacesView {
         if (!this.recent.querySelector('.recent-failure')) {
           replace(this.recent, h('h2', { class: 'section-title', text: 'Your spaces' }), h('div', { class: 'recent-failure' }));
         }
-        showFailure(this.recent.querySelector('.recent-failure'), { message: 'Your spaces could not be listed', error: e, attempt, compact: true });
+        // There, or made just above.
+        showFailure(/** @type {HTMLElement} */ (this.recent.querySelector('.recent-failure')), { message: 'Your spaces could not be listed', error: e, attempt, compact: true });
         return undefined;
       },
     });
   }
 
+  /** @param {Space[]} spaces */
   showRecent(spaces) {
     if (!spaces.length) {
       this.recent.hidden = false;
@@ -184,13 +235,18 @@ export class SpacesView {
         }, icon('folder'), h('span', { text: name }))))));
   }
 
+  /**
+   * Lists the space and shows its files; resolves once they are shown or have failed.
+   * @param {string} space
+   * @returns {Promise<void>}
+   */
   load(space) {
     replace(this.content, h('p', { class: 'loading', role: 'status', text: `Loading ${space}…` }));
     this.retries.list?.stop();
     return new Promise((resolve) => {
       this.retries.list = keepTrying(async () => {
         const entries = await listSpace(space);
-        showKeepingFocus(this.content, () => this.showFiles(space, entries), () => this.content.querySelector('.space-title'));
+        showKeepingFocus(this.content, () => this.showFiles(space, entries), () => /** @type {HTMLElement | null} */ (this.content.querySelector('.space-title')));
         resolve(undefined);
       }, {
         onError: (e, attempt) => {
@@ -202,6 +258,10 @@ export class SpacesView {
     });
   }
 
+  /**
+   * @param {string} space
+   * @param {FileEntry[]} entries
+   */
   showFiles(space, entries) {
     const tree = buildTree(entries);
     const files = filesBelow(tree);
@@ -227,12 +287,20 @@ export class SpacesView {
     announce(`${space}: ${filesText(files)}`);
   }
 
+  /**
+   * The rows of a folder of the tree: its folders, then its files.
+   * @param {string} space
+   * @param {TreeNode} node
+   * @param {string} prefix The folder's path ('' for the space's root).
+   * @returns {HTMLLIElement[]}
+   */
   renderNode(space, node, prefix) {
+    /** @type {HTMLLIElement[]} */
     const items = [];
     const dirs = [...node.dirs.keys()].sort((a, b) => a.localeCompare(b));
     for (const dir of dirs) {
       const path = prefix ? `${prefix}/${dir}` : dir;
-      items.push(this.folderRow(space, path, dir, node.dirs.get(dir)));
+      items.push(this.folderRow(space, path, dir, /** @type {TreeNode} */ (node.dirs.get(dir))));
     }
     for (const file of node.files.sort((a, b) => a.name.localeCompare(b.name))) {
       const open = h('button', {
@@ -240,7 +308,8 @@ export class SpacesView {
         'aria-label': `Open ${file.path}, ${formatSize(file.size)}`,
         onclick: () => this.openFile(space, file, open),
       },
-      fileIcon(file.name, file.contentType),
+      // The server leaves a file's contentType out rather than send null.
+      fileIcon(file.name, /** @type {string | undefined} */ (file.contentType)),
       // The space between the name and the size is read, not drawn: so what the button shows,
       // "a.md 3 B", is words of its name, "Open ideas/a.md, 3 B", as a voice command says them.
       h('span', { class: 'tree-name', text: file.name }), ' ',
@@ -259,6 +328,11 @@ export class SpacesView {
    * A folder of the tree: a button that folds and unfolds it (a disclosure: its buttons cannot
    * sit inside a <summary>, which is a control itself), the folder's own buttons, and what it
    * holds.
+   * @param {string} space
+   * @param {string} path
+   * @param {string} name
+   * @param {TreeNode} node
+   * @returns {HTMLLIElement}
    */
   folderRow(space, path, name, node) {
     const inside = this.renderNode(space, node, path);
@@ -279,6 +353,10 @@ export class SpacesView {
   /**
    * A button that uploads files into the folder `dir` of `space` (its root when empty). With
    * `label` it shows the label; without, only an icon (a folder's row in the tree).
+   * @param {string} space
+   * @param {string} dir
+   * @param {string} [label]
+   * @returns {HTMLSpanElement}
    */
   uploadButton(space, dir, label) {
     const input = h('input', {
@@ -300,6 +378,10 @@ export class SpacesView {
   /**
    * A button that asks for a name and makes a folder of that name in the folder `dir` of `space`
    * (its root when empty). With `label` it shows the label; without, only an icon (a folder's row).
+   * @param {string} space
+   * @param {string} dir
+   * @param {string} [label]
+   * @returns {HTMLButtonElement}
    */
   folderButton(space, dir, label) {
     const where = dir || space;
@@ -314,8 +396,12 @@ export class SpacesView {
   /**
    * Asks for the new folder's name, makes it (POST …/folders: 201 made, 200 already there, 409
    * when a file has that name), then lists the space again and opens the folder.
+   * @param {string} space
+   * @param {string} dir
+   * @param {HTMLElement} opener
    */
   askFolder(space, dir, opener) {
+    /** @type {{ path: string, existed: boolean } | null} */
     let made = null;
     nameDialog({
       title: 'New folder',
@@ -329,27 +415,32 @@ export class SpacesView {
         const path = dir ? `${dir}/${name}` : name;
         try {
           const response = await request(route('spaces', space, 'folders'), { method: 'POST', json: { path } });
-          made = { path: (await response.json()).path || path, existed: response.status === 200 };
+          made = { path: /** @type {Folder} */ (await response.json()).path || path, existed: response.status === 200 };
         } catch (e) {
-          if (e.status === 409) throw new Error(`a file named ${name} is already there`);
+          if (/** @type {import('./api.js').Failure} */ (e).status === 409) throw new Error(`a file named ${name} is already there`);
           throw e;
         }
       },
       done: async () => {
         await this.load(space);
         this.renderRecent();
-        this.revealFolder(made);
+        // Done after run() succeeded, which made it.
+        this.revealFolder(/** @type {{ path: string, existed: boolean }} */ (made));
       },
       opener,
     });
   }
 
-  /** Opens a folder of the tree (and those around it), moves the focus to it and says so. */
+  /**
+   * Opens a folder of the tree (and those around it), moves the focus to it and says so.
+   * @param {{ path: string, existed: boolean }} folder
+   */
   revealFolder({ path, existed }) {
-    const row = [...this.content.querySelectorAll('li.tree-dir')].find((li) => li.dataset.path === path);
+    const row = [.../** @type {NodeListOf<HTMLLIElement>} */ (this.content.querySelectorAll('li.tree-dir'))].find((li) => li.dataset.path === path);
     if (!row) return;
-    for (let li = row; li; li = li.parentElement.closest('li.tree-dir')) showFolder(li.querySelector('.tree-toggle'), true);
-    const toggle = row.querySelector('.tree-toggle');
+    // A folder's row has its toggle, and is in a list of its parent's.
+    for (let li = /** @type {Element | null} */ (row); li; li = /** @type {HTMLElement} */ (li.parentElement).closest('li.tree-dir')) showFolder(/** @type {Element} */ (li.querySelector('.tree-toggle')), true);
+    const toggle = /** @type {HTMLButtonElement} */ (row.querySelector('.tree-toggle'));
     toggle.scrollIntoView({ block: 'nearest' });
     toggle.focus();
     this.status.textContent = existed ? `The folder ${path} was already there.` : `Folder ${path} created.`;
@@ -359,6 +450,9 @@ export class SpacesView {
   /**
    * Asks before deleting the space with every file and folder in it, then goes back to the list
    * of spaces. A space already gone (404) is what was asked for.
+   * @param {string} space
+   * @param {number} files How many files it holds.
+   * @param {HTMLElement} opener
    */
   deleteSpace(space, files, opener) {
     confirmDialog({
@@ -366,7 +460,7 @@ export class SpacesView {
       text: 'This cannot be undone: every file and folder in it is deleted, for you and for your agents.',
       action: 'Delete space',
       failure: `${space} was not deleted`,
-      run: () => request(route('spaces', space), { method: 'DELETE' }).catch((e) => {
+      run: () => request(route('spaces', space), { method: 'DELETE' }).catch((/** @type {import('./api.js').Failure} */ e) => {
         if (e.status !== 404) throw e;
       }),
       done: () => {
@@ -380,9 +474,13 @@ export class SpacesView {
   /**
    * Writes each file into the folder, create-only (`If-None-Match: *`): a name already taken is
    * reported, never overwritten. Then lists the space again and says what happened.
+   * @param {string} space
+   * @param {string} dir
+   * @param {File[]} files
    */
   async upload(space, dir, files) {
     this.status.textContent = `Uploading ${files.length} file${files.length === 1 ? '' : 's'}…`;
+    /** @type {string[]} */
     const failed = [];
     for (const file of files) {
       const path = dir ? `${dir}/${file.name}` : file.name;
@@ -392,7 +490,7 @@ export class SpacesView {
           headers: { 'Content-Type': file.type || 'application/octet-stream', 'If-None-Match': '*' },
         });
       } catch (e) {
-        failed.push(e.status === 409 ? `${path} is already there (nothing replaced)` : `${path}: ${e.message}`);
+        failed.push(/** @type {import('./api.js').Failure} */ (e).status === 409 ? `${path} is already there (nothing replaced)` : `${path}: ${/** @type {import('./api.js').Failure} */ (e).message}`);
       }
     }
     const done = files.length - failed.length;
@@ -404,6 +502,11 @@ export class SpacesView {
     announce(this.status.textContent);
   }
 
+  /**
+   * @param {string} space
+   * @param {TreeFile} file
+   * @param {HTMLElement} opener
+   */
   deleteFile(space, file, opener) {
     confirmDialog({
       title: `Delete ${file.path}?`,
@@ -427,6 +530,11 @@ export class SpacesView {
   /**
    * A button that downloads the folder `dir` of `space` (its root when empty) as `name`.zip.
    * With `label` it shows the label; without, only an icon (a folder's row in the tree).
+   * @param {string} space
+   * @param {string} dir
+   * @param {string} name
+   * @param {string} [label]
+   * @returns {HTMLButtonElement}
    */
   zipButton(space, dir, name, label) {
     const button = h('button', {
@@ -435,6 +543,7 @@ export class SpacesView {
       'aria-label': label ? `${label} of ${space} as a zip` : `Download ${dir} as a zip`,
       title: dir ? 'Download folder as a zip' : 'Download the space as a zip',
       onclick: () => {
+        /** @type {{ format: string, dir?: string }} */
         const query = { format: 'zip' };
         if (dir) query.dir = dir;
         downloadTo(button, route('spaces', space, 'files'), `${name}.zip`, query)
@@ -444,7 +553,12 @@ export class SpacesView {
     return button;
   }
 
-  /** Opens a file in the preview panel, which gives the focus back to its row when it closes. */
+  /**
+   * Opens a file in the preview panel, which gives the focus back to its row when it closes.
+   * @param {string} space
+   * @param {TreeFile} file
+   * @param {HTMLElement} opener
+   */
   openFile(space, file, opener) {
     for (const b of this.content.querySelectorAll('.tree-file[aria-current]')) b.removeAttribute('aria-current');
     opener.setAttribute('aria-current', 'true');

@@ -4,17 +4,27 @@
 // between attempts; the view dedupes by id, so a replayed event is never shown twice.
 import { authHeaders, errorFrom, route, serverAnswered } from './api.js';
 
+/**
+ * A message of an event stream: its id (the last one the stream set), its event type
+ * (`message` unless named) and its data lines, joined.
+ * @typedef {{ id: string, event: string, data: string }} SseMessage
+ */
+
 /** Parses `text/event-stream` incrementally (the WHATWG rules for fields and lines). */
 export class SseParser {
+  /** @param {(message: SseMessage) => void} onMessage */
   constructor(onMessage) {
     this.onMessage = onMessage;
     this.buffer = '';
+    /** @type {string[]} */
     this.data = [];
     this.eventType = '';
     this.lastEventId = '';
+    /** @type {number | null} The reconnection time the stream asked for, until read. */
     this.retry = null;
   }
 
+  /** @param {string} text The next piece of the stream, decoded. */
   push(text) {
     this.buffer += text;
     let start = 0;
@@ -39,6 +49,7 @@ export class SseParser {
     this.buffer = this.buffer.slice(start);
   }
 
+  /** @param {string} line */
   line(line) {
     if (line === '') {
       this.dispatch();
@@ -99,8 +110,10 @@ export class LiveStream {
     this.onFatal = onFatal || (() => {});
     this.lastId = after;
     this.stopped = false;
+    /** @type {AbortController | null} */
     this.controller = null;
     this.delay = MIN_DELAY;
+    /** @type {(() => void) | null} Ends the wait between attempts early. */
     this.wake = null;
     this.onOnline = () => this.reconnectNow();
     window.addEventListener('online', this.onOnline);
@@ -154,7 +167,8 @@ export class LiveStream {
           throw error;
         }
         this.onStatus('live');
-        delivered = await this.read(response.body, controller);
+        // An answer that is ok has its stream as its body.
+        delivered = await this.read(/** @type {ReadableStream<Uint8Array>} */ (response.body), controller);
       } catch {
         // a drop, an abort for silence, or a refused connection: back off and retry
       }
@@ -166,6 +180,13 @@ export class LiveStream {
     }
   }
 
+  /**
+   * Reads the stream's events until it ends (or `controller` aborts it after a silence);
+   * answers how many it delivered.
+   * @param {ReadableStream<Uint8Array>} body
+   * @param {AbortController} controller
+   * @returns {Promise<number>}
+   */
   async read(body, controller) {
     const reader = body.getReader();
     const decoder = new TextDecoder();
@@ -179,7 +200,8 @@ export class LiveStream {
       } catch {
         return; // not an event of ours
       }
-      const eventId = Number.isFinite(id) && id > 0 ? id : Number(/** @type {any} */ (event)?.id);
+      // Parsed from JSON, an event is an object (or null), with its id when it has one.
+      const eventId = Number.isFinite(id) && id > 0 ? id : Number(/** @type {{ id?: unknown } | null} */ (event)?.id);
       if (Number.isFinite(eventId) && eventId > this.lastId) this.lastId = eventId;
       delivered += 1;
       this.onEvent(event);

@@ -5,19 +5,33 @@
 import { route, getJson } from './api.js';
 import { LiveStream } from './sse.js';
 
-/** Most recently active first, as the server sorts; ids break ties. */
+/**
+ * Most recently active first, as the server sorts; ids break ties.
+ * @param {Thread} a
+ * @param {Thread} b
+ * @returns {number}
+ */
 export function byActivity(a, b) {
-  const at = (t) => t.lastActivityAt || t.createdAt || '';
+  const at = (/** @type {Thread} */ t) => t.lastActivityAt || t.createdAt || '';
   if (at(a) !== at(b)) return at(a) < at(b) ? 1 : -1;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
-/** `threads` with `thread` put in (or in place of the one with its id), in activity order. */
+/**
+ * `threads` with `thread` put in (or in place of the one with its id), in activity order.
+ * @param {Thread[]} threads
+ * @param {Thread} thread
+ * @returns {Thread[]}
+ */
 export function withThread(threads, thread) {
   return [thread, ...threads.filter((t) => t.id !== thread.id)].sort(byActivity);
 }
 
-/** Folds case and accents away, so that a search for "resume" finds "Résumé". */
+/**
+ * Folds case and accents away, so that a search for "resume" finds "Résumé".
+ * @param {string} text
+ * @returns {string}
+ */
 export function fold(text) {
   return String(text).normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
 }
@@ -48,20 +62,25 @@ const SEARCH_PAUSE_MS = 250;
  * `onResults(query, null, error)` when it could not be had.
  */
 export class ThreadSearch {
-  /** @param {(query: string, threads: Thread[] | null, error?: any) => void} onResults */
+  /** @param {(query: string, threads: Thread[] | null, error?: unknown) => void} onResults */
   constructor(onResults) {
     this.onResults = onResults;
+    /** @type {number | null} */
     this.timer = null;
     this.asked = '';
   }
 
-  /** Asks for `query` once typing pauses; an empty query cancels what is pending. */
+  /**
+   * Asks for `query` once typing pauses; an empty query cancels what is pending.
+   * @param {string} query
+   */
   query(query) {
     clearTimeout(this.timer);
     this.asked = query;
     if (!query) return;
     this.timer = setTimeout(async () => {
       try {
+        /** @type {ThreadList} */
         const { threads } = await getJson(`${route('threads')}?q=${encodeURIComponent(query)}`);
         if (this.asked === query) this.onResults(query, threads || []);
       } catch (error) {

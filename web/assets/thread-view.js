@@ -1,5 +1,10 @@
 // One thread: its events as a live log (replayed from the start on every load, then
 // streamed; deduplicated by id and kept in id order), the composer, and drag-and-drop.
+//
+// Why one file: one thread's view keeps one state: the log's order and grouping, an upload's own
+// entry giving way to a message's chip, a publish's loading card replaced in place and older
+// revisions' cards marked all read and write the same maps, and the header's actions (rename,
+// delete, connect an agent) act on the thread it holds; cards and the composer are apart.
 import { h, replace, announce, developerDetails } from './dom.js';
 import { icon } from './icons.js';
 import { formatWhen, formatDateTime, titleFromMessage } from './format.js';
@@ -26,17 +31,36 @@ const STATUS_TEXT = {
 /** The hidden notes kept out of the chat: `<UserUploaded… hidden="true">…</…>`. */
 const HIDDEN_NOTE = /<(UserUploaded(?:Image|Document|Attachment))\b[^>]*hidden="true"[^>]*>[\s\S]*?<\/\1>/g;
 
+/**
+ * What the page gives a thread's view: the preview panel, and what to do when the thread is not
+ * found (its stream refused with 404), renamed, or deleted here.
+ * @typedef {object} ThreadViewOptions
+ * @property {import('./preview.js').PreviewPanel} preview
+ * @property {(error: import('./api.js').ApiError) => void} [onNotFound]
+ * @property {(thread: Thread) => void} [onRenamed]
+ * @property {(thread: Thread) => void} [onDeleted]
+ */
+
 export class ThreadView {
+  /**
+   * @param {Thread} thread
+   * @param {ThreadViewOptions} options
+   */
   constructor(thread, { preview, onNotFound, onRenamed, onDeleted }) {
     this.thread = thread;
     this.preview = preview;
     this.onNotFound = onNotFound;
     this.onRenamed = onRenamed;
     this.onDeleted = onDeleted;
+    /** @type {Map<number, HTMLLIElement | null>} */
     this.seen = new Map();
+    /** @type {Map<string, PublishedFile>} */
     this.published = new Map(); // published file id → latest revision seen
+    /** @type {Map<string, HTMLLIElement>} */
     this.publishing = new Map(); // publishId → the loading card of a publish still running
+    /** @type {Map<string, { revision: number, card: HTMLElement }[]>} */
     this.cardsByFile = new Map(); // published file id → its ready cards, to mark superseded ones
+    /** @type {ThreadEvents | null} */
     this.stream = null;
 
     this.statusEl = h('span', { class: 'conn conn-connecting', role: 'status', text: STATUS_TEXT.connecting });
@@ -63,7 +87,9 @@ export class ThreadView {
     this.scroller = h('div', { class: 'log-scroller', tabindex: '-1' }, this.skeleton, this.empty,
       h('div', { class: 'log-region', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-labelledby': 'thread-title' }, this.log),
       this.newHint);
+    /** @type {Map<string, HTMLLIElement>} */
     this.uploadNodes = new Map(); // upload id → its own entry, until a message sends it
+    /** @type {Set<string>} */
     this.sentUploads = new Set(); // ids of uploads a message has sent
     this.composer = new Composer(thread.id, {
       onSent: (event) => {
@@ -132,10 +158,16 @@ export class ThreadView {
     }, true);
   }
 
+  /** @param {HTMLElement} opener */
   deleteThread(opener) {
     deleteThreadDialog(this.thread, opener, () => this.onDeleted?.(this.thread));
   }
 
+  /**
+   * Downloads what the agent left in /sandbox/outputs, as one zip.
+   * @param {HTMLButtonElement} button
+   * @returns {Promise<void>}
+   */
   downloadOutputs(button) {
     return downloadTo(button, route('threads', this.thread.id, 'sandbox'), 'outputs.zip', { dir: '/sandbox/outputs', format: 'zip' })
       .then(() => announce('outputs.zip downloaded'), () => {});
@@ -198,16 +230,18 @@ export class ThreadView {
       class: 'rename-form', 'aria-label': 'Rename thread',
       onsubmit: async (e) => {
         e.preventDefault();
-        const save = form.querySelector('button[type=submit]');
+        // The form's Save, made below.
+        const save = /** @type {HTMLButtonElement} */ (form.querySelector('button[type=submit]'));
         save.disabled = true;
         try {
           const title = field.value.trim();
+          /** @type {Thread} */
           const renamed = await sendJson('PATCH', route('threads', this.thread.id), { title: title || null });
           this.showTitle(renamed);
           announce(`Thread renamed to ${renamed.title || 'Untitled thread'}`);
           done();
         } catch (err) {
-          error.textContent = `The thread was not renamed: ${err.message}`;
+          error.textContent = `The thread was not renamed: ${/** @type {import('./api.js').Failure} */ (err).message}`;
           error.hidden = false;
           save.disabled = false;
         }
@@ -252,7 +286,8 @@ export class ThreadView {
 
   setUpDrop() {
     let depth = 0;
-    const hasFiles = (e) => Array.from(e.dataTransfer?.types || []).includes('Files');
+    const hasFiles = (/** @type {DragEvent} */ e) => Array.from(e.dataTransfer?.types || []).includes('Files');
+    // A drag that has files has its dataTransfer: the casts below say so.
     this.el.addEventListener('dragenter', (e) => {
       if (!hasFiles(e)) return;
       e.preventDefault();
@@ -262,7 +297,7 @@ export class ThreadView {
     this.el.addEventListener('dragover', (e) => {
       if (!hasFiles(e)) return;
       e.preventDefault();
-      e.dataTransfer.dropEffect = 'copy';
+      /** @type {DataTransfer} */ (e.dataTransfer).dropEffect = 'copy';
     });
     this.el.addEventListener('dragleave', () => {
       depth = Math.max(0, depth - 1);
@@ -273,7 +308,7 @@ export class ThreadView {
       e.preventDefault();
       depth = 0;
       this.el.classList.remove('dragging');
-      this.composer.addFiles(e.dataTransfer.files);
+      this.composer.addFiles(/** @type {DataTransfer} */ (e.dataTransfer).files);
     });
   }
 
@@ -306,7 +341,8 @@ export class ThreadView {
     const publishId = 'publishId' in event ? event.publishId : null;
     const pending = publishId ? this.publishing.get(publishId) : null;
     if (pending && event.type !== 'file_publishing') {
-      this.publishing.delete(publishId);
+      // A pending card was found by its publishId.
+      this.publishing.delete(/** @type {string} */ (publishId));
       node.dataset.eventId = pending.dataset.eventId;
       pending.replaceWith(node);
       this.group(node);
@@ -315,8 +351,10 @@ export class ThreadView {
     if (event.type === 'file_publishing' && publishId) this.publishing.set(publishId, node);
     node.dataset.eventId = String(id);
     const stick = this.stick || this.nearBottom();
+    /** @type {HTMLElement | null} */
     let before = null;
-    for (let child = this.log.lastElementChild; child; child = child.previousElementSibling) {
+    // The log holds only its entries (<li>), as do the casts below.
+    for (let child = /** @type {HTMLElement | null} */ (this.log.lastElementChild); child; child = /** @type {HTMLElement | null} */ (child.previousElementSibling)) {
       if (Number(child.dataset.eventId) > id) before = child;
       else break;
     }
@@ -335,12 +373,14 @@ export class ThreadView {
   /**
    * An event from the same sender as the one before it, within GROUP_MS, continues it: its
    * name, avatar and time are left out (`.continued`), as chat apps show a run of messages.
+   * @param {HTMLElement} node An entry of the log, which holds only its entries (<li>).
    */
   group(node) {
-    let prev = node.previousElementSibling;
-    while (prev && prev.hidden) prev = prev.previousElementSibling;
-    const continues = Boolean(prev) && prev.dataset.sender === node.dataset.sender
-      && Number(node.dataset.at) - Number(prev.dataset.at) < GROUP_MS;
+    let prev = /** @type {HTMLElement | null} */ (node.previousElementSibling);
+    while (prev && prev.hidden) prev = /** @type {HTMLElement | null} */ (prev.previousElementSibling);
+    // Boolean(prev) first: the casts of prev below say so.
+    const continues = Boolean(prev) && /** @type {HTMLElement} */ (prev).dataset.sender === node.dataset.sender
+      && Number(node.dataset.at) - Number(/** @type {HTMLElement} */ (prev).dataset.at) < GROUP_MS;
     node.classList.toggle('continued', continues);
   }
 
@@ -354,6 +394,7 @@ export class ThreadView {
    * The entry of an event the log shows, or null (sandbox file changes are for agents, and a
    * type this page does not know is left out rather than shown raw).
    * @param {ThreadEvent} event
+   * @returns {HTMLLIElement | null}
    */
   render(event) {
     switch (event.type) {
@@ -380,6 +421,7 @@ export class ThreadView {
    * @param {ThreadEvent} event
    * @param {string} className
    * @param {...(Node | null)} children
+   * @returns {HTMLLIElement}
    */
   frame(event, className, ...children) {
     const role = event.role === 'user' ? 'user' : 'agent';
@@ -415,7 +457,11 @@ export class ThreadView {
     return node;
   }
 
-  /** Shows or hides an upload's own entry (the composer took it, or let it go). */
+  /**
+   * Shows or hides an upload's own entry (the composer took it, or let it go).
+   * @param {string} uploadId
+   * @param {boolean} shown
+   */
   showUpload(uploadId, shown) {
     const node = this.uploadNodes.get(uploadId);
     if (!node || node.hidden === !shown) return;
@@ -425,9 +471,14 @@ export class ThreadView {
     if (shown) this.group(node);
   }
 
+  /**
+   * The next entry of the log that is shown, if any.
+   * @param {HTMLElement} node An entry of the log, which holds only its entries (<li>).
+   * @returns {HTMLElement | null}
+   */
   nextShown(node) {
-    let next = node.nextElementSibling;
-    while (next && next.hidden) next = next.nextElementSibling;
+    let next = /** @type {HTMLElement | null} */ (node.nextElementSibling);
+    while (next && next.hidden) next = /** @type {HTMLElement | null} */ (next.nextElementSibling);
     return next;
   }
 
@@ -465,6 +516,10 @@ export class ThreadView {
       }))) : null);
   }
 
+  /**
+   * @param {HTMLDivElement} bubble
+   * @param {string} text
+   */
   showMarkdown(bubble, text) {
     // Until it is rendered the plain text stays, still readable; a rendering that failed is
     // asked for again by itself (retry.js: the texts asked for together go in one request).
@@ -537,7 +592,11 @@ export class ThreadView {
     return this.frame(event, 'event-published', card);
   }
 
-  /** Marks every card of an older revision of the file as superseded by the newest one. */
+  /**
+   * Marks every card of an older revision of the file as superseded by the newest one.
+   * @param {PublishedFile} file
+   * @param {HTMLElement} card
+   */
   trackRevision(file, card) {
     const cards = this.cardsByFile.get(file.id) || [];
     cards.push({ revision: file.revision || 1, card });
@@ -549,7 +608,11 @@ export class ThreadView {
   }
 }
 
-/** Says on a card that a newer revision of its file exists (once, then kept up to date). */
+/**
+ * Says on a card that a newer revision of its file exists (once, then kept up to date).
+ * @param {HTMLElement} card
+ * @param {number} newest
+ */
 function markSuperseded(card, newest) {
   card.classList.add('card-superseded');
   let note = card.querySelector('.superseded-note');
@@ -560,8 +623,14 @@ function markSuperseded(card, newest) {
   note.textContent = `Superseded by revision ${newest}`;
 }
 
-/** Loads a thread and builds its view; answers null (after calling onNotFound) when missing. */
+/**
+ * Loads a thread and builds its view; answers null (after calling onNotFound) when missing.
+ * @param {string} threadId
+ * @param {ThreadViewOptions} options
+ * @returns {Promise<ThreadView>}
+ */
 export async function openThread(threadId, options) {
+  /** @type {Thread} */
   const thread = await getJson(route('threads', threadId));
   return new ThreadView(thread, options);
 }
@@ -569,6 +638,8 @@ export async function openThread(threadId, options) {
 /**
  * A dialog that mints a token for this thread's agent and shows how to use it. The token is
  * shown in a field to copy, never put in a URL.
+ * @param {Thread} thread
+ * @param {HTMLElement} opener Gets the focus back when the dialog closes.
  */
 function connectAgentDialog(thread, opener) {
   const origin = window.location.origin;
@@ -586,6 +657,7 @@ function connectAgentDialog(thread, opener) {
     create.disabled = true;
     error.hidden = true;
     try {
+      /** @type {AgentToken} */
       const { token, expiresAt } = await sendJson('POST', route('threads', thread.id, 'agent-token'), {});
       const field = h('input', { id: 'agent-token', class: 'input mono', readonly: true, value: token, 'aria-describedby': 'agent-token-exp' });
       const copy = h('button', {
@@ -594,9 +666,10 @@ function connectAgentDialog(thread, opener) {
           field.select();
           try {
             await navigator.clipboard.writeText(token);
-            copy.querySelector('.label').textContent = 'Copied';
+            // The button was made with its label, below.
+            /** @type {HTMLSpanElement} */ (copy.querySelector('.label')).textContent = 'Copied';
           } catch {
-            copy.querySelector('.label').textContent = 'Press Ctrl+C';
+            /** @type {HTMLSpanElement} */ (copy.querySelector('.label')).textContent = 'Press Ctrl+C';
           }
         },
       }, h('span', { class: 'label', text: 'Copy' }));
@@ -618,7 +691,7 @@ function connectAgentDialog(thread, opener) {
       field.focus();
       field.select();
     } catch (e) {
-      error.textContent = `No token was created: ${e.message}`;
+      error.textContent = `No token was created: ${/** @type {import('./api.js').Failure} */ (e).message}`;
       error.hidden = false;
     } finally {
       create.disabled = false;
@@ -633,7 +706,12 @@ function connectAgentDialog(thread, opener) {
   create.focus();
 }
 
-/** Asks before deleting the thread with everything in it; then calls `deleted`. */
+/**
+ * Asks before deleting the thread with everything in it; then calls `deleted`.
+ * @param {Thread} thread
+ * @param {HTMLElement} opener
+ * @param {() => void} deleted
+ */
 function deleteThreadDialog(thread, opener, deleted) {
   confirmDialog({
     title: `Delete “${thread.title || 'Untitled thread'}”?`,
@@ -646,6 +724,11 @@ function deleteThreadDialog(thread, opener, deleted) {
   });
 }
 
+/**
+ * What the main area shows for a thread that cannot be seen.
+ * @param {string} threadId
+ * @returns {HTMLElement}
+ */
 export function threadNotFound(threadId) {
   return h('section', { class: 'notice', 'aria-labelledby': 'nf-title' },
     h('h1', { id: 'nf-title', text: 'Thread not found' }),
@@ -653,6 +736,11 @@ export function threadNotFound(threadId) {
     h('p', {}, h('a', { href: '/', 'data-nav': '', text: 'Back to your threads' })));
 }
 
+/**
+ * What the main area shows while something loads.
+ * @param {string} text
+ * @returns {HTMLDivElement}
+ */
 export function loadingView(text) {
   return h('div', { class: 'loading', role: 'status' }, icon('spinner', 'icon spin'), h('span', { text }));
 }

@@ -15,6 +15,7 @@ export class UnfinishedUploads {
    */
   constructor(threadId, { pick }) {
     this.threadId = threadId;
+    /** @type {Map<string, { unfinished: import('./resumable.js').Unfinished, el: HTMLLIElement }>} */
     this.rows = new Map(); // key → { unfinished, el }
     this.list = h('ul', { class: 'unfinished-list' });
     this.el = h('section', { class: 'unfinished', 'aria-labelledby': `unfinished-title-${threadId}` },
@@ -25,6 +26,10 @@ export class UnfinishedUploads {
     this.refresh();
   }
 
+  /**
+   * @param {import('./resumable.js').Unfinished} unfinished
+   * @param {() => void} pick
+   */
   addRow(unfinished, pick) {
     const kept = h('span', { class: 'unfinished-kept', text: formatSize(unfinished.size) });
     const el = h('li', { class: 'unfinished-file', dataset: { name: unfinished.name } },
@@ -56,13 +61,17 @@ export class UnfinishedUploads {
     }, () => {});
   }
 
-  /** A file was picked: the row of the upload it continues goes (the composer shows it now). */
+  /**
+   * A file was picked: the row of the upload it continues goes (the composer shows it now).
+   * @param {File} file
+   */
   picked(file) {
     for (const [key, { unfinished }] of this.rows) {
       if (isFileOf(unfinished, this.threadId, file)) this.remove(key);
     }
   }
 
+  /** @param {string} key */
   remove(key) {
     this.rows.get(key)?.el.remove();
     this.rows.delete(key);

@@ -1,55 +1,43 @@
 //! ferry's application layer: every use case, once, under every door.
 //!
-//! Each operation a client can ask for is one function here (`spaces::write`,
-//! `uploads::keep`, `publish::publish`, `say::deliver`, `send_file::send`, …). It takes a
+//! Each operation a client can ask for is one function here (`files::spaces::write`,
+//! `threads::uploads::receive`, `publish::publish`, `threads::say::deliver`,
+//! `threads::send_file::send`, …). It takes a
 //! verified [`Principal`] and domain values, decides access in one place ([`access`]), runs
 //! the workflow over the store, and answers with domain values or one typed [`Error`]. The
 //! doors (the HTTP API, MCP, the S3 door) only parse a request, call one of these functions
 //! and write the answer their way; none of them holds a workflow or an access rule.
 //!
 //! This crate knows no protocol: no HTTP types, no status codes, no header names.
+//!
+//! Its modules are rooms named for what the product does, each using only the rooms below
+//! it: [`transfers`], [`execute`], [`files`], [`previews`], [`publish`], [`threads`],
+//! [`events`] and [`access`], over the ground every room stands on ([`error`], [`body`],
+//! [`memory`], [`cache`]).
 
 pub mod access;
-pub mod access_keys;
-pub mod archive;
 pub mod body;
 pub mod cache;
-pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod execute;
 pub mod files;
-pub mod markdown;
 pub mod memory;
-pub mod messages;
-pub mod model_content;
-pub mod multipart;
-pub mod objects;
 mod open;
-pub mod pdf_pages;
-pub mod preview;
-pub mod principal;
+pub mod previews;
 pub mod publish;
-pub mod resumable;
-pub mod sandbox;
-pub mod say;
-pub mod send_file;
-pub mod spaces;
-pub mod thread_event;
-pub mod thread_list;
 pub mod threads;
+pub mod transfers;
 pub mod upkeep;
-pub mod uploads;
-pub mod views;
 
 #[cfg(test)]
 mod testing;
 
 pub use access::Action;
+pub use access::principal::{Principal, Recorded};
 pub use error::{Error, Result, describe_bytes};
 pub use ferry_exec::{AllowedHost, ExecLimits, NetworkPolicy, Runtime as ExecRuntime};
 pub use open::{BubblewrapSettings, ExecuteSettings, OpenError, SandboxLimits, Settings};
-pub use principal::{Principal, Recorded};
 
 use ferry_extract::Extractor;
 use ferry_store::sandbox::Sandboxes;
@@ -100,8 +88,8 @@ impl Default for Limits {
             publish_max_bytes: DEFAULT_PUBLISH_MAX_BYTES,
             preview_max_chars: DEFAULT_PREVIEW_MAX_CHARS,
             preview_wait: DEFAULT_PREVIEW_WAIT,
-            resumable_expiry: resumable::DEFAULT_EXPIRY,
-            resumable_max_unfinished: resumable::DEFAULT_MAX_UNFINISHED,
+            resumable_expiry: transfers::resumable::DEFAULT_EXPIRY,
+            resumable_max_unfinished: transfers::resumable::DEFAULT_MAX_UNFINISHED,
             memory_budget_bytes: memory::default_budget_bytes(),
         }
     }

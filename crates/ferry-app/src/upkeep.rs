@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use ferry_store::events::StoredEvent;
+use ferry_core::thread_event::ThreadEvent;
 use ferry_store::say::Connector as ConnectorRow;
 pub use ferry_store::say::Delivery;
 
 use crate::App;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Whether the metadata database answers.
 pub async fn healthy(app: &App) -> Result<()> {
@@ -27,9 +27,17 @@ pub async fn connectors_due(app: &App, limit: u32) -> Result<Vec<String>> {
     Ok(app.db.connectors_due(limit).await?)
 }
 
-/// What a delivery carries: the stored message event it delivers, if it is still there.
-pub async fn delivered_event(app: &App, delivery: &Delivery) -> Result<Option<StoredEvent>> {
-    Ok(app.db.event(&delivery.thread_id, delivery.event_id).await?)
+/// The message a delivery carries, as its event was stored; `None` when it no longer is.
+pub async fn delivered_event(app: &App, delivery: &Delivery) -> Result<Option<ThreadEvent>> {
+    let Some(stored) = app.db.event(&delivery.thread_id, delivery.event_id).await? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&stored.json).map(Some).map_err(|e| {
+        Error::internal(format!(
+            "event {} of thread {} cannot be read: {e}",
+            delivery.event_id, delivery.thread_id
+        ))
+    })
 }
 
 /// The connector a delivery is for, if it was not removed since.
@@ -63,7 +71,7 @@ pub async fn finish_delivery(
 /// interrupted sandbox writes, and logs what each did (one failing does not keep the others
 /// from running).
 pub async fn sweep(app: &App, grace: Duration) {
-    match crate::resumable::sweep_expired(app).await {
+    match crate::transfers::resumable::sweep_expired(app).await {
         Ok(0) => {}
         Ok(removed) => tracing::info!(removed, "removed expired resumable uploads"),
         Err(e) => tracing::warn!(error = %e, "sweep of expired resumable uploads failed"),

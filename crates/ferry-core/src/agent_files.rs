@@ -68,7 +68,7 @@ pub struct ReadFileInput {
         feature = "openapi",
         schema(value_type = Option<String>, example = "1-3,7")
     )]
-    pub pages: Option<crate::pages::PageSelection>,
+    pub pages: Option<crate::page_selection::PageSelection>,
 }
 
 /// How `content` is written or carried: "utf-8" (the default), the text itself, or "base64",

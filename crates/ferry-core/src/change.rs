@@ -1,12 +1,12 @@
 //! File changes as the change feeds report them: a thread's sandbox changes (events of the
 //! thread) and a space's changes (events of the space's feed) use the same three kinds.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::door::Door;
 
 /// What happened to a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ChangeKind {
@@ -39,7 +39,7 @@ impl ChangeKind {
 
 /// What an event says of a changed file: in a thread's events a sandbox path (`/sandbox/…`), in
 /// a space's feed a path in the space.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FileChange {
     pub path: String,
@@ -55,7 +55,7 @@ pub struct FileChange {
 }
 
 /// One event of a space's change feed, as a subscriber receives it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SpaceEvent {

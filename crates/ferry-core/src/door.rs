@@ -3,7 +3,9 @@
 //! watcher can tell an agent's edit from a sync client's upload.
 
 /// The door a change came through: `http`, `mcp`, `s3`, or `command` for a command's changes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Door {

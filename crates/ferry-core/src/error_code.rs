@@ -3,7 +3,7 @@
 //! the S3 door says each in S3's codes, and the MCP tools and the events that report a
 //! failure carry them as they are.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One code of the envelope.
 ///
@@ -12,7 +12,7 @@ use serde::Serialize;
 /// uploads), a busy server, a full disk, and an operation this server does not offer (commands turned
 /// off); and two of resumable uploads (tus): a `PATCH` at
 /// the wrong offset, and a body that does not match its checksum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {

@@ -13,13 +13,15 @@ pub mod content_type;
 pub mod door;
 pub mod error_code;
 pub mod execute;
+pub mod file_views;
 pub mod mime;
-pub mod pages;
+pub mod page_selection;
 pub mod path;
 pub mod send_file;
 pub mod space_name;
 pub mod storage_path;
 pub mod tags;
+pub mod thread_event;
 pub mod timestamp;
 pub mod write;
 

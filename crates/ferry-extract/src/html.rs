@@ -6,6 +6,11 @@
 //! sanitized by ammonia with images, relative URLs and every scheme but
 //! `http`, `https` and `mailto` removed. The shell adds one inline `<style>`
 //! and nothing else: no script, no external resource, no event handler.
+//!
+//! Why one file: what every rendering is built from is here (the escaping, the budgeted body each
+//! reader writes through, the one stylesheet and shell, and the text, Markdown and JSON bodies,
+//! Markdown's being the one markup not written by this crate), so the safety argument above is
+//! checked in one read, beside the hostile inputs that test it.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;

@@ -106,6 +106,7 @@ mod pdf_drawn_text;
 mod pdf_page_text;
 mod pdf_pages;
 mod pdf_predefined_cmaps;
+mod pdf_repair;
 mod pdf_unicode;
 mod pptx;
 mod pptx_notes;

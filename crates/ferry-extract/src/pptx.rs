@@ -13,6 +13,11 @@
 //!
 //! Text preview: one line per slide, `Slide N: Title`; a presentation with
 //! no slides gives `(no slides)`.
+//!
+//! Why one file: one reader of a deck serves both the text preview and the HTML body: the slide
+//! order, what a slide's shapes make of its title, text, pictures and charts, and the parts those
+//! name are decided here together, and the tests build whole decks to hold both renderings to it;
+//! speaker notes and slide images are modules of their own.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

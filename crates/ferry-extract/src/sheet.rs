@@ -18,6 +18,11 @@
 //! as `Row N:`. Columns start at the first non-empty column of the rows
 //! shown; empty cells print as empty strings and trailing empty cells are
 //! dropped. A sheet with no values prints `Name: (empty)`.
+//!
+//! Why one file: one grid sits between two readers and two renderings: XLSX and XLS fill it with
+//! the same cell formatting, and the text preview and the HTML table read it, so the placement
+//! rules above (first non-empty row and column, rows kept in place, what is cut) are written once
+//! for all four; a sheet as a search reads it is a module of its own.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};

@@ -12,33 +12,104 @@ import { h } from '../../../web/assets/dom.js';
 import { extensionOf, formatSize } from '../../../web/assets/format.js';
 import { fileIconName } from '../../../web/assets/icons.js';
 
+/**
+ * A JSON-RPC 2.0 message from the host: a request or a notification (`method`), or the answer to
+ * one of the card's requests (`result` or `error`, by `id`).
+ * @typedef {{ jsonrpc: '2.0', id?: number | string, method?: string, params?: unknown, result?: unknown,
+ *   error?: { code?: number, message?: string } }} RpcMessage
+ */
+
+/**
+ * A resource as resources/read answers it: text, or bytes in base64 (`blob`).
+ * @typedef {{ uri?: string, mimeType?: string, text?: string, blob?: string }} ResourceContents
+ */
+
+/**
+ * A tool's result, as the host hands it to the card: the publish answer (`structuredContent`),
+ * or the upload read (`_meta['ferry/upload']`); text content when the tool failed.
+ * @typedef {{ isError?: boolean, content?: { type: string, text?: string }[],
+ *   structuredContent?: PublishedFile, _meta?: { 'ferry/upload'?: Upload } }} ToolResult
+ */
+
+/**
+ * The host's theme (`theme`: light or dark) and style variables.
+ * @typedef {{ theme?: string, styles?: { variables?: Record<string, unknown> } }} HostContext
+ */
+
+/**
+ * What the card shows of a file, whether published or uploaded: its names and facts, how it is
+ * previewed (`previewKind`, else `orElse`), and the resources it is read from.
+ * @typedef {object} CardFile
+ * @property {string} title
+ * @property {string} filename
+ * @property {string} extension
+ * @property {string} mimeType
+ * @property {number} size
+ * @property {string[]} facts
+ * @property {string} description
+ * @property {string} previewKind
+ * @property {string} [orElse] The preview kind when the slides cannot be drawn.
+ * @property {string} [text] An upload's text preview.
+ * @property {string} contentUri
+ * @property {string} imageUri
+ * @property {string} [htmlUri]
+ * @property {string} pagesUri
+ */
+
+/** Draws a kind of preview of `file` into `box`. @typedef {(file: CardFile, box: HTMLElement) => Promise<void>} Preview */
+
 const PROTOCOL_VERSION = '2026-01-26';
 const PDF_PAGES_SHOWN = 3;
 const host = window.parent;
-const card = document.getElementById('card');
+// file-card.html has the card's root.
+const card = /** @type {HTMLElement} */ (document.getElementById('card'));
+/**
+ * The card's requests waiting for their answers, by id (a number; an answer may name any).
+ * @type {Map<RpcMessage['id'], { resolve: (result: unknown) => void, reject: (error: Error) => void }>}
+ */
 const pending = new Map();
 let nextId = 1;
+/** @type {{ downloadFile?: unknown }} */
 let hostCapabilities = {};
 
-const post = (message) => host.postMessage(message, '*');
-const notify = (method, params = {}) => post({ jsonrpc: '2.0', method, params });
+const post = (/** @type {object} */ message) => host.postMessage(message, '*');
+const notify = (/** @type {string} */ method, /** @type {object} */ params = {}) => post({ jsonrpc: '2.0', method, params });
+/**
+ * Asks the host; resolves with its result, of the type the caller names (the method's).
+ * @template T
+ * @param {string} method
+ * @param {object} params
+ * @returns {Promise<T>}
+ */
 function request(method, params) {
   const id = nextId++;
   post({ jsonrpc: '2.0', id, method, params });
-  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+  // The host's result is the method's: the caller names it as T.
+  return new Promise((resolve, reject) => pending.set(id, { resolve: /** @type {(result: unknown) => void} */ (resolve), reject }));
 }
 
-// The envelope's message when the tool failed ({"error": {"code", "message"}}), or its text.
+/**
+ * The envelope's message when the tool failed ({"error": {"code", "message"}}), or its text.
+ * @param {ToolResult | undefined} result
+ * @returns {string}
+ */
 function failureOf(result) {
   const text = ((result && result.content) || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
   try {
+    /** @type {Partial<ErrorEnvelope> | null} */
     const envelope = JSON.parse(text);
     if (envelope && envelope.error && envelope.error.message) return envelope.error.message;
   } catch { /* not JSON: the text itself */ }
   return text || 'The file could not be published.';
 }
 
+/**
+ * Reads a resource through the host.
+ * @param {string} uri
+ * @returns {Promise<ResourceContents>}
+ */
 async function read(uri) {
+  /** @type {{ contents?: ResourceContents[] } | null | undefined} */
   const answer = await request('resources/read', { uri });
   const contents = answer && answer.contents && answer.contents[0];
   if (!contents) throw new Error('the host answered no contents');
@@ -46,6 +117,12 @@ async function read(uri) {
 }
 
 const IMAGE_TYPE = /^image\/(png|jpeg|gif|webp|bmp|avif|svg\+xml)$/;
+/**
+ * An image resource as an <img>; throws when it is not an image.
+ * @param {ResourceContents} contents
+ * @param {string} alt
+ * @returns {HTMLImageElement}
+ */
 function imageOf(contents, alt) {
   const type = String(contents.mimeType || '').split(';')[0].trim().toLowerCase();
   if (!IMAGE_TYPE.test(type)) throw new Error(`not an image (${type || 'no type'})`);
@@ -56,7 +133,12 @@ function imageOf(contents, alt) {
   return h('img', { src, alt, decoding: 'async' });
 }
 
-// A document's first pages (or a deck's slides) as the server draws them, into `box`.
+/**
+ * A document's first pages (or a deck's slides) as the server draws them, into `box`.
+ * @param {CardFile} file
+ * @param {HTMLElement} box
+ * @param {string} unit
+ */
 async function drawnPages(file, box, unit) {
   for (let page = 1; page <= PDF_PAGES_SHOWN; page += 1) {
     let contents;
@@ -71,7 +153,10 @@ async function drawnPages(file, box, unit) {
   }
 }
 
-// The preview of each kind, into `box`.
+/**
+ * The preview of each kind, into `box`.
+ * @type {Partial<Record<string, Preview>>}
+ */
 const PREVIEWS = {
   async image(file, box) {
     box.append(imageOf(await read(file.imageUri), file.title));
@@ -85,13 +170,15 @@ const PREVIEWS = {
     try {
       await drawnPages(file, box, 'Slide');
     } catch (error) {
-      const orElse = PREVIEWS[file.orElse];
+      // Without another kind (undefined) none is found, as for any kind without a preview.
+      const orElse = PREVIEWS[/** @type {string} */ (file.orElse)];
       if (!orElse) throw error;
       await orElse(file, box);
     }
   },
   async html(file, box) {
-    const contents = await read(file.htmlUri);
+    // A file previewed as HTML has its HTML's resource (published()).
+    const contents = await read(/** @type {string} */ (file.htmlUri));
     // sandbox="" : the document's HTML may show, never run (no script, no form, no popup).
     const frame = h('iframe', { sandbox: '', title: `Preview of ${file.title}`, referrerpolicy: 'no-referrer' });
     frame.srcdoc = contents.text || '';
@@ -102,6 +189,10 @@ const PREVIEWS = {
   },
 };
 
+/**
+ * @param {CardFile} file
+ * @param {HTMLElement} box
+ */
 async function showPreview(file, box) {
   const preview = PREVIEWS[file.previewKind];
   if (!preview) {
@@ -112,12 +203,16 @@ async function showPreview(file, box) {
   try {
     await preview(file, box);
   } catch (error) {
-    box.append(h('p', { class: 'muted', text: `The preview could not be loaded: ${error.message}` }));
+    box.append(h('p', { class: 'muted', text: `The preview could not be loaded: ${/** @type {Error} */ (error).message}` }));
   } finally {
     box.removeAttribute('aria-busy');
   }
 }
 
+/**
+ * @param {ResourceContents} contents
+ * @returns {Uint8Array<ArrayBuffer>}
+ */
 function bytesOf(contents) {
   if (contents.blob === undefined) return new TextEncoder().encode(contents.text || '');
   const raw = atob(contents.blob);
@@ -128,12 +223,18 @@ function bytesOf(contents) {
 
 // The host saves the file when it offers to (ui/download-file, which it reads through
 // resources/read); otherwise the page reads it and hands the browser a file to save.
+/**
+ * @param {CardFile} file
+ * @param {HTMLButtonElement} button
+ * @param {HTMLElement} note Where a failure is said.
+ */
 async function download(file, button, note) {
   button.disabled = true;
   note.textContent = '';
   try {
     if (hostCapabilities.downloadFile) {
       const link = { type: 'resource_link', uri: file.contentUri, name: file.filename, mimeType: file.mimeType, size: file.size };
+      /** @type {{ isError?: boolean } | null | undefined} */
       const answer = await request('ui/download-file', { contents: [link] });
       if (answer && answer.isError) throw new Error('the host did not save the file');
     } else {
@@ -143,20 +244,29 @@ async function download(file, button, note) {
       setTimeout(() => URL.revokeObjectURL(url), 60000);
     }
   } catch (error) {
-    note.textContent = `Download failed: ${error.message}`;
+    note.textContent = `Download failed: ${/** @type {Error} */ (error).message}`;
   } finally {
     button.disabled = false;
   }
 }
 
-// A presentation is shown as its slides when they can be drawn, else by its own kind.
+/**
+ * A presentation is shown as its slides when they can be drawn, else by its own kind.
+ * @param {string} previewKind
+ * @param {string} extension
+ * @returns {{ previewKind: string, orElse?: string }}
+ */
 function slidesOr(previewKind, extension) {
   return extension === '.pptx'
     ? { previewKind: 'slides', orElse: previewKind }
     : { previewKind };
 }
 
-// A file the agent published: the publish answer, at the revision that call made.
+/**
+ * A file the agent published: the publish answer, at the revision that call made.
+ * @param {PublishedFile} answer
+ * @returns {CardFile}
+ */
 function published(answer) {
   const revision = Number(answer.revision) || 1;
   const uri = `ferry://published/${encodeURIComponent(answer.id)}/revisions/${revision}`;
@@ -177,7 +287,11 @@ function published(answer) {
   };
 }
 
-// A file the user uploaded, as the thread's upload list shows it.
+/**
+ * A file the user uploaded, as the thread's upload list shows it.
+ * @param {Upload} upload
+ * @returns {CardFile}
+ */
 function uploaded(upload) {
   const uri = `ferry://uploads/${encodeURIComponent(upload.id)}`;
   const extension = extensionOf(upload.fileName);
@@ -200,6 +314,7 @@ function uploaded(upload) {
   };
 }
 
+/** @param {ToolResult | undefined} result */
 function show(result) {
   const fine = result && !result.isError;
   const upload = fine && result._meta && result._meta['ferry/upload'];
@@ -222,14 +337,18 @@ function show(result) {
       h('div', { class: 'titles' },
         h('h1', { class: 'name', text: file.title }),
         h('p', { class: 'facts', text: file.facts.join(' · ') }))),
-    file.description ? h('p', { class: 'description', text: file.description }) : null,
+    // Nothing rather than null: replaceChildren() would show a null as the text "null".
+    file.description ? h('p', { class: 'description', text: file.description }) : '',
     preview,
     h('div', { class: 'actions' }, button, note),
   );
   showPreview(file, preview);
 }
 
-// The host's theme: light or dark, and its style variables.
+/**
+ * The host's theme: light or dark, and its style variables.
+ * @param {HostContext} context
+ */
 function applyContext(context) {
   const root = document.documentElement;
   if (context.theme === 'light' || context.theme === 'dark') {
@@ -244,6 +363,7 @@ function applyContext(context) {
 
 window.addEventListener('message', (event) => {
   if (event.source !== host) return; // only the host that framed this page speaks to it
+  /** @type {RpcMessage | null | undefined} */
   const message = event.data;
   if (!message || message.jsonrpc !== '2.0') return;
   if (message.method === undefined) {
@@ -256,13 +376,13 @@ window.addEventListener('message', (event) => {
   }
   switch (message.method) {
     case 'ui/notifications/tool-result':
-      show(message.params);
+      show(/** @type {ToolResult | undefined} */ (message.params));
       break;
     case 'ui/notifications/tool-cancelled':
       card.replaceChildren(h('p', { class: 'muted', text: 'The tool call was cancelled.' }));
       break;
     case 'ui/notifications/host-context-changed':
-      applyContext(message.params || {});
+      applyContext(/** @type {HostContext | undefined} */ (message.params) || {});
       break;
     case 'ui/resource-teardown':
     case 'ping':
@@ -280,11 +400,11 @@ new ResizeObserver(() => {
   notify('ui/notifications/size-changed', { height: Math.ceil(document.documentElement.scrollHeight) });
 }).observe(document.body);
 
-request('ui/initialize', {
+/** @type {Promise<{ hostCapabilities?: { downloadFile?: unknown }, hostContext?: HostContext } | null | undefined>} */ (request('ui/initialize', {
   protocolVersion: PROTOCOL_VERSION,
   appInfo: { name: 'ferry-file-card', version: '1' },
   appCapabilities: {},
-}).then((answer) => {
+})).then((answer) => {
   hostCapabilities = (answer && answer.hostCapabilities) || {};
   applyContext((answer && answer.hostContext) || {});
   notify('ui/notifications/initialized');

@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use crate::api::ApiResponse;
 use crate::caller::{Caller, encode};
+use crate::client::Client;
 use crate::file_tools::schema_of;
-use crate::handler::FerryMcp;
 use crate::outcome::{Outcome, answer, envelope, parse, thread_of, unreachable};
 
 pub const EXECUTE: &str = "execute";
@@ -73,90 +73,88 @@ pub fn result(answer: Value) -> CallToolResult {
     result
 }
 
-impl FerryMcp {
-    /// Whether the server runs commands for `caller` (its limits say so).
-    pub(crate) async fn runs_commands(&self, caller: &Caller) -> bool {
-        let Ok(response) = self.get(caller, "/api/limits".to_owned()).await else {
-            return false;
-        };
-        response.status.is_success()
-            && serde_json::from_slice::<Value>(&response.body)
-                .is_ok_and(|limits| limits["execute"]["enabled"] == true)
-    }
+/// Whether the server runs commands for `caller` (its limits say so).
+pub(crate) async fn runs_commands(client: &Client, caller: &Caller) -> bool {
+    let Ok(response) = client.get(caller, "/api/limits".to_owned()).await else {
+        return false;
+    };
+    response.status.is_success()
+        && serde_json::from_slice::<Value>(&response.body)
+            .is_ok_and(|limits| limits["execute"]["enabled"] == true)
+}
 
-    /// `execute`: the route's JSON answer, or — when the call carries a progress token — its
-    /// event stream, each piece of output passed on as a progress notification.
-    pub(crate) async fn execute(
-        &self,
-        caller: &Caller,
-        arguments: Value,
-        context: &RequestContext<RoleServer>,
-    ) -> Outcome {
-        let _: ferry_core::execute::ExecuteInput = parse(EXECUTE, arguments.clone())?;
-        let thread = thread_of(caller)?;
-        let path = format!("/api/threads/{}/execute", encode(thread));
-        let Some(token) = context.meta.get_progress_token() else {
-            let response = self.post_json(caller, path, arguments).await?;
-            return Ok(self.execute_answer(response));
-        };
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let request = self.request(
-            caller,
-            Method::POST,
-            path,
-            headers,
-            arguments.to_string().into(),
-        )?;
-        let streamed = self
-            .api
-            .call_streaming(request)
-            .await
-            .map_err(unreachable)?;
-        if !streamed.status.is_success() {
-            return Ok(answer(streamed.whole().await.map_err(unreachable)?));
-        }
-        let mut reader = EventReader::default();
-        let mut chunks = streamed.body;
-        let mut sent = 0u64;
-        while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
-            for message in reader.push(&chunk.map_err(unreachable)?) {
-                let data: Value = serde_json::from_str(&message.data).unwrap_or_default();
-                match message.event.as_str() {
-                    "output" => {
-                        let text = data["text"].as_str().unwrap_or_default();
-                        sent += text.len() as u64;
-                        let progress = ProgressNotificationParam::new(token.clone(), sent as f64)
-                            .with_message(text);
-                        // A client that stopped listening still gets its result.
-                        let _ = context.peer.notify_progress(progress).await;
-                    }
-                    "result" => return Ok(result(data)),
-                    "error" => {
-                        let mut result =
-                            CallToolResult::error(vec![ContentBlock::text(message.data.clone())]);
-                        result.structured_content = Some(data);
-                        return Ok(result);
-                    }
-                    _ => {}
+/// `execute`: the route's JSON answer, or — when the call carries a progress token — its
+/// event stream, each piece of output passed on as a progress notification.
+pub(crate) async fn execute(
+    client: &Client,
+    caller: &Caller,
+    arguments: Value,
+    context: &RequestContext<RoleServer>,
+) -> Outcome {
+    let _: ferry_core::execute::ExecuteInput = parse(EXECUTE, arguments.clone())?;
+    let thread = thread_of(caller)?;
+    let path = format!("/api/threads/{}/execute", encode(thread));
+    let Some(token) = context.meta.get_progress_token() else {
+        let response = client.post_json(caller, path, arguments).await?;
+        return Ok(execute_answer(response));
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    let request = client.request(
+        caller,
+        Method::POST,
+        path,
+        headers,
+        arguments.to_string().into(),
+    )?;
+    let streamed = client
+        .api
+        .call_streaming(request)
+        .await
+        .map_err(unreachable)?;
+    if !streamed.status.is_success() {
+        return Ok(answer(streamed.whole().await.map_err(unreachable)?));
+    }
+    let mut reader = EventReader::default();
+    let mut chunks = streamed.body;
+    let mut sent = 0u64;
+    while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+        for message in reader.push(&chunk.map_err(unreachable)?) {
+            let data: Value = serde_json::from_str(&message.data).unwrap_or_default();
+            match message.event.as_str() {
+                "output" => {
+                    let text = data["text"].as_str().unwrap_or_default();
+                    sent += text.len() as u64;
+                    let progress = ProgressNotificationParam::new(token.clone(), sent as f64)
+                        .with_message(text);
+                    // A client that stopped listening still gets its result.
+                    let _ = context.peer.notify_progress(progress).await;
                 }
+                "result" => return Ok(result(data)),
+                "error" => {
+                    let mut result =
+                        CallToolResult::error(vec![ContentBlock::text(message.data.clone())]);
+                    result.structured_content = Some(data);
+                    return Ok(result);
+                }
+                _ => {}
             }
         }
-        Err(envelope(
-            ErrorCode::Internal,
-            "the command's stream ended before its result",
-        ))
     }
+    Err(envelope(
+        ErrorCode::Internal,
+        "the command's stream ended before its result",
+    ))
+}
 
-    fn execute_answer(&self, response: ApiResponse) -> CallToolResult {
-        if !response.status.is_success() {
-            return answer(response);
-        }
-        match serde_json::from_slice::<Value>(&response.body) {
-            Ok(body) => result(body),
-            Err(_) => answer(response),
-        }
+fn execute_answer(response: ApiResponse) -> CallToolResult {
+    if !response.status.is_success() {
+        return answer(response);
+    }
+    match serde_json::from_slice::<Value>(&response.body) {
+        Ok(body) => result(body),
+        Err(_) => answer(response),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Why one file: the `ServerHandler` implementation, the tool dispatch and the resource
-//! methods share `FerryMcp`'s state and request plumbing, defined here. The tools themselves
-//! live apart (`thread_tools.rs`, `space_tools.rs`, `file_tools.rs`, `execute_tool.rs`), as do
-//! who a call acts as (`caller.rs`), what it answers (`outcome.rs`) and followed resources
-//! (`subscriptions.rs`).
+//! methods share `FerryMcp`'s state, defined here. Every request goes through `client.rs`; the
+//! tools themselves live apart (`thread_tools.rs`, `space_tools.rs`, `file_tools.rs`,
+//! `execute_tool.rs`), as do who a call acts as (`caller.rs`), what it answers (`outcome.rs`)
+//! and followed resources (`subscriptions.rs`, `shared_feeds.rs`), none of which imports this
+//! file back.
 //!
 //! The MCP server: each tool call becomes one request to ferry's HTTP API, and the answer
 //! becomes the tool's result.
@@ -14,11 +15,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use bytes::Bytes;
 use ferry_core::error_code::ErrorCode;
 use ferry_core::timestamp::Timestamp;
-use http::header::{AUTHORIZATION, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, Method};
+use http::header::CONTENT_TYPE;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     InitializeRequestParams, InitializeResult, ListResourceTemplatesResult, ListResourcesResult,
@@ -34,21 +33,22 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::task::AbortHandle;
 
-use crate::api::{Api, ApiRequest, ApiResponse};
-use crate::caller::{Caller, Callers, base_url_of, bearer, encode, encode_path, thread_claim};
+use crate::api::{Api, ApiResponse};
+use crate::caller::{Caller, Callers, base_url_of, bearer, encode, thread_claim};
+use crate::client::Client;
 use crate::execute_tool;
 use crate::file_card;
 use crate::file_tools;
-use crate::outcome::{Outcome, Stop, answer, envelope, read_result, unreachable};
-use crate::resources::{self, Named, RevisionPart};
+use crate::outcome::{Outcome, Stop, answer, envelope, read_result};
+use crate::resources::{self, Named};
 use crate::shared_feeds::SharedFeeds;
-use crate::subscriptions::{LISTEN_LOOKBACK_MS, ListenSlots, MAX_LISTENED};
+use crate::subscriptions::{self, LISTEN_LOOKBACK_MS, ListenSlots, MAX_LISTENED};
 use crate::tools::{self, INSTRUCTIONS};
 
 /// ferry's MCP server, over any transport and any [`Api`].
 #[derive(Clone, Debug)]
 pub struct FerryMcp {
-    pub(crate) api: Arc<dyn Api>,
+    pub(crate) client: Client,
     callers: Callers,
     /// The resources this session follows by `resources/subscribe`, by URI (a session of
     /// `ferry mcp` only: `/mcp` keeps no session to notify; a `subscriptions/listen` request
@@ -73,7 +73,7 @@ impl FerryMcp {
         thread: Option<String>,
     ) -> FerryMcp {
         FerryMcp {
-            api,
+            client: Client { api },
             subscriptions: Arc::default(),
             listens: Arc::default(),
             feeds: Arc::default(),
@@ -94,20 +94,11 @@ impl FerryMcp {
         feeds: Arc<SharedFeeds>,
     ) -> FerryMcp {
         FerryMcp {
-            api,
+            client: Client { api },
             subscriptions: Arc::default(),
             listens,
             feeds,
             callers: Callers::PerRequest,
-        }
-    }
-
-    /// The one caller of a `ferry mcp` session.
-    #[cfg(test)]
-    pub(crate) fn session_caller(&self) -> Caller {
-        match &self.callers {
-            Callers::Fixed(caller) => caller.clone(),
-            Callers::PerRequest => panic!("a per-request server has no session caller"),
         }
     }
 
@@ -138,67 +129,6 @@ impl FerryMcp {
                 })
             }
         }
-    }
-
-    /// Sends one request as `caller`; no answer at all becomes an error result.
-    pub(crate) async fn exchange(
-        &self,
-        caller: &Caller,
-        method: Method,
-        path_and_query: String,
-        headers: HeaderMap,
-        body: Bytes,
-    ) -> Result<ApiResponse, Stop> {
-        let request = self.request(caller, method, path_and_query, headers, body)?;
-        self.api.call(request).await.map_err(unreachable)
-    }
-
-    /// One request as `caller`: its token, and the header that labels the door.
-    pub(crate) fn request(
-        &self,
-        caller: &Caller,
-        method: Method,
-        path_and_query: String,
-        mut headers: HeaderMap,
-        body: Bytes,
-    ) -> Result<ApiRequest, Stop> {
-        let authorization =
-            HeaderValue::try_from(format!("Bearer {}", caller.token)).map_err(|_| {
-                envelope(
-                    ErrorCode::Unauthenticated,
-                    "the token is not valid header text",
-                )
-            })?;
-        headers.insert(AUTHORIZATION, authorization);
-        // Changes made through the tools are labelled as MCP's in change feeds.
-        headers.insert(
-            ferry_core::door::DOOR_HEADER,
-            HeaderValue::from_static("mcp"),
-        );
-        Ok(ApiRequest {
-            method,
-            path_and_query,
-            headers,
-            body,
-            extensions: caller.extensions.clone(),
-        })
-    }
-
-    pub(crate) async fn get(&self, caller: &Caller, path: String) -> Result<ApiResponse, Stop> {
-        self.exchange(caller, Method::GET, path, HeaderMap::new(), Bytes::new())
-            .await
-    }
-
-    pub(crate) async fn post_json(
-        &self,
-        caller: &Caller,
-        path: String,
-        body: Value,
-    ) -> Result<ApiResponse, Stop> {
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        self.exchange(caller, Method::POST, path, headers, body.to_string().into())
-            .await
     }
 
     async fn run(&self, caller: &Caller, name: &str, arguments: Value) -> CallToolResult {
@@ -232,7 +162,7 @@ impl FerryMcp {
             Some(thread) => format!("/api/threads/{}/fs/{tool}", encode(thread)),
             None => format!("/api/fs/{tool}"),
         };
-        let response = self.post_json(caller, path, arguments).await?;
+        let response = self.client.post_json(caller, path, arguments).await?;
         if tool != file_tools::READ_FILE || !response.status.is_success() {
             return Ok(answer(response));
         }
@@ -247,64 +177,6 @@ impl FerryMcp {
 }
 
 impl FerryMcp {
-    /// The HTTP route that reads a resource.
-    pub(crate) fn route_of(caller: &Caller, named: &Named) -> Result<String, ErrorData> {
-        let thread = || {
-            caller.thread.as_deref().ok_or_else(|| {
-                ErrorData::invalid_params(
-                    "this resource belongs to a thread, and the token names none: use an \
-                     agent token",
-                    None,
-                )
-            })
-        };
-        // As written in the URI, decoded once and encoded again segment by segment, so the
-        // server's validator sees exactly the path the URI named.
-        let path = |raw: &str| {
-            percent_encoding::percent_decode_str(raw)
-                .decode_utf8()
-                .map(|decoded| encode_path(&decoded))
-                .map_err(|_| ErrorData::invalid_params("the URI's path is not UTF-8", None))
-        };
-        Ok(match named {
-            Named::Sandbox(raw) => {
-                format!("/api/threads/{}/sandbox/{}", encode(thread()?), path(raw)?)
-            }
-            Named::Space { space, path: raw } => {
-                format!("/api/spaces/{}/files/{}", encode(space), path(raw)?)
-            }
-            Named::Upload(id) => format!(
-                "/api/threads/{}/uploads/{}/content",
-                encode(thread()?),
-                encode(id)
-            ),
-            Named::UploadPage { id, page } => format!(
-                "/api/threads/{}/uploads/{}/pages/{page}",
-                encode(thread()?),
-                encode(id)
-            ),
-            Named::Published(id) => format!(
-                "/api/threads/{}/published/{}/content",
-                encode(thread()?),
-                encode(id)
-            ),
-            Named::Revision { id, revision, part } => {
-                let file = format!(
-                    "/api/threads/{}/published/{}",
-                    encode(thread()?),
-                    encode(id)
-                );
-                match part {
-                    RevisionPart::Content => format!("{file}/content?revision={revision}"),
-                    RevisionPart::Preview => format!("{file}/preview?revision={revision}"),
-                    RevisionPart::Page(page) => {
-                        format!("{file}/pages/{page}?revision={revision}")
-                    }
-                }
-            }
-        })
-    }
-
     /// The caller, or the protocol error a resource request answers without one.
     fn resource_caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
         self.caller(context).map_err(|stop| {
@@ -380,7 +252,7 @@ impl ServerHandler for FerryMcp {
     ) -> Result<ListToolsResult, ErrorData> {
         let mut listed = tools::all();
         if let Ok(caller) = self.caller(&context)
-            && self.runs_commands(&caller).await
+            && execute_tool::runs_commands(&self.client, &caller).await
         {
             listed.push(execute_tool::tool());
         }
@@ -412,7 +284,7 @@ impl ServerHandler for FerryMcp {
         let fetch = |route: String| {
             let caller = caller.clone();
             async move {
-                let response = self.get(&caller, route).await.ok()?;
+                let response = self.client.get(&caller, route).await.ok()?;
                 response.status.is_success().then_some(())?;
                 serde_json::from_slice::<Value>(&response.body).ok()
             }
@@ -467,8 +339,8 @@ impl ServerHandler for FerryMcp {
             return Ok(ReadResourceResult::new(vec![file_card::contents()]).into());
         }
         let named = Named::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
-        let route = Self::route_of(&caller, &named)?;
-        let response = self.get(&caller, route).await.map_err(|stop| {
+        let route = resources::route_of(&caller, &named)?;
+        let response = self.client.get(&caller, route).await.map_err(|stop| {
             ErrorData::internal_error(
                 stop.content
                     .iter()
@@ -505,21 +377,29 @@ impl ServerHandler for FerryMcp {
             ));
         };
         // The answer is sent once following has begun: a change after it is always told.
-        let followed = self
-            .start_following(caller, &request.uri, None, &mut HashMap::new())
-            .await?;
+        let followed = subscriptions::start_following(
+            &self.client,
+            caller,
+            &request.uri,
+            None,
+            &mut HashMap::new(),
+        )
+        .await?;
         let peer = context.peer.clone();
-        let task = tokio::spawn(
-            self.clone()
-                .follow(caller.clone(), vec![followed], move |uri| {
-                    let peer = peer.clone();
-                    async move {
-                        peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                            .await
-                            .is_ok()
-                    }
-                }),
-        );
+        let task = tokio::spawn(subscriptions::follow(
+            self.client.clone(),
+            Arc::clone(&self.feeds),
+            caller.clone(),
+            vec![followed],
+            move |uri| {
+                let peer = peer.clone();
+                async move {
+                    peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                        .await
+                        .is_ok()
+                }
+            },
+        ));
         let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(earlier) = subscriptions.insert(request.uri, task.abort_handle()) {
             earlier.abort();
@@ -584,11 +464,24 @@ impl ServerHandler for FerryMcp {
             let mut starts = HashMap::new();
             for uri in &uris {
                 followed.push(
-                    self.start_following(&caller, uri, Some(&since), &mut starts)
-                        .await?,
+                    subscriptions::start_following(
+                        &self.client,
+                        &caller,
+                        uri,
+                        Some(&since),
+                        &mut starts,
+                    )
+                    .await?,
                 );
             }
-            self.clone().follow(caller.clone(), followed, told).await;
+            subscriptions::follow(
+                self.client.clone(),
+                Arc::clone(&self.feeds),
+                caller.clone(),
+                followed,
+                told,
+            )
+            .await;
             Ok::<(), ErrorData>(())
         };
         tokio::select! {
@@ -635,7 +528,7 @@ impl ServerHandler for FerryMcp {
             // A cancelled call is dropped, and with it the request that runs the command.
             let cancelled = context.ct.clone();
             let ran = tokio::select! {
-                ran = self.execute(&caller, arguments, &context) => ran,
+                ran = execute_tool::execute(&self.client, &caller, arguments, &context) => ran,
                 () = cancelled.cancelled() => Err(envelope(
                     ErrorCode::InvalidRequest,
                     "the call was cancelled: the command was stopped",

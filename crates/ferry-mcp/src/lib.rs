@@ -18,6 +18,7 @@
 
 pub mod api;
 mod caller;
+mod client;
 pub mod execute_tool;
 pub mod file_card;
 pub mod file_tools;

@@ -5,7 +5,10 @@
 //! reads it, and the answer's bytes come back as text (for text types) or base64. Nothing here
 //! decides who may read what.
 
+use rmcp::ErrorData;
 use rmcp::model::ResourceTemplate;
+
+use crate::caller::{Caller, encode, encode_path};
 
 /// What a `ferry://` URI names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,6 +180,64 @@ impl Named {
             sandbox_path.trim_start_matches("/sandbox/")
         )
     }
+}
+
+/// The HTTP route that reads a resource.
+pub(crate) fn route_of(caller: &Caller, named: &Named) -> Result<String, ErrorData> {
+    let thread = || {
+        caller.thread.as_deref().ok_or_else(|| {
+            ErrorData::invalid_params(
+                "this resource belongs to a thread, and the token names none: use an \
+                 agent token",
+                None,
+            )
+        })
+    };
+    // As written in the URI, decoded once and encoded again segment by segment, so the
+    // server's validator sees exactly the path the URI named.
+    let path = |raw: &str| {
+        percent_encoding::percent_decode_str(raw)
+            .decode_utf8()
+            .map(|decoded| encode_path(&decoded))
+            .map_err(|_| ErrorData::invalid_params("the URI's path is not UTF-8", None))
+    };
+    Ok(match named {
+        Named::Sandbox(raw) => {
+            format!("/api/threads/{}/sandbox/{}", encode(thread()?), path(raw)?)
+        }
+        Named::Space { space, path: raw } => {
+            format!("/api/spaces/{}/files/{}", encode(space), path(raw)?)
+        }
+        Named::Upload(id) => format!(
+            "/api/threads/{}/uploads/{}/content",
+            encode(thread()?),
+            encode(id)
+        ),
+        Named::UploadPage { id, page } => format!(
+            "/api/threads/{}/uploads/{}/pages/{page}",
+            encode(thread()?),
+            encode(id)
+        ),
+        Named::Published(id) => format!(
+            "/api/threads/{}/published/{}/content",
+            encode(thread()?),
+            encode(id)
+        ),
+        Named::Revision { id, revision, part } => {
+            let file = format!(
+                "/api/threads/{}/published/{}",
+                encode(thread()?),
+                encode(id)
+            );
+            match part {
+                RevisionPart::Content => format!("{file}/content?revision={revision}"),
+                RevisionPart::Preview => format!("{file}/preview?revision={revision}"),
+                RevisionPart::Page(page) => {
+                    format!("{file}/pages/{page}?revision={revision}")
+                }
+            }
+        }
+    })
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::caller::Caller;
-use crate::handler::FerryMcp;
+use crate::client::Client;
 use crate::watch;
 
 /// New events of a feed, in the order of their ids, as one reading found them.
@@ -45,7 +45,7 @@ impl SharedFeeds {
     /// start ([`Receiver::catch_up`]): a reader already running may have gone past it.
     pub(crate) fn join(
         self: &Arc<Self>,
-        mcp: &FerryMcp,
+        client: &Client,
         caller: &Caller,
         route: &str,
         after: i64,
@@ -57,7 +57,7 @@ impl SharedFeeds {
         }
         let (sender, receiver) = broadcast::channel(KEPT_BATCHES);
         readers.insert(key.clone(), sender.clone());
-        tokio::spawn(Arc::clone(self).read(mcp.clone(), caller.clone(), key, after, sender));
+        tokio::spawn(Arc::clone(self).read(client.clone(), caller.clone(), key, after, sender));
         receiver
     }
 
@@ -65,7 +65,7 @@ impl SharedFeeds {
     /// sends what is new to every stream on it, until none is left.
     async fn read(
         self: Arc<Self>,
-        mcp: FerryMcp,
+        client: Client,
         caller: Caller,
         key: Key,
         mut after: i64,
@@ -79,7 +79,7 @@ impl SharedFeeds {
                 }
                 // A feed that cannot be read now (a server restarting, a token no longer
                 // accepted) is tried again at the next reading.
-                let Some(events) = mcp.events_page(&caller, &key.1, after, PAGE).await else {
+                let Some(events) = client.events_page(&caller, &key.1, after, PAGE).await else {
                     break;
                 };
                 let full = events.len() as i64 >= PAGE;
@@ -141,10 +141,10 @@ impl Receiver {
     /// The feed's events after the ones this stream has seen, read by the stream itself to its
     /// end, a page at a time (`None` when the feed cannot be read now). What it has seen moves
     /// only when the whole read is done, so a read dropped half-way loses nothing.
-    pub(crate) async fn catch_up(&mut self, mcp: &FerryMcp, caller: &Caller) -> Option<Batch> {
+    pub(crate) async fn catch_up(&mut self, client: &Client, caller: &Caller) -> Option<Batch> {
         let (mut new, mut seen) = (Vec::new(), self.seen);
         loop {
-            let events = mcp.events_page(caller, &self.route, seen, PAGE).await?;
+            let events = client.events_page(caller, &self.route, seen, PAGE).await?;
             let full = events.len() as i64 >= PAGE;
             seen = last_id(&events, seen);
             new.extend(events);
@@ -159,7 +159,7 @@ impl Receiver {
     /// fell more than [`KEPT_BATCHES`] behind, read again by itself. `None` when the reader is
     /// gone (it goes only when no stream is left on it). Dropped before it answers (a stream
     /// waits on several feeds at once), it loses nothing: nothing seen is marked before then.
-    pub(crate) async fn next(&mut self, mcp: &FerryMcp, caller: &Caller) -> Option<Batch> {
+    pub(crate) async fn next(&mut self, client: &Client, caller: &Caller) -> Option<Batch> {
         loop {
             match self.batches.recv().await {
                 Ok(batch) if batch.iter().all(|e| self.is_new(e)) => {
@@ -176,7 +176,7 @@ impl Receiver {
                     return Some(Arc::new(new));
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if let Some(batch) = self.catch_up(mcp, caller).await
+                    if let Some(batch) = self.catch_up(client, caller).await
                         && !batch.is_empty()
                     {
                         return Some(batch);
@@ -205,7 +205,7 @@ mod tests {
     use super::*;
     use crate::api::{Api, ApiRequest, ApiStream};
     use crate::resources::Named;
-    use crate::subscriptions::Followed;
+    use crate::subscriptions::{Followed, follow};
     use crate::watch::Feed;
 
     /// A server with one thread's feed, counting how often it is read.
@@ -219,7 +219,11 @@ mod tests {
         fn write(&self, path: &str) {
             let mut events = self.events.lock().unwrap();
             let id = events.len() as i64 + 1;
-            events.push(json!({"id": id, "type": "file_written", "path": path}));
+            events.push(json!({
+                "id": id, "type": "file_written", "role": "agent", "agentId": "agent",
+                "sessionId": "t1", "content": null, "timestamp": "1970-01-01T00:00:00.000Z",
+                "path": path, "door": "http",
+            }));
         }
     }
 
@@ -263,13 +267,15 @@ mod tests {
         token: &str,
         path: &str,
     ) -> (tokio::task::JoinHandle<()>, mpsc::UnboundedReceiver<String>) {
-        let mut mcp = FerryMcp::with_token(
-            Arc::clone(server) as Arc<dyn Api>,
-            "http://ferry.test",
-            token,
-            Some("t1".to_owned()),
-        );
-        mcp.feeds = Arc::clone(feeds);
+        let client = Client {
+            api: Arc::clone(server) as Arc<dyn Api>,
+        };
+        let caller = Caller {
+            token: token.to_owned(),
+            base_url: "http://ferry.test".to_owned(),
+            thread: Some("t1".to_owned()),
+            extensions: http::Extensions::new(),
+        };
         let uri = format!("ferry://sandbox/{path}");
         let feed = Feed::of(&Named::parse(&uri).unwrap(), Some("t1"), str::to_owned).unwrap();
         let followed = Followed {
@@ -278,11 +284,16 @@ mod tests {
             after: 0,
         };
         let (told, telling) = mpsc::unbounded_channel();
-        let caller = mcp.session_caller();
-        let task = tokio::spawn(mcp.follow(caller, vec![followed], move |uri| {
-            let told = told.clone();
-            async move { told.send(uri).is_ok() }
-        }));
+        let task = tokio::spawn(follow(
+            client,
+            Arc::clone(feeds),
+            caller,
+            vec![followed],
+            move |uri| {
+                let told = told.clone();
+                async move { told.send(uri).is_ok() }
+            },
+        ));
         (task, telling)
     }
 

@@ -28,12 +28,13 @@ impl FerryMcp {
             path.push_str("&dir=");
             path.push_str(&encode(dir));
         }
-        Ok(answer(self.get(caller, path).await?))
+        Ok(answer(self.client.get(caller, path).await?))
     }
 
     pub(crate) async fn read_space_file(&self, caller: &Caller, arguments: Value) -> Outcome {
         let args: tools::ReadSpaceArgs = parse(tools::READ_SPACE_FILE, arguments)?;
         let response = self
+            .client
             .get(
                 caller,
                 format!(
@@ -107,6 +108,7 @@ impl FerryMcp {
             headers.insert(IF_NONE_MATCH, HeaderValue::from_static("*"));
         }
         let response = self
+            .client
             .exchange(
                 caller,
                 Method::PUT,
@@ -141,6 +143,7 @@ impl FerryMcp {
             headers.insert(IF_MATCH, value);
         }
         let response = self
+            .client
             .exchange(
                 caller,
                 Method::DELETE,

@@ -19,9 +19,9 @@ use rmcp::model::ErrorData;
 use serde_json::Value;
 
 use crate::caller::{Caller, encode};
-use crate::handler::FerryMcp;
+use crate::client::Client;
 use crate::resources::Named;
-use crate::shared_feeds::{PAGE, Receiver};
+use crate::shared_feeds::{PAGE, Receiver, SharedFeeds};
 use crate::watch::Feed;
 
 /// How long before a `subscriptions/listen` request is handled its changes are told from: far
@@ -108,180 +108,168 @@ fn caller_key(token: &str) -> String {
     format!("{}:{}:{}", claim("role"), claim("sub"), claim("thread"))
 }
 
-impl FerryMcp {
-    /// The stored events of the feed at `route` after `after`, at most `limit` of them.
-    pub(crate) async fn events_page(
-        &self,
-        caller: &Caller,
-        route: &str,
-        after: i64,
-        limit: i64,
-    ) -> Option<Vec<Value>> {
-        let route = format!("{route}?after={after}&format=json&limit={limit}");
-        let response = self.get(caller, route).await.ok()?;
-        if !response.status.is_success() {
-            return None;
-        }
-        serde_json::from_slice::<Vec<Value>>(&response.body).ok()
-    }
+/// Whether the feed has an event after `after`: one keyed read of at most one event.
+async fn has_event_after(
+    client: &Client,
+    caller: &Caller,
+    route: &str,
+    after: i64,
+) -> Result<bool, ErrorData> {
+    client
+        .events_page(caller, route, after, 1)
+        .await
+        .map(|events| !events.is_empty())
+        .ok_or_else(unreadable_feed)
+}
 
-    /// Whether the feed has an event after `after`: one keyed read of at most one event.
-    async fn has_event_after(
-        &self,
-        caller: &Caller,
-        route: &str,
-        after: i64,
-    ) -> Result<bool, ErrorData> {
-        self.events_page(caller, route, after, 1)
-            .await
-            .map(|events| !events.is_empty())
-            .ok_or_else(unreadable_feed)
+/// The id of the feed's newest event (0 when it has none): doubling until past it, then
+/// halving, about two reads of one event per bit of the id, however long the feed is.
+async fn newest_id(client: &Client, caller: &Caller, route: &str) -> Result<i64, ErrorData> {
+    // Invariant: an event after `low` exists (or `low` is 0); none after `high`.
+    let (mut low, mut high) = (0i64, 1i64);
+    while has_event_after(client, caller, route, high).await? {
+        low = high;
+        high = high.saturating_mul(2);
     }
-
-    /// The id of the feed's newest event (0 when it has none): doubling until past it, then
-    /// halving, about two reads of one event per bit of the id, however long the feed is.
-    async fn newest_id(&self, caller: &Caller, route: &str) -> Result<i64, ErrorData> {
-        // Invariant: an event after `low` exists (or `low` is 0); none after `high`.
-        let (mut low, mut high) = (0i64, 1i64);
-        while self.has_event_after(caller, route, high).await? {
-            low = high;
-            high = high.saturating_mul(2);
-        }
-        if low == 0 && !self.has_event_after(caller, route, 0).await? {
-            return Ok(0);
-        }
-        // The newest id is in (low, high].
-        while high - low > 1 {
-            let middle = low + (high - low) / 2;
-            if self.has_event_after(caller, route, middle).await? {
-                low = middle;
-            } else {
-                high = middle;
-            }
-        }
-        Ok(high)
+    if low == 0 && !has_event_after(client, caller, route, 0).await? {
+        return Ok(0);
     }
-
-    /// Where following a feed starts: the id of its newest event, or with `before` (an RFC 3339
-    /// time as events write theirs), of its newest event written before that time among its
-    /// last page of events.
-    pub(crate) async fn newest(
-        &self,
-        caller: &Caller,
-        route: &str,
-        before: Option<&str>,
-    ) -> Result<i64, ErrorData> {
-        let newest = self.newest_id(caller, route).await?;
-        let Some(before) = before else {
-            return Ok(newest);
-        };
-        let from = (newest - PAGE).max(0);
-        let events = self
-            .events_page(caller, route, from, PAGE)
-            .await
-            .ok_or_else(unreadable_feed)?;
-        // One format (milliseconds, UTC): the text orders as the time does.
-        Ok(events
-            .iter()
-            .filter(|e| e["createdAt"].as_str().is_none_or(|at| at < before))
-            .filter_map(|e| e["id"].as_i64())
-            .fold(from, i64::max))
-    }
-
-    /// Starts following `uri` for `caller`: the resource must be one of ferry's and one the
-    /// caller may read (a HEAD of its route: nothing is downloaded), and its feed is followed
-    /// from `start` (found by [`Self::newest`], once per feed) on.
-    pub(crate) async fn start_following(
-        &self,
-        caller: &Caller,
-        uri: &str,
-        since: Option<&str>,
-        starts: &mut HashMap<String, i64>,
-    ) -> Result<Followed, ErrorData> {
-        let named = Named::parse(uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
-        let feed = Feed::of(&named, caller.thread(), encode).ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!("{uri} belongs to a thread, and the token names none: use an agent token"),
-                None,
-            )
-        })?;
-        let route = Self::route_of(caller, &named)?;
-        let response = self
-            .exchange(
-                caller,
-                Method::HEAD,
-                route,
-                HeaderMap::new(),
-                bytes::Bytes::new(),
-            )
-            .await
-            .map_err(|_| ErrorData::internal_error("could not reach the ferry server", None))?;
-        if response.status == http::StatusCode::FORBIDDEN
-            || response.status == http::StatusCode::UNAUTHORIZED
-        {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "{uri} may not be read with this token ({})",
-                    response.status
-                ),
-                None,
-            ));
+    // The newest id is in (low, high].
+    while high - low > 1 {
+        let middle = low + (high - low) / 2;
+        if has_event_after(client, caller, route, middle).await? {
+            low = middle;
+        } else {
+            high = middle;
         }
-        let after = match starts.get(&feed.route) {
-            Some(after) => *after,
-            None => {
-                let after = self.newest(caller, &feed.route, since).await?;
-                starts.insert(feed.route.clone(), after);
-                after
-            }
-        };
-        Ok(Followed {
-            uri: uri.to_owned(),
-            feed,
-            after,
-        })
     }
+    Ok(high)
+}
 
-    /// Follows the feeds of `followed`, each through its shared reader
-    /// ([`crate::shared_feeds::SharedFeeds`]), which reads it about once a second however many
-    /// resources and streams are on it, and calls `notify` with the URI of each resource one of
-    /// the new events concerns (once per batch), until `notify` answers that the client can no
-    /// longer be told (the session or the listen request ended).
-    pub(crate) async fn follow<F, Told>(self, caller: Caller, followed: Vec<Followed>, notify: F)
-    where
-        F: Fn(String) -> Told,
-        Told: std::future::Future<Output = bool>,
+/// Where following a feed starts: the id of its newest event, or with `before` (an RFC 3339
+/// time as events write theirs), of its newest event written before that time among its
+/// last page of events.
+pub(crate) async fn newest(
+    client: &Client,
+    caller: &Caller,
+    route: &str,
+    before: Option<&str>,
+) -> Result<i64, ErrorData> {
+    let newest = newest_id(client, caller, route).await?;
+    let Some(before) = before else {
+        return Ok(newest);
+    };
+    let from = (newest - PAGE).max(0);
+    let events = client
+        .events_page(caller, route, from, PAGE)
+        .await
+        .ok_or_else(unreadable_feed)?;
+    // One format (milliseconds, UTC): the text orders as the time does.
+    Ok(events
+        .iter()
+        .filter(|e| e["createdAt"].as_str().is_none_or(|at| at < before))
+        .filter_map(|e| e["id"].as_i64())
+        .fold(from, i64::max))
+}
+
+/// Starts following `uri` for `caller`: the resource must be one of ferry's and one the
+/// caller may read (a HEAD of its route: nothing is downloaded), and its feed is followed
+/// from `start` (found by [`newest`], once per feed) on.
+pub(crate) async fn start_following(
+    client: &Client,
+    caller: &Caller,
+    uri: &str,
+    since: Option<&str>,
+    starts: &mut HashMap<String, i64>,
+) -> Result<Followed, ErrorData> {
+    let named = Named::parse(uri).map_err(|e| ErrorData::invalid_params(e.0, None))?;
+    let feed = Feed::of(&named, caller.thread(), encode).ok_or_else(|| {
+        ErrorData::invalid_params(
+            format!("{uri} belongs to a thread, and the token names none: use an agent token"),
+            None,
+        )
+    })?;
+    let route = crate::resources::route_of(caller, &named)?;
+    let response = client
+        .exchange(
+            caller,
+            Method::HEAD,
+            route,
+            HeaderMap::new(),
+            bytes::Bytes::new(),
+        )
+        .await
+        .map_err(|_| ErrorData::internal_error("could not reach the ferry server", None))?;
+    if response.status == http::StatusCode::FORBIDDEN
+        || response.status == http::StatusCode::UNAUTHORIZED
     {
-        let mut following: Vec<(Receiver, Vec<Followed>)> = by_feed(followed)
-            .into_iter()
-            .map(|(route, after, resources)| {
-                let batches = self.feeds.join(&self, &caller, &route, after);
-                (Receiver::new(route, batches, after), resources)
-            })
-            .collect();
-        if following.is_empty() {
-            return std::future::pending().await;
+        return Err(ErrorData::invalid_params(
+            format!(
+                "{uri} may not be read with this token ({})",
+                response.status
+            ),
+            None,
+        ));
+    }
+    let after = match starts.get(&feed.route) {
+        Some(after) => *after,
+        None => {
+            let after = newest(client, caller, &feed.route, since).await?;
+            starts.insert(feed.route.clone(), after);
+            after
         }
-        // A reader that was already running may have read past where this stream starts.
-        for (receiver, resources) in &mut following {
-            if let Some(batch) = receiver.catch_up(&self, &caller).await
-                && !tell(&batch, resources, &notify).await
-            {
-                return;
-            }
+    };
+    Ok(Followed {
+        uri: uri.to_owned(),
+        feed,
+        after,
+    })
+}
+
+/// Follows the feeds of `followed`, each through its shared reader
+/// ([`crate::shared_feeds::SharedFeeds`]), which reads it about once a second however many
+/// resources and streams are on it, and calls `notify` with the URI of each resource one of
+/// the new events concerns (once per batch), until `notify` answers that the client can no
+/// longer be told (the session or the listen request ended).
+pub(crate) async fn follow<F, Told>(
+    client: Client,
+    feeds: Arc<SharedFeeds>,
+    caller: Caller,
+    followed: Vec<Followed>,
+    notify: F,
+) where
+    F: Fn(String) -> Told,
+    Told: std::future::Future<Output = bool>,
+{
+    let mut following: Vec<(Receiver, Vec<Followed>)> = by_feed(followed)
+        .into_iter()
+        .map(|(route, after, resources)| {
+            let batches = feeds.join(&client, &caller, &route, after);
+            (Receiver::new(route, batches, after), resources)
+        })
+        .collect();
+    if following.is_empty() {
+        return std::future::pending().await;
+    }
+    // A reader that was already running may have read past where this stream starts.
+    for (receiver, resources) in &mut following {
+        if let Some(batch) = receiver.catch_up(&client, &caller).await
+            && !tell(&batch, resources, &notify).await
+        {
+            return;
         }
-        loop {
-            let next = following.iter_mut().enumerate().map(|(i, (receiver, _))| {
-                let (mcp, caller) = (&self, &caller);
-                Box::pin(async move { (i, receiver.next(mcp, caller).await) })
-            });
-            let ((i, batch), ..) = futures::future::select_all(next).await;
-            let Some(batch) = batch else {
-                return;
-            };
-            if !tell(&batch, &following[i].1, &notify).await {
-                return;
-            }
+    }
+    loop {
+        let next = following.iter_mut().enumerate().map(|(i, (receiver, _))| {
+            let (client, caller) = (&client, &caller);
+            Box::pin(async move { (i, receiver.next(client, caller).await) })
+        });
+        let ((i, batch), ..) = futures::future::select_all(next).await;
+        let Some(batch) = batch else {
+            return;
+        };
+        if !tell(&batch, &following[i].1, &notify).await {
+            return;
         }
     }
 }

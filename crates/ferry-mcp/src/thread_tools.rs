@@ -16,6 +16,7 @@ impl FerryMcp {
         let args: tools::SendFileArgs = parse(tools::SEND_FILE, arguments)?;
         let thread = thread_of(caller)?;
         let response = self
+            .client
             .post_json(
                 caller,
                 format!("/api/threads/{}/send-file", encode(thread)),
@@ -33,6 +34,7 @@ impl FerryMcp {
             body["description"] = Value::String(description);
         }
         let response = self
+            .client
             .post_json(
                 caller,
                 format!("/api/threads/{}/published", encode(thread)),
@@ -55,6 +57,7 @@ impl FerryMcp {
         let args: tools::SayArgs = parse(tools::SAY, arguments)?;
         let thread = thread_of(caller)?;
         let response = self
+            .client
             .post_json(
                 caller,
                 format!("/api/threads/{}/say", encode(thread)),
@@ -68,6 +71,7 @@ impl FerryMcp {
         let _: tools::NoArgs = parse(tools::LIST_UPLOADS, arguments)?;
         let thread = thread_of(caller)?;
         let response = self
+            .client
             .get(caller, format!("/api/threads/{}/uploads", encode(thread)))
             .await?;
         Ok(answer(response))
@@ -81,6 +85,7 @@ impl FerryMcp {
             .map(|p| format!("?pages={}", encode(&p)))
             .unwrap_or_default();
         let response = self
+            .client
             .get(
                 caller,
                 format!(
@@ -111,6 +116,7 @@ impl FerryMcp {
     /// One upload as the thread's upload list shows it (no answer: no card, the result stands).
     async fn upload_view(&self, caller: &Caller, thread: &str, upload_id: &str) -> Option<Value> {
         let response = self
+            .client
             .get(caller, format!("/api/threads/{}/uploads", encode(thread)))
             .await
             .ok()?;

@@ -3,7 +3,13 @@
 //! feed, or the thread's channel for sandbox files and published files — from where it stood
 //! when the subscription began. The feeds are the server's record of every change, through
 //! every door and on every node, so nothing here depends on which node a change was made on.
+//!
+//! Events are read as the server's own types: a thread's as `ferry_core::thread_event`'s
+//! [`ThreadEvent`], a space's as `ferry_core::change`'s [`SpaceEvent`].
 
+use ferry_core::change::{FileChange, SpaceEvent};
+use ferry_core::thread_event::{EventKind, ThreadEvent};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::resources::Named;
@@ -21,8 +27,10 @@ pub struct Feed {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Watched {
-    /// A path as the feed's events name it (`/sandbox/…`, or a path within a space).
-    Path(String),
+    /// A path in a thread's sandbox (`/sandbox/…`).
+    SandboxPath(String),
+    /// A path within a space, on the space's feed.
+    SpacePath(String),
     /// A published file, by id.
     Published(String),
     /// Nothing ever changes it (an upload, a published file's revision).
@@ -46,11 +54,11 @@ impl Feed {
         Some(match named {
             Named::Sandbox(raw) => Feed {
                 route: thread_route(thread?),
-                watched: Watched::Path(format!("/sandbox/{}", decoded(raw))),
+                watched: Watched::SandboxPath(format!("/sandbox/{}", decoded(raw))),
             },
             Named::Space { space, path } => Feed {
                 route: format!("/api/spaces/{}/events", encode(space)),
-                watched: Watched::Path(decoded(path)),
+                watched: Watched::SpacePath(decoded(path)),
             },
             Named::Published(id) => Feed {
                 route: thread_route(thread?),
@@ -64,25 +72,36 @@ impl Feed {
         })
     }
 
-    /// Whether `event` is a change of the watched resource.
+    /// Whether `event` is a change of the watched resource. An event this version cannot
+    /// read (of a newer server, say) concerns nothing it follows.
     pub fn concerns(&self, event: &Value) -> bool {
         match &self.watched {
-            Watched::Path(path) => match event["type"].as_str() {
-                Some("file_written" | "file_deleted" | "file_moved") => {
-                    event["path"].as_str() == Some(path)
-                        || event["destination"].as_str() == Some(path)
-                }
+            Watched::SpacePath(path) => {
+                SpaceEvent::deserialize(event).is_ok_and(|event| touches(&event.change, path))
+            }
+            Watched::SandboxPath(path) => match ThreadEvent::deserialize(event).map(|e| e.kind) {
+                Ok(
+                    EventKind::FileWritten(change)
+                    | EventKind::FileDeleted(change)
+                    | EventKind::FileMoved(change),
+                ) => touches(&change, path),
                 // An upload puts its copy in `/sandbox/user_uploads/`: a resource there may be
                 // followed before the person uploads it.
-                Some("upload") => event["upload"]["sandboxPath"].as_str() == Some(path),
+                Ok(EventKind::Upload { upload }) => upload.sandbox_path == *path,
                 _ => false,
             },
-            Watched::Published(id) => {
-                event["type"] == "file_published" && event["file"]["id"].as_str() == Some(id)
-            }
+            Watched::Published(id) => matches!(
+                ThreadEvent::deserialize(event).map(|e| e.kind),
+                Ok(EventKind::FilePublished(published)) if published.file.id == *id
+            ),
             Watched::Nothing => false,
         }
     }
+}
+
+/// Whether a change is to `path`, or moved a file there.
+fn touches(change: &FileChange, path: &str) -> bool {
+    change.path == path || change.destination.as_deref() == Some(path)
 }
 
 #[cfg(test)]
@@ -94,35 +113,101 @@ mod tests {
         Feed::of(&Named::parse(uri).unwrap(), Some("t1"), str::to_owned).unwrap()
     }
 
+    /// An event of thread `t1` as the server sends it: the head, then `own`'s fields.
+    fn event(own: Value) -> Value {
+        let mut event = json!({
+            "id": 1, "role": "agent", "agentId": "agent", "sessionId": "t1",
+            "content": null, "timestamp": "1970-01-01T00:00:00.000Z",
+        });
+        event
+            .as_object_mut()
+            .unwrap()
+            .extend(own.as_object().unwrap().clone());
+        event
+    }
+
+    fn change(kind: &str, path: &str) -> Value {
+        event(json!({"type": kind, "path": path, "door": "http"}))
+    }
+
+    fn published(id: &str) -> Value {
+        let file = ferry_core::file_views::PublishedView {
+            success: true,
+            id: id.into(),
+            display_name: "Report".into(),
+            description: String::new(),
+            filename: "r.md".into(),
+            file_type: ".md".into(),
+            mime_type: "text/markdown".into(),
+            file_size: 1,
+            storage_path: "s".into(),
+            sandbox_path: "/sandbox/r.md".into(),
+            revision: 1,
+            published_at: "1970-01-01T00:00:00.000Z".into(),
+            preview_kind: "html".into(),
+        };
+        event(json!({
+            "type": "file_published", "publishId": "x", "display_name": "Report",
+            "file_path": "/sandbox/r.md", "file": file,
+        }))
+    }
+
+    fn upload(sandbox_path: &str) -> Value {
+        let upload = ferry_core::file_views::UploadView {
+            id: "u1".into(),
+            file_name: "new.csv".into(),
+            file_type: ".csv".into(),
+            size: 1,
+            sha256: String::new(),
+            kind: "document".into(),
+            preview_kind: "html".into(),
+            storage_path: "s".into(),
+            sandbox_path: sandbox_path.into(),
+            preview: None,
+            preview_error: None,
+            width: None,
+            height: None,
+            attachment_xml: String::new(),
+            created_at: "1970-01-01T00:00:00.000Z".into(),
+        };
+        event(json!({"type": "upload", "upload": upload}))
+    }
+
     #[test]
     fn each_resource_is_told_by_its_own_events() {
         let report = feed("ferry://sandbox/outputs/my%20report.md");
         assert_eq!(report.route, "/api/threads/t1/events");
-        let written = json!({"type": "file_written", "path": "/sandbox/outputs/my report.md"});
-        assert!(report.concerns(&written));
-        let moved_in = json!({"type": "file_moved", "path": "/sandbox/a.md", "destination": "/sandbox/outputs/my report.md"});
+        assert!(report.concerns(&change("file_written", "/sandbox/outputs/my report.md")));
+        let mut moved_in = change("file_moved", "/sandbox/a.md");
+        moved_in["destination"] = "/sandbox/outputs/my report.md".into();
         assert!(report.concerns(&moved_in));
+        assert!(!report.concerns(&event(
+            json!({"type": "message", "path": "/sandbox/outputs/my report.md"})
+        )));
+        assert!(!report.concerns(&change("file_written", "/sandbox/outputs/other.md")));
+        // A change without the fields every event has is not one the server sent.
         assert!(
-            !report.concerns(&json!({"type": "message", "path": "/sandbox/outputs/my report.md"}))
-        );
-        assert!(
-            !report.concerns(&json!({"type": "file_written", "path": "/sandbox/outputs/other.md"}))
+            !report.concerns(
+                &json!({"type": "file_written", "path": "/sandbox/outputs/my report.md"})
+            )
         );
 
         let note = feed("ferry://spaces/notes/ideas/a.md");
         assert_eq!(note.route, "/api/spaces/notes/events");
-        assert!(note.concerns(&json!({"type": "file_deleted", "path": "ideas/a.md"})));
+        let deleted = json!({
+            "id": 3, "type": "file_deleted", "space": "notes", "path": "ideas/a.md",
+            "door": "s3", "createdAt": "1970-01-01T00:00:00.000Z",
+        });
+        assert!(note.concerns(&deleted));
 
         let card = feed("ferry://published/p1");
-        assert!(card.concerns(&json!({"type": "file_published", "file": {"id": "p1"}})));
-        assert!(!card.concerns(&json!({"type": "file_published", "file": {"id": "p2"}})));
-        assert!(!feed("ferry://uploads/u1").concerns(&json!({"type": "upload"})));
+        assert!(card.concerns(&published("p1")));
+        assert!(!card.concerns(&published("p2")));
+        assert!(!feed("ferry://uploads/u1").concerns(&upload("/sandbox/user_uploads/new.csv")));
         // A file of user_uploads/ followed before it was uploaded is told when it arrives.
         let arriving = feed("ferry://sandbox/user_uploads/new.csv");
-        assert!(arriving.concerns(
-            &json!({"type": "upload", "upload": {"sandboxPath": "/sandbox/user_uploads/new.csv"}})
-        ));
-        assert!(!arriving.concerns(&json!({"type": "upload", "upload": {"sandboxPath": "/sandbox/user_uploads/new (2).csv"}})));
+        assert!(arriving.concerns(&upload("/sandbox/user_uploads/new.csv")));
+        assert!(!arriving.concerns(&upload("/sandbox/user_uploads/new (2).csv")));
         assert_eq!(
             Feed::of(
                 &Named::parse("ferry://sandbox/a").unwrap(),

@@ -11,8 +11,8 @@ use s3s::dto::{Checksum, Metadata, Timestamp};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::checksum::StoredChecksum;
-use crate::upload_checksum::{UploadChecksum, type_of};
+use crate::body_checksum::StoredChecksum;
+use crate::multipart_checksum::{UploadChecksum, type_of};
 
 /// The multipart upload an object was completed from: its id (a repeated
 /// `CompleteMultipartUpload` of it answers as the first did), its parts' sizes, in order
@@ -159,7 +159,7 @@ impl Attributes {
     pub(crate) fn checksum(&self) -> Checksum {
         let mut answer = Checksum::default();
         if let Some(stored) = &self.checksum {
-            crate::checksum::set(&mut answer, &stored.algorithm, stored.value.clone());
+            crate::body_checksum::set(&mut answer, &stored.algorithm, stored.value.clone());
             answer.checksum_type = Some(type_of(&stored.value));
         }
         answer
@@ -173,7 +173,7 @@ impl Attributes {
             .as_ref()
             .and_then(|a| a.part_checksums.get(number.checked_sub(1)?));
         if let (Some(stored), Some(value)) = (&self.checksum, value) {
-            crate::checksum::set(&mut answer, &stored.algorithm, value.clone());
+            crate::body_checksum::set(&mut answer, &stored.algorithm, value.clone());
             // A part's checksum is answered with the type of the object's.
             answer.checksum_type = Some(type_of(&stored.value));
         }

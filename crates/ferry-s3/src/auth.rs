@@ -91,7 +91,7 @@ impl S3Auth for Keys {
         }
         // A key never made or revoked is refused before its signature is looked at, so the
         // answer says which (S3's InvalidAccessKeyId rather than SignatureDoesNotMatch).
-        match ferry_app::access_keys::principal_of(&self.app, access_key).await {
+        match ferry_app::access::keys::principal_of(&self.app, access_key).await {
             Ok(Some(principal)) => {
                 remember(access_key, principal);
                 Ok(SecretKey::from(self.identities.secret_of(access_key)))
@@ -153,7 +153,7 @@ async fn identify(
     if let Some(principal) = recall(access_key) {
         return Ok(principal);
     }
-    match ferry_app::access_keys::principal_of(app, access_key).await {
+    match ferry_app::access::keys::principal_of(app, access_key).await {
         Ok(Some(principal)) => Ok(principal),
         Ok(None) => Err(s3_error!(
             InvalidAccessKeyId,

@@ -1,13 +1,13 @@
 //! Buckets: `ListBuckets`, `HeadBucket`, `GetBucketLocation`, `CreateBucket` and
 //! `DeleteBucket`. A bucket is one of the caller's spaces, or a thread's sandbox
-//! ([`crate::bucket`]).
+//! ([`crate::address`]).
 
-use ferry_app::spaces::Removal;
+use ferry_app::files::spaces::Removal;
 use ferry_core::space_name::SANDBOX_BUCKET_PREFIX;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
-use crate::bucket::Bucket;
+use crate::address::Bucket;
 use crate::context::{Door, caller, time_of};
 use crate::errors::{no_such_bucket, to_s3};
 
@@ -16,7 +16,7 @@ pub(crate) async fn list_buckets(
     req: S3Request<ListBucketsInput>,
 ) -> S3Result<S3Response<ListBucketsOutput>> {
     let principal = caller(&req)?;
-    let spaces = ferry_app::spaces::list_spaces(&door.app, &principal)
+    let spaces = ferry_app::files::spaces::list_spaces(&door.app, &principal)
         .await
         .map_err(to_s3)?;
     // Pages by name: the token is the last name of the page before.
@@ -89,7 +89,7 @@ pub(crate) async fn create_bucket(
     let name = &req.input.bucket;
     match Bucket::parse(name)? {
         Bucket::Space(space) => {
-            let made = ferry_app::spaces::create(&door.app, &principal, &space)
+            let made = ferry_app::files::spaces::create(&door.app, &principal, &space)
                 .await
                 .map_err(to_s3)?;
             // us-east-1 answers a repeated create by the owner with success; every other
@@ -121,7 +121,7 @@ pub(crate) async fn delete_bucket(
     let name = &req.input.bucket;
     match door.bucket(&principal, name).await? {
         Bucket::Space(space) => {
-            match ferry_app::spaces::remove(&door.app, &principal, &space)
+            match ferry_app::files::spaces::remove(&door.app, &principal, &space)
                 .await
                 .map_err(to_s3)?
             {

@@ -3,7 +3,7 @@
 //! names and the conditions of reading it, and where a write goes.
 
 use bytes::Bytes;
-use ferry_app::objects::Destination;
+use ferry_app::transfers::objects::Destination;
 use ferry_app::{Action, App, Principal, access};
 use ferry_core::Timestamp;
 use ferry_core::conditions::{TagList, Unmet, quoted_etag};
@@ -13,8 +13,8 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Result, StdError, s3_error};
 use time::OffsetDateTime;
 
+use crate::address::{Bucket, sandbox_key, space_key};
 use crate::attributes::{Assembled, Attributes};
-use crate::bucket::{Bucket, sandbox_key, space_key};
 use crate::errors::{Condition, bucket_error, no_such_bucket, precondition_failed, to_s3};
 use crate::request::Caller;
 
@@ -96,7 +96,7 @@ pub(crate) struct Found {
 
 pub(crate) enum Reader {
     Blob(String),
-    Sandbox(ferry_app::sandbox::OpenedFile),
+    Sandbox(ferry_app::files::sandbox::OpenedFile),
 }
 
 impl Found {
@@ -251,7 +251,7 @@ impl Door {
         let bucket = Bucket::parse(name)?;
         match &bucket {
             Bucket::Space(space) => {
-                if !ferry_app::spaces::exists(&self.app, principal, space)
+                if !ferry_app::files::spaces::exists(&self.app, principal, space)
                     .await
                     .map_err(to_s3)?
                 {
@@ -277,7 +277,7 @@ impl Door {
         match bucket {
             Bucket::Space(space) => {
                 let path = space_key(key)?;
-                let file = ferry_app::spaces::file(&self.app, principal, space, &path)
+                let file = ferry_app::files::spaces::file(&self.app, principal, space, &path)
                     .await
                     .map_err(|e| match e {
                         ferry_app::Error::NotFound(m) => missing(m),
@@ -294,14 +294,15 @@ impl Door {
             }
             Bucket::Sandbox { thread_id } => {
                 let path = sandbox_key(key)?;
-                let opened = ferry_app::sandbox::open(&self.app, principal, thread_id, &path)
-                    .await
-                    .map_err(|e| match e {
-                        ferry_app::Error::NotFound(m) => missing(m),
-                        // A folder, a link out or a hard link: nothing S3 can read there.
-                        ferry_app::Error::InvalidPath(m) => missing(m),
-                        other => to_s3(other),
-                    })?;
+                let opened =
+                    ferry_app::files::sandbox::open(&self.app, principal, thread_id, &path)
+                        .await
+                        .map_err(|e| match e {
+                            ferry_app::Error::NotFound(m) => missing(m),
+                            // A folder, a link out or a hard link: nothing S3 can read there.
+                            ferry_app::Error::InvalidPath(m) => missing(m),
+                            other => to_s3(other),
+                        })?;
                 Ok(Found {
                     size: opened.size,
                     etag: opened.etag.clone(),
@@ -320,7 +321,7 @@ impl Door {
         range: Option<std::ops::Range<u64>>,
     ) -> S3Result<BoxStream<'static, std::io::Result<Bytes>>> {
         let read = match reader {
-            Reader::Blob(key) => ferry_app::objects::bytes(&self.app, &key, range).await,
+            Reader::Blob(key) => ferry_app::transfers::objects::bytes(&self.app, &key, range).await,
             Reader::Sandbox(opened) => opened.stream(range).await,
         }
         .map_err(|e| to_s3(ferry_app::Error::io(e)))?;

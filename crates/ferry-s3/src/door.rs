@@ -7,7 +7,7 @@
 use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
-use crate::checksum::{Expected, sent_checksum};
+use crate::body_checksum::{Expected, sent_checksum};
 use crate::context::{Door, caller};
 use crate::request::Trailers;
 use crate::{buckets, lists, reads, writes};

@@ -10,23 +10,23 @@
 //! and hands every verified request to [`forward`], which strips `/s3` and passes it, with the
 //! verified principal attached, to the inner one, which routes the operation to [`door`].
 
+mod address;
 mod attributes;
 mod auth;
-mod bucket;
+mod body_checksum;
 mod buckets;
-mod checksum;
 mod context;
 mod door;
 mod errors;
 mod forward;
-mod listing;
 mod lists;
 mod multipart;
+mod multipart_checksum;
+mod paging;
 mod reads;
 mod request;
 mod service;
 mod serving;
-mod upload_checksum;
 mod writes;
 
 use std::sync::Arc;
@@ -63,7 +63,7 @@ pub fn service(setup: Setup) -> Service {
             setup.region.clone(),
         ));
         // Bucket names are checked against ferry's own rules (space names, sandbox ids).
-        builder.set_validation(bucket::AnyName);
+        builder.set_validation(address::AnyName);
         builder.build()
     };
     let mut outer = s3s::service::S3ServiceBuilder::new(door::Unreachable);
@@ -74,6 +74,6 @@ pub fn service(setup: Setup) -> Service {
         setup.identities.clone(),
     ));
     // The outer service sees `s3` as the bucket of every request; the inner one checks names.
-    outer.set_validation(bucket::AnyName);
+    outer.set_validation(address::AnyName);
     Service(outer.build())
 }

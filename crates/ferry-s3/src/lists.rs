@@ -1,14 +1,14 @@
 //! Listing objects: `ListObjectsV2`, `ListObjects` and `ListObjectVersions`, over a space's
-//! listing or a sandbox's files ([`crate::listing`] pages them the S3 way).
+//! listing or a sandbox's files ([`crate::paging`] pages them the S3 way).
 
 use ferry_app::Principal;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result};
 
-use crate::bucket::Bucket;
+use crate::address::Bucket;
 use crate::context::{Door, caller, etag_of, time_of};
 use crate::errors::to_s3;
-use crate::listing::{self, After, Listed, MAX_KEYS, Source};
+use crate::paging::{self, After, Listed, MAX_KEYS, Source};
 
 impl Door {
     async fn listing_source<'a>(
@@ -24,9 +24,10 @@ impl Door {
             },
             Bucket::Sandbox { thread_id } => {
                 // A name no door can address is no key either: S3 lists only what it can get.
-                let listing = ferry_app::sandbox::list(&self.app, principal, thread_id, None, true)
-                    .await
-                    .map_err(to_s3)?;
+                let listing =
+                    ferry_app::files::sandbox::list(&self.app, principal, thread_id, None, true)
+                        .await
+                        .map_err(to_s3)?;
                 let mut all: Vec<Listed> = listing
                     .entries
                     .into_iter()
@@ -48,11 +49,11 @@ impl Door {
         &self,
         principal: &Principal,
         bucket_name: &str,
-        request: listing::Request,
-    ) -> S3Result<listing::Page> {
+        request: paging::Request,
+    ) -> S3Result<paging::Page> {
         let bucket = self.bucket(principal, bucket_name).await?;
         let source = self.listing_source(principal, &bucket).await?;
-        listing::page(&source, &request).await
+        paging::page(&source, &request).await
     }
 
     /// The user a bucket the caller may list belongs to, as S3's `Owner` (its id and display
@@ -111,7 +112,7 @@ impl Keys {
     }
 }
 
-fn objects(page: &listing::Page, keys: Keys) -> Vec<Object> {
+fn objects(page: &paging::Page, keys: Keys) -> Vec<Object> {
     page.objects
         .iter()
         .map(|o| Object {
@@ -127,7 +128,7 @@ fn objects(page: &listing::Page, keys: Keys) -> Vec<Object> {
         .collect()
 }
 
-fn common_prefixes(page: &listing::Page, keys: Keys) -> Vec<CommonPrefix> {
+fn common_prefixes(page: &paging::Page, keys: Keys) -> Vec<CommonPrefix> {
     page.prefixes
         .iter()
         .map(|p| CommonPrefix {
@@ -150,7 +151,7 @@ pub(crate) async fn list_objects_v2(
         _ => After::Start,
     };
     let max = max_keys(input.max_keys);
-    let request = listing::Request {
+    let request = paging::Request {
         prefix: input.prefix.clone().unwrap_or_default(),
         delimiter: delimiter.clone(),
         after,
@@ -192,7 +193,7 @@ fn by_marker(
     delimiter: Option<String>,
     marker: Option<&str>,
     requested: Option<i32>,
-) -> listing::Request {
+) -> paging::Request {
     let after = match marker {
         None | Some("") => After::Start,
         Some(marker) if delimiter.as_deref().is_some_and(|d| marker.ends_with(d)) => {
@@ -200,7 +201,7 @@ fn by_marker(
         }
         Some(marker) => After::Key(marker.to_owned()),
     };
-    listing::Request {
+    paging::Request {
         prefix: prefix.unwrap_or_default().to_owned(),
         delimiter,
         after,
@@ -209,7 +210,7 @@ fn by_marker(
 }
 
 /// Where the next marker-paged request resumes, when the page was cut.
-fn next_marker(page: &listing::Page) -> Option<String> {
+fn next_marker(page: &paging::Page) -> Option<String> {
     match &page.next {
         Some(After::Key(key)) => Some(key.clone()),
         Some(After::Below(prefix)) => Some(prefix.clone()),

@@ -1,23 +1,28 @@
 //! Multipart uploads over S3 (docs/s3.md, multipart): the protocol's side of
-//! `ferry_app::multipart` — which parts make the object (ascending numbers, known parts with
-//! matching ETags, every part but the last at least 5 MiB), and S3's answers.
+//! `ferry_app::transfers::multipart` — which parts make the object (ascending numbers, known
+//! parts with matching ETags, every part but the last at least 5 MiB), and S3's answers.
+//!
+//! Why one file: the multipart operations are one upload's life (start, send or copy parts,
+//! complete, abort, list); they share the lookup that makes another's upload absent, the part
+//! numbers and the checksum algorithm fixed at the start, and completion's choice of parts is
+//! tested here against S3's own rules.
 
 use ferry_app::Principal;
 use ferry_app::body::Incoming;
-use ferry_app::multipart;
-use ferry_app::multipart::{Part, Upload};
+use ferry_app::transfers::multipart;
+use ferry_app::transfers::multipart::{Part, Upload};
 use ferry_core::write::FileMeta;
 use futures::TryStreamExt;
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 
 use crate::attributes::{Assembled, Attributes, sent};
-use crate::checksum::{Expected, StoredChecksum, Verified, sent_checksum, with_checksum};
+use crate::body_checksum::{Expected, StoredChecksum, Verified, sent_checksum, with_checksum};
 use crate::context::{Door, copy_source_conditions, sent_or_guessed_type, time_of};
 use crate::errors::to_s3;
-use crate::upload_checksum::UploadChecksum;
+use crate::multipart_checksum::UploadChecksum;
 use crate::writes::checked;
-use ferry_app::objects::Destination;
+use ferry_app::transfers::objects::Destination;
 
 /// The least size of every part but the last, as in S3.
 pub(crate) const MIN_PART_SIZE: u64 = 5 << 20;
@@ -265,7 +270,7 @@ impl Door {
     async fn completed_before(
         &self,
         principal: &Principal,
-        bucket: &crate::bucket::Bucket,
+        bucket: &crate::address::Bucket,
         input: CompleteMultipartUploadInput,
     ) -> Option<CompleteMultipartUploadOutput> {
         let found = self.find(principal, bucket, &input.key).await.ok()?;
@@ -440,7 +445,7 @@ fn upload_algorithm(upload: &Upload) -> Option<String> {
 fn part_checksum(part: &Part) -> Checksum {
     let mut answer = Checksum::default();
     if let Some(stored) = StoredChecksum::from_text(part.checksum.as_deref()) {
-        crate::checksum::set(&mut answer, &stored.algorithm, stored.value);
+        crate::body_checksum::set(&mut answer, &stored.algorithm, stored.value);
     }
     answer
 }

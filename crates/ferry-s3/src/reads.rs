@@ -6,7 +6,7 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 use sync_wrapper::SyncStream;
 
-use crate::checksum::with_checksum;
+use crate::body_checksum::with_checksum;
 use crate::context::{Door, Found, ReadConditions, caller, etag_of, time_of};
 use ferry_app::Principal;
 

@@ -1,9 +1,9 @@
 //! Writing and deleting objects: `PutObject`, `CopyObject`, `DeleteObject` and
 //! `DeleteObjects`, each the write or removal of the space or sandbox the bucket names
-//! (`ferry_app::objects`, `spaces::delete`, `sandbox::delete`), with S3's conditions.
+//! (`ferry_app::transfers::objects`, `spaces::delete`, `sandbox::delete`), with S3's conditions.
 
 use ferry_app::body::Incoming;
-use ferry_app::objects;
+use ferry_app::transfers::objects;
 use ferry_app::{App, Principal};
 use ferry_core::Timestamp;
 use ferry_core::write::{FileMeta, WriteCondition};
@@ -11,15 +11,15 @@ use futures::StreamExt;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::address::{Bucket, is_folder_marker, sandbox_key, space_key};
 use crate::attributes::{Attributes, sent};
-use crate::bucket::{Bucket, is_folder_marker, sandbox_key, space_key};
-use crate::checksum::{Expected, Outcome, Verified, sent_checksum, with_checksum};
+use crate::body_checksum::{Expected, Outcome, Verified, sent_checksum, with_checksum};
 use crate::context::{
     Body, Door, caller, copy_source_conditions, etag_of, if_match_tags, sent_or_guessed_type,
     tag_list, time_of,
 };
 use crate::errors::{Condition, precondition_failed, to_s3};
-use crate::listing::MAX_KEYS;
+use crate::paging::MAX_KEYS;
 use crate::request::Trailers;
 
 /// The write condition of `If-None-Match` / `If-Match`, as the spaces take it. An
@@ -303,7 +303,7 @@ async fn delete(
         Bucket::Space(space) => {
             let path = space_key(key)?;
             let tags = if_match.map(if_match_tags);
-            match ferry_app::spaces::delete(
+            match ferry_app::files::spaces::delete(
                 app,
                 principal,
                 space,
@@ -320,7 +320,7 @@ async fn delete(
         Bucket::Sandbox { thread_id } => {
             let path = sandbox_key(key)?;
             let tags = if_match.map(if_match_tags);
-            match ferry_app::sandbox::delete(
+            match ferry_app::files::sandbox::delete(
                 app,
                 principal,
                 thread_id,

@@ -10,6 +10,11 @@
 //! The token's `alg` picks the kind, and a key only ever verifies its own algorithm, so a
 //! public key can never be used as an HMAC secret. The caller's identity comes only from the
 //! verified claims, never from a body, a query or another header.
+//!
+//! Why one file: the claims are one grammar, read and written here: what each role carries (`sub`,
+//! `aud`, `thread`, `agent`) is minted and verified side by side so that the two agree, and both
+//! kinds of token share the algorithm dispatch, the leeway and the refusals' wording; fetching an
+//! identity provider's keys is a module of its own.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
@@ -24,7 +29,7 @@ use crate::jwks::ProviderKeys;
 const LEEWAY_SECONDS: u64 = 30;
 /// The audience that person and agent tokens must carry (Supabase's).
 pub const AUDIENCE: &str = "authenticated";
-pub use ferry_app::principal::DEFAULT_AGENT_ID;
+pub use ferry_app::access::principal::DEFAULT_AGENT_ID;
 
 pub use ferry_app::Principal;
 

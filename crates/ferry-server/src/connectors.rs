@@ -1,6 +1,6 @@
 //! Webhook deliveries (docs/reference/say.md, connectors).
 //!
-//! Saying a message queues one delivery per registered webhook (`ferry_app::connectors`);
+//! Saying a message queues one delivery per registered webhook (`ferry_app::events::connectors`);
 //! this worker posts them in the background with retries and backoff, so a slow or broken
 //! receiver never holds up the agent's reply. Each connector has its own queue, worked by its
 //! own task, so a slow receiver delays only its own deliveries, never another user's. Where
@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_app::upkeep::Delivery;
+use ferry_core::thread_event::{EventKind, ThreadEvent};
+use serde::Serialize;
 
 use crate::state::AppState;
 
@@ -141,33 +143,39 @@ fn now_millis() -> i64 {
         .unwrap_or_default()
 }
 
-/// What a webhook receives: the message event, with each attachment's `url` replaced by a
-/// short-lived signed link that needs no token.
-async fn payload(state: &AppState, delivery: &Delivery) -> Result<serde_json::Value, String> {
-    let event = ferry_app::upkeep::delivered_event(&state.app, delivery)
+/// What a webhook receives (docs/reference/say.md, connectors).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Payload {
+    /// Always `message`.
+    #[serde(rename = "type")]
+    kind: &'static str,
+    thread_id: String,
+    delivery_id: String,
+    /// The message event, with each attachment's `url` a short-lived signed link that needs
+    /// no token, and its `expiresAt`.
+    message: ThreadEvent,
+}
+
+/// The payload of `delivery`, from its stored message event.
+async fn payload(state: &AppState, delivery: &Delivery) -> Result<Payload, String> {
+    let mut message = ferry_app::upkeep::delivered_event(&state.app, delivery)
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the event no longer exists")?;
-    let mut event: serde_json::Value =
-        serde_json::from_str(&event.json).map_err(|e| e.to_string())?;
-    if let Some(files) = event.get_mut("files").and_then(|f| f.as_array_mut()) {
+    if let EventKind::Message { files, .. } = &mut message.kind {
         for file in files {
-            let Some(id) = file.get("id").and_then(|i| i.as_str()).map(str::to_owned) else {
-                continue;
-            };
-            let (url, expires) = state.signed_attachment_url(&id);
-            file["url"] = url.into();
-            file["expiresAt"] = ferry_core::Timestamp(expires as i64 * 1000)
-                .rfc3339()
-                .into();
+            let (url, expires) = state.signed_attachment_url(&file.id);
+            file.url = url;
+            file.expires_at = Some(ferry_core::Timestamp(expires as i64 * 1000).rfc3339());
         }
     }
-    Ok(serde_json::json!({
-        "type": "message",
-        "threadId": delivery.thread_id,
-        "deliveryId": delivery.id,
-        "message": event,
-    }))
+    Ok(Payload {
+        kind: "message",
+        thread_id: delivery.thread_id.clone(),
+        delivery_id: delivery.id.clone(),
+        message,
+    })
 }
 
 async fn post(

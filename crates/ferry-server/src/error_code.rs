@@ -6,6 +6,18 @@ use axum::http::StatusCode;
 
 pub use ferry_core::error_code::ErrorCode;
 
+/// How an error response is described in the OpenAPI document: the codes it answers with,
+/// then why, as in `INVALID_PATH or INVALID_REQUEST: a bad pattern`. Route annotations name
+/// the codes as [`ErrorCode`] values, so only a code of the envelope can be documented, and a
+/// test holds each to its response's status.
+pub fn refusal(codes: &[ErrorCode], why: &str) -> String {
+    let codes: Vec<&str> = codes.iter().map(|code| code.as_str()).collect();
+    match why {
+        "" => codes.join(" or "),
+        why => format!("{}: {why}", codes.join(" or ")),
+    }
+}
+
 /// The HTTP status of an error code.
 pub trait HttpStatus {
     fn status(self) -> StatusCode;

@@ -1,6 +1,7 @@
 //! The OpenAPI document of the HTTP API, generated from the handlers' annotations, and the
 //! route that serves it.
 
+use crate::error_code::{ErrorCode, refusal};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use std::sync::Arc;
@@ -103,7 +104,7 @@ pub async fn serve(Extension(document): Extension<Arc<utoipa::openapi::OpenApi>>
     ),
     modifiers(&BearerAuth, &McpEndpoint),
     // Sent inside an event stream, so no response names it: listed here for clients' types.
-    components(schemas(ferry_app::thread_list::ThreadListEvent)),
+    components(schemas(ferry_app::threads::list::ThreadListEvent)),
     tags(
         (name = "spaces", description = "Per-user storage"),
         (name = "threads", description = "Threads and agent tokens"),
@@ -233,7 +234,7 @@ impl utoipa::Modify for McpEndpoint {
                 "401",
                 RefOr::T(
                     ResponseBuilder::new()
-                        .description("UNAUTHENTICATED")
+                        .description(refusal(&[ErrorCode::Unauthenticated], ""))
                         .build(),
                 ),
             )
@@ -301,10 +302,11 @@ pub fn finish(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenAp
                 responses.entry("401".to_owned()).or_insert_with(|| {
                     RefOr::T(
                         ResponseBuilder::new()
-                            .description(
-                                "UNAUTHENTICATED: no bearer token, or one that was refused \
-                                 (WWW-Authenticate says why)",
-                            )
+                            .description(refusal(
+                                &[ErrorCode::Unauthenticated],
+                                "no bearer token, or one that was refused (WWW-Authenticate \
+                                 says why)",
+                            ))
                             .build(),
                     )
                 });

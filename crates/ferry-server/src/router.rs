@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::routes::{
-    events, execute, fs, fs_transfer, markdown, model_content, pages, published, resumable,
+    events, execute, fs, fs_transfer, markdown, model_content, page_images, published, resumable,
     s3_keys, sandbox, say, send_file, spaces, system, threads, uploads,
 };
 use crate::state::AppState;
@@ -85,8 +85,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(uploads::content))
         .routes(routes!(uploads::preview))
         .routes(routes!(model_content::upload_model_content))
-        .routes(routes!(pages::upload_page))
-        .routes(routes!(pages::published_page))
+        .routes(routes!(page_images::upload_page))
+        .routes(routes!(page_images::published_page))
         .routes(routes!(events::events))
         .routes(routes!(events::space_events))
         .routes(routes!(events::post_message))
@@ -247,5 +247,45 @@ mod tests {
         ] {
             assert!(document.paths.paths.contains_key(expected), "{expected}");
         }
+    }
+
+    /// Every error response names the envelope's codes it answers with ([`refusal`]), and
+    /// each of them answers with that response's status.
+    ///
+    /// [`refusal`]: crate::error_code::refusal
+    #[test]
+    fn every_error_response_names_codes_of_its_own_status() {
+        use crate::error_code::{ErrorCode, HttpStatus as _};
+        let document = serde_json::to_value(openapi()).unwrap();
+        let mut checked = 0;
+        for (route, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let Some(responses) = operation["responses"].as_object() else {
+                    continue;
+                };
+                for (status, response) in responses {
+                    // `/mcp`'s refusals below 401 are the MCP SDK's plain text, not the envelope.
+                    let enveloped = route != "/mcp" || status == "401";
+                    if !enveloped || !(status.starts_with('4') || status.starts_with('5')) {
+                        continue;
+                    }
+                    let description = response["description"].as_str().unwrap_or_default();
+                    let named = description.split(": ").next().unwrap_or_default();
+                    for name in named.split(" or ") {
+                        let code = ErrorCode::ALL.iter().find(|code| code.as_str() == name);
+                        let code = code.unwrap_or_else(|| {
+                            panic!("{method} {route} {status}: '{name}' is no error code")
+                        });
+                        assert_eq!(
+                            code.status().as_str(),
+                            status,
+                            "{method} {route}: {name} is not answered with {status}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "only {checked} codes were documented");
     }
 }

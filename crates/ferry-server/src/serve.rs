@@ -7,7 +7,7 @@ use ferry_core::Timestamp;
 use ferry_core::conditions::{Precondition, ReadConditions, Unmet};
 
 use crate::error::ErrorCode;
-use ferry_app::objects::BlobRead;
+use ferry_app::transfers::objects::BlobRead;
 use std::ops::Range;
 
 use crate::error::{ApiError, ApiResult};
@@ -113,7 +113,7 @@ pub async fn serve_blob(
         disposition: file.disposition,
     };
     respond(method, request, representation, |range| async move {
-        ferry_app::objects::bytes(app, &key, range).await
+        ferry_app::transfers::objects::bytes(app, &key, range).await
     })
     .await
 }
@@ -284,7 +284,7 @@ pub enum ListFormat {
 
 /// Sends a folder as one zip, streamed as its files are read: an attachment under the
 /// folder's name, never cached (it is built anew each time) and never rendered.
-pub fn zip_download(folder: ferry_app::archive::FolderZip) -> ApiResult<Response> {
+pub fn zip_download(folder: ferry_app::transfers::archive::FolderZip) -> ApiResult<Response> {
     let mut headers = HeaderMap::new();
     headers.insert(
         header::CONTENT_TYPE,

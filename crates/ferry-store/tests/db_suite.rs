@@ -1,4 +1,9 @@
 //! The metadata store's suite, run unchanged on SQLite and on Postgres.
+//!
+//! Why one file: the tests, but for the migrations' check at the end, are one list given to
+//! `on_every_engine!`, which runs each on SQLite and on Postgres, with the small builders above
+//! shared by all: that list is the store's contract, and keeping it whole keeps every rule
+//! checked on both engines alike.
 
 use ferry_core::write::{FileMeta, WriteCondition};
 use ferry_core::{SpaceName, ValidPath};

@@ -31,12 +31,13 @@ use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::App;
+use crate::access::principal::Principal;
 use crate::access::{self, Action};
 use crate::error::{Error, Result, in_sandbox};
 use crate::events::Role;
-use crate::principal::Principal;
-use crate::sandbox::{Changed, announce};
-use crate::thread_event::{CommandExecuted, EventHead, EventKind, StopReason, ThreadEvent};
+use crate::events::thread_event;
+use crate::files::sandbox::{Changed, announce};
+use ferry_core::thread_event::{CommandExecuted, EventKind, StopReason, ThreadEvent};
 
 /// The most of a command's output its event carries (events stay well under 32 KiB).
 const EVENT_OUTPUT_BYTES: usize = 8 * 1024;
@@ -426,11 +427,10 @@ async fn record(
     let stored = app
         .db
         .append_event(thread_id, move |id, at| {
-            ThreadEvent {
-                head: EventHead::new(id, at, Role::Agent(&agent), &thread, None),
+            thread_event::rendered(&ThreadEvent {
+                head: thread_event::head(id, at, Role::Agent(&agent), &thread, None),
                 kind: EventKind::CommandExecuted(executed),
-            }
-            .rendered()
+            })
         })
         .await;
     match stored {

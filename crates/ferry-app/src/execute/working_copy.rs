@@ -21,9 +21,9 @@ use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
 use crate::App;
+use crate::access::principal::Principal;
 use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
-use crate::principal::Principal;
 
 /// Folders a command may read but not change: they are never written back.
 const READ_ONLY: [&str; 2] = ["user_uploads/", "skills/"];
@@ -144,7 +144,7 @@ impl WorkingCopy {
                 continue;
             };
             let at = SandboxPath::from_relative(valid);
-            let deleted = crate::sandbox::delete(
+            let deleted = crate::files::sandbox::delete(
                 app,
                 principal,
                 thread_id,
@@ -185,7 +185,7 @@ impl WorkingCopy {
             .map_err(|e| format!("{shown} could not be read back: {e}"))?;
         let body = Incoming::new(tokio_util::io::ReaderStream::new(file), Some(now.size));
         let content_type = ferry_core::mime::mime_for_name(at.file_name());
-        let written = crate::sandbox::write(
+        let written = crate::files::sandbox::write(
             app,
             principal,
             thread_id,

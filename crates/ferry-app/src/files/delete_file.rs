@@ -46,7 +46,7 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
             )));
         }
         (AgentPath::Sandbox(Some(within)), PathKind::File) => {
-            crate::sandbox::delete(
+            crate::files::sandbox::delete(
                 caller.app,
                 caller.principal,
                 caller.thread()?,
@@ -60,11 +60,12 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
         }
         (AgentPath::Sandbox(Some(within)), PathKind::Folder) => {
             let thread = caller.thread()?;
-            let sandbox = crate::sandbox::writable(caller.app, caller.principal, thread).await?;
+            let sandbox =
+                crate::files::sandbox::writable(caller.app, caller.principal, thread).await?;
             let removed = sandbox.remove_tree(within).await.map_err(in_sandbox)?;
             let changes = removed
                 .iter()
-                .map(|below| crate::sandbox::Changed {
+                .map(|below| crate::files::sandbox::Changed {
                     kind: ChangeKind::FileDeleted,
                     path: format!("{path}/{below}"),
                     destination: None,
@@ -72,8 +73,14 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
                     size: None,
                 })
                 .collect();
-            crate::sandbox::announce(caller.app, caller.principal, thread, caller.door, changes)
-                .await;
+            crate::files::sandbox::announce(
+                caller.app,
+                caller.principal,
+                thread,
+                caller.door,
+                changes,
+            )
+            .await;
             removed.len() as u64
         }
         (
@@ -83,7 +90,7 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
             },
             PathKind::File,
         ) => {
-            crate::spaces::delete(
+            crate::files::spaces::delete(
                 caller.app,
                 caller.principal,
                 space,
@@ -106,7 +113,7 @@ pub async fn delete(caller: Caller<'_>, input: &DeleteFileInput) -> Result<Delet
                 .events
                 .poke(&ferry_store::space_events::channel_key(owner, space));
             if dir.is_none() {
-                crate::spaces::remove(caller.app, caller.principal, space).await?;
+                crate::files::spaces::remove(caller.app, caller.principal, space).await?;
             }
             removed.len() as u64
         }

@@ -5,7 +5,7 @@
 use ferry_core::Timestamp;
 use ferry_core::conditions::quoted_etag;
 use ferry_store::spaces::SpaceEntry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// One entry of a listing: a file, or a folder.
@@ -56,7 +56,7 @@ impl FileEntry {
     }
 
     /// A sandbox entry no path can name, shown as the field of that name says.
-    pub fn unaddressable(entry: &crate::sandbox::Unaddressable) -> FileEntry {
+    pub fn unaddressable(entry: &crate::files::sandbox::Unaddressable) -> FileEntry {
         FileEntry {
             kind: if entry.is_dir { "dir" } else { "file" },
             unaddressable: Some(entry.why.describe()),
@@ -109,7 +109,7 @@ impl FileEntry {
 }
 
 /// What a write answers, whichever route or tool made it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Written {
     pub path: String,
@@ -125,7 +125,7 @@ pub struct Written {
 
 impl Written {
     /// A space write, its path within the space.
-    pub fn of_space(written: crate::spaces::Written) -> Written {
+    pub fn of_space(written: crate::files::spaces::Written) -> Written {
         Written {
             etag: quoted_etag(&written.file.sha256),
             path: written.file.path,

@@ -67,7 +67,7 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
     let mut entries = match path {
         AgentPath::Sandbox(dir) => {
             let dir = dir.clone().map(SandboxPath::from_relative);
-            let listing = crate::sandbox::list(
+            let listing = crate::files::sandbox::list(
                 caller.app,
                 caller.principal,
                 caller.thread()?,
@@ -92,7 +92,7 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
             entries.sort_by(|a, b| a.path.cmp(&b.path));
             entries
         }
-        AgentPath::Spaces => crate::spaces::list_spaces(caller.app, caller.principal)
+        AgentPath::Spaces => crate::files::spaces::list_spaces(caller.app, caller.principal)
             .await?
             .into_iter()
             .map(|space| FileEntry::dir(format!("/spaces/{}", space.name)))
@@ -108,7 +108,8 @@ pub async fn ls(caller: Caller<'_>, input: &LsInput) -> Result<Listing> {
                     limit: 1000,
                     after,
                 };
-                let page = crate::spaces::list(caller.app, caller.principal, space, &query).await?;
+                let page =
+                    crate::files::spaces::list(caller.app, caller.principal, space, &query).await?;
                 entries.extend(
                     page.entries
                         .into_iter()

@@ -2,11 +2,14 @@
 //! `edit_file`, `glob`, `grep`, `move_file` and `delete_file` over one path space — the thread's
 //! sandbox under `/sandbox/…` and the user's spaces under `/spaces/{space}/…`.
 //!
-//! Nothing here is a second copy of a rule: a write is [`crate::sandbox::write`] or
-//! [`crate::spaces::write`] (the validator, `skills/` read-only, who may write, limits,
+//! Nothing here is a second copy of a rule: a write is [`crate::files::sandbox::write`] or
+//! [`crate::files::spaces::write`] (the validator, `skills/` read-only, who may write, limits,
 //! atomicity, content types), reads go through the sandbox's jail or the spaces' records, and
 //! access to a thread is decided by [`crate::access`]. Every door (HTTP, MCP) calls these
 //! functions and only shapes their answers.
+//!
+//! The room of the file system: the user's spaces ([`spaces`]), a thread's sandbox
+//! ([`sandbox`]) and the agent's one path space over both (here).
 
 mod batch;
 mod delete_file;
@@ -16,7 +19,9 @@ mod entry;
 mod listing;
 mod move_file;
 mod read;
+pub mod sandbox;
 mod search;
+pub mod spaces;
 mod write;
 
 pub use batch::{
@@ -43,9 +48,9 @@ use ferry_store::spaces::SpaceFile;
 use futures::StreamExt;
 
 use crate::App;
+use crate::access::principal::Principal;
 use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
-use crate::principal::Principal;
 
 /// Who asks, and which thread's sandbox `/sandbox` is: the thread of the route, or else the
 /// agent token's own.
@@ -193,7 +198,7 @@ pub(crate) async fn open(caller: Caller<'_>, path: &AgentPath) -> Result<Current
         AgentPath::Sandbox(_) => {
             let within = below_root(path)?;
             let thread = caller.thread()?;
-            let opened = crate::sandbox::open(
+            let opened = crate::files::sandbox::open(
                 caller.app,
                 caller.principal,
                 thread,
@@ -210,7 +215,7 @@ pub(crate) async fn open(caller: Caller<'_>, path: &AgentPath) -> Result<Current
         }
         AgentPath::Space { space, .. } => {
             let within = below_root(path)?;
-            let file = crate::spaces::file(caller.app, caller.principal, space, within)
+            let file = crate::files::spaces::file(caller.app, caller.principal, space, within)
                 .await
                 .map_err(|e| named(e, path))?;
             Ok(Current {
@@ -243,12 +248,13 @@ async fn find(caller: Caller<'_>, path: &AgentPath) -> Result<Option<PathKind>> 
     match path {
         AgentPath::Sandbox(None) | AgentPath::Spaces => Ok(Some(PathKind::Folder)),
         AgentPath::Space { space, path: None } => {
-            let exists = crate::spaces::exists(caller.app, caller.principal, space).await?;
+            let exists = crate::files::spaces::exists(caller.app, caller.principal, space).await?;
             Ok(exists.then_some(PathKind::Folder))
         }
         AgentPath::Sandbox(Some(within)) => {
             let sandbox =
-                crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?;
+                crate::files::sandbox::readable(caller.app, caller.principal, caller.thread()?)
+                    .await?;
             Ok(sandbox.find(within).await.map_err(in_sandbox)?)
         }
         AgentPath::Space {
@@ -313,7 +319,7 @@ where
     match path {
         AgentPath::Sandbox(_) => {
             let within = SandboxPath::from_relative(below_root(path)?.clone());
-            let (created, entry) = crate::sandbox::write(
+            let (created, entry) = crate::files::sandbox::write(
                 caller.app,
                 caller.principal,
                 caller.thread()?,
@@ -329,7 +335,7 @@ where
         }
         AgentPath::Space { space, .. } => {
             let within = below_root(path)?;
-            let written = crate::spaces::write(
+            let written = crate::files::spaces::write(
                 caller.app,
                 caller.principal,
                 space,
@@ -368,7 +374,7 @@ pub async fn check_transfer(caller: Caller<'_>, input: &FileUrlInput) -> Result<
             open(caller, &path).await?;
         }
         (TransferMethod::Put, AgentPath::Sandbox(_)) => {
-            crate::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
+            crate::files::sandbox::writable(caller.app, caller.principal, caller.thread()?).await?;
             // Refused now as the write would refuse it: a URL is never handed out for a path
             // it could not write (the uploads, skills, ferry's own folder).
             if SandboxPath::from_relative(within.clone()).is_read_only() {
@@ -420,7 +426,8 @@ pub(crate) async fn files_below(caller: Caller<'_>, path: &AgentPath) -> Result<
         AgentPath::Sandbox(dir) => {
             // Names and sizes are all a search or a zip needs: no file is read for its ETag.
             let sandbox =
-                crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?;
+                crate::files::sandbox::readable(caller.app, caller.principal, caller.thread()?)
+                    .await?;
             let listing = sandbox
                 .list_untagged(dir.as_ref(), true)
                 .await
@@ -452,7 +459,7 @@ pub(crate) async fn files_below(caller: Caller<'_>, path: &AgentPath) -> Result<
         }
         AgentPath::Spaces => {
             let owner = caller.owner()?;
-            for summary in crate::spaces::list_spaces(caller.app, caller.principal).await? {
+            for summary in crate::files::spaces::list_spaces(caller.app, caller.principal).await? {
                 let space = SpaceName::parse(&summary.name)?;
                 for file in caller.app.db.space_files_below(owner, &space, None).await? {
                     let relative = format!("{space}/{}", file.path);

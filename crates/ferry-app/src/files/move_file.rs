@@ -55,7 +55,8 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
     let (moved, etag) = match &source {
         AgentPath::Sandbox(_) => {
             let thread = caller.thread()?;
-            let sandbox = crate::sandbox::writable(caller.app, caller.principal, thread).await?;
+            let sandbox =
+                crate::files::sandbox::writable(caller.app, caller.principal, thread).await?;
             let moved = sandbox
                 .rename(from, to, input.overwrite)
                 .await
@@ -67,7 +68,7 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
             let changes = moved
                 .files
                 .iter()
-                .map(|below| crate::sandbox::Changed {
+                .map(|below| crate::files::sandbox::Changed {
                     kind: ChangeKind::FileMoved,
                     path: joined(&source, below),
                     destination: Some(joined(&destination, below)),
@@ -75,8 +76,14 @@ pub async fn move_file(caller: Caller<'_>, input: &MoveFileInput) -> Result<Move
                     size: None,
                 })
                 .collect();
-            crate::sandbox::announce(caller.app, caller.principal, thread, caller.door, changes)
-                .await;
+            crate::files::sandbox::announce(
+                caller.app,
+                caller.principal,
+                thread,
+                caller.door,
+                changes,
+            )
+            .await;
             (moved.files.len() as u64, moved.etag)
         }
         AgentPath::Space { space, .. } => {

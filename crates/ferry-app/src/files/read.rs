@@ -6,7 +6,7 @@
 
 use ferry_core::AgentPath;
 use ferry_core::agent_files::ReadFileInput;
-use ferry_core::pages::PageSelection;
+use ferry_core::page_selection::PageSelection;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -14,8 +14,8 @@ use utoipa::ToSchema;
 use super::document_text::Searchable;
 use super::{Caller, Current, READ_MAX_BYTES, open, parse};
 use crate::error::{Error, Result};
-use crate::model_content::{ContentBlock, page_blocks};
-use crate::pdf_pages::Pages;
+use crate::previews::model_content::{ContentBlock, page_blocks};
+use crate::previews::page_images::Pages;
 use ferry_core::conditions::quoted_etag;
 
 /// Characters of one line shown at most; the rest of a longer line is cut, and said to be.
@@ -99,7 +99,7 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
     let etag = quoted_etag(&current.etag);
     let name = path.file_name().to_owned();
     if let Some(selection) = &input.pages {
-        if !crate::pdf_pages::has_pages(&name) {
+        if !crate::previews::page_images::has_pages(&name) {
             return Err(Error::invalid_request(format!(
                 "pages applies to PDF files and presentations (PPTX); {path} is neither"
             )));
@@ -250,11 +250,16 @@ async fn pdf_pages(
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let scratch = caller.app.cache.scratch(bytes).await?;
     let owner = caller.principal.identity_key();
-    let document = crate::pdf_pages::Document::file(&sha256, &scratch);
+    let document = crate::previews::page_images::Document::file(&sha256, &scratch);
     let name = path.file_name();
-    let shown =
-        crate::pdf_pages::show_document(caller.app, &owner, name, &document, Some(selection))
-            .await?;
+    let shown = crate::previews::page_images::show_document(
+        caller.app,
+        &owner,
+        name,
+        &document,
+        Some(selection),
+    )
+    .await?;
     let total_pages = match &shown {
         Pages::Shown { count, .. } => Some(*count),
         Pages::Refused { .. } => None,

@@ -182,7 +182,8 @@ pub async fn glob(caller: Caller<'_>, input: &GlobInput) -> Result<Globbed> {
         // A folder of a sandbox: its files' names alone, without their sizes and times.
         AgentPath::Sandbox(dir) if super::find(caller, &base).await? == Some(PathKind::Folder) => {
             let sandbox =
-                crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?;
+                crate::files::sandbox::readable(caller.app, caller.principal, caller.thread()?)
+                    .await?;
             let skip = dir.as_ref().map_or(0, |d| d.as_str().len() + 1);
             sandbox
                 .file_paths(dir.as_ref())
@@ -381,9 +382,9 @@ pub async fn grep(caller: Caller<'_>, input: &GrepInput) -> Result<Grepped> {
     candidates.sort_unstable_by_key(|(path, _)| path.to_string());
     // A sandbox's files are read a batch per turn of its permits; other files one by one.
     let sandbox = match &base {
-        AgentPath::Sandbox(_) => {
-            Some(crate::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?)
-        }
+        AgentPath::Sandbox(_) => Some(
+            crate::files::sandbox::readable(caller.app, caller.principal, caller.thread()?).await?,
+        ),
         _ => None,
     };
     let sandbox = sandbox.as_ref();

@@ -1,5 +1,9 @@
 //! The agent's file system on both kinds of sandbox (a local folder, the blob store) and in
 //! spaces: every operation, its refusals, and that nothing stored is lost by one.
+//!
+//! Why one file: the operations live one to a module, and their tests share one fixture: each test
+//! builds a `World` (an app, a thread, its owner and its agent), most of them on both kinds of
+//! sandbox in turn, so every operation is held to the same answers wherever the files live.
 
 use ferry_core::agent_files::*;
 use serde_json::json;

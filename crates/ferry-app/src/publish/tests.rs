@@ -10,7 +10,7 @@ use sha2::Digest as _;
 /// The agent writes `bytes` at `path` of its sandbox.
 async fn write(app: &App, agent: &Principal, thread: &str, path: &str, bytes: &[u8]) {
     let path = SandboxPath::parse(path).unwrap();
-    crate::sandbox::write(
+    crate::files::sandbox::write(
         app,
         agent,
         thread,

@@ -6,9 +6,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ferry_app::events::{Delivered, Live, Source};
-use ferry_app::thread_event::ThreadEvent;
 use ferry_core::SpaceName;
 use ferry_core::change::SpaceEvent;
+use ferry_core::thread_event::ThreadEvent;
 use futures::Stream;
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -16,10 +16,11 @@ use std::convert::Infallible;
 use tokio::sync::broadcast;
 use utoipa::{IntoParams, ToSchema};
 
-use ferry_app::messages::{self, NewMessage as Message};
+use ferry_app::threads::messages::{self, NewMessage as Message};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::limits::StreamSlot;
 use crate::openapi::StreamedEvent;
@@ -47,10 +48,10 @@ pub struct EventParams {
     get, path = "/api/threads/{id}/events", tag = "events",
     params(("id" = String, Path), EventParams, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
     responses(
-        (status = 400, description = "INVALID_REQUEST: a bad Last-Event-ID, after or format"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "a bad Last-Event-ID, after or format")),
         (status = 200, description = "text/event-stream (`id:` is the event's number in the thread, `data:` the event), or with format=json the events as a JSON array",
             content((Vec<ThreadEvent> = "application/json"), (StreamedEvent = "text/event-stream"))),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]
@@ -75,8 +76,8 @@ pub async fn events(
     responses(
         (status = 200, description = "text/event-stream (`id:` is the event's number in the space, `data:` the event), or with format=json the events as a JSON array",
             content((Vec<SpaceEvent> = "application/json"), (StreamedEvent = "text/event-stream"))),
-        (status = 400, description = "INVALID_PATH: a bad space name; INVALID_REQUEST: a bad Last-Event-ID, after or format"),
-        (status = 403, description = "FORBIDDEN: a service token without a user"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "a bad space name; INVALID_REQUEST: a bad Last-Event-ID, after or format")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "a service token without a user")),
     ),
     security(("bearer" = []))
 )]
@@ -248,10 +249,10 @@ pub struct NewMessage {
     request_body = NewMessage,
     responses(
         (status = 201, description = "The stored message event"),
-        (status = 400, description = "INVALID_REQUEST"),
-        (status = 403, description = "FORBIDDEN: only service_role may choose the role"),
-        (status = 404, description = "NOT_FOUND"),
-        (status = 413, description = "REQUEST_TOO_LARGE: over 32 KiB as an event"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only service_role may choose the role")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "over 32 KiB as an event")),
     ),
     security(("bearer" = []))
 )]

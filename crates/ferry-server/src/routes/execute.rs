@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 
@@ -42,12 +43,12 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     request_body = ExecuteInput,
     responses(
         (status = 200, body = ExecuteResult, description = "How the command ended (as JSON), or with Accept: text/event-stream its output as written and then this answer"),
-        (status = 400, description = "INVALID_REQUEST: an empty command, a NUL byte, a timeout out of range; INVALID_PATH: a cwd outside the sandbox"),
-        (status = 403, description = "FORBIDDEN: only the thread's agent or service_role runs commands"),
-        (status = 404, description = "NOT_FOUND: no such thread, or the cwd is not a folder"),
-        (status = 413, description = "REQUEST_TOO_LARGE: a command over 100,000 bytes"),
-        (status = 429, description = "TOO_MANY_REQUESTS: the thread already runs a command, or the server runs as many as it may (Retry-After)"),
-        (status = 501, description = "NOT_IMPLEMENTED: commands are turned off or cannot run on this server (the message says why)"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "an empty command, a NUL byte, a timeout out of range; INVALID_PATH: a cwd outside the sandbox")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the thread's agent or service_role runs commands")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such thread, or the cwd is not a folder")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "a command over 100,000 bytes")),
+        (status = 429, description = refusal(&[ErrorCode::TooManyRequests], "the thread already runs a command, or the server runs as many as it may (Retry-After)")),
+        (status = 501, description = refusal(&[ErrorCode::NotImplemented], "commands are turned off or cannot run on this server (the message says why)")),
     ),
     security(("bearer" = []))
 )]

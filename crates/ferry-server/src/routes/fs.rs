@@ -19,6 +19,7 @@ use ferry_core::agent_files::{
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath, DoorOf};
 use crate::state::AppState;
 use crate::write_body::StreamedWrite;
@@ -49,14 +50,14 @@ macro_rules! operation {
             request_body = $input,
             responses(
                 (status = 200, body = $output, description = "Done"),
-                (status = 400, description = "INVALID_PATH or INVALID_REQUEST (a folder given for a file, an edit that matched 0 or several times, a bad pattern)"),
-                (status = 403, description = "FORBIDDEN: a change to /sandbox/skills/, or by a caller who only reads the sandbox"),
-                (status = 404, description = "NOT_FOUND"),
-                (status = 409, description = "ALREADY_EXISTS"),
-                (status = 412, description = "PRECONDITION_FAILED: the file changed (ifMatch)"),
-                (status = 413, description = "REQUEST_TOO_LARGE"),
-                (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
-                (status = 503, description = "UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After"),
+                (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "a folder given for a file, an edit that matched 0 or several times, a bad pattern")),
+                (status = 403, description = refusal(&[ErrorCode::Forbidden], "a change to /sandbox/skills/, or by a caller who only reads the sandbox")),
+                (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+                (status = 409, description = refusal(&[ErrorCode::AlreadyExists], "")),
+                (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "the file changed (ifMatch)")),
+                (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "")),
+                (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "")),
+                (status = 503, description = refusal(&[ErrorCode::Unavailable], "the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After")),
             ),
             security(("bearer" = []))
         )]
@@ -83,14 +84,14 @@ macro_rules! operation {
             request_body = $input,
             responses(
                 (status = 200, body = $output, description = "Done"),
-                (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
-                (status = 403, description = "FORBIDDEN"),
-                (status = 404, description = "NOT_FOUND: no such thread, or nothing at the path"),
-                (status = 409, description = "ALREADY_EXISTS"),
-                (status = 412, description = "PRECONDITION_FAILED"),
-                (status = 413, description = "REQUEST_TOO_LARGE"),
-                (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
-                (status = 503, description = "UNAVAILABLE: the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After"),
+                (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "")),
+                (status = 403, description = refusal(&[ErrorCode::Forbidden], "")),
+                (status = 404, description = refusal(&[ErrorCode::NotFound], "no such thread, or nothing at the path")),
+                (status = 409, description = refusal(&[ErrorCode::AlreadyExists], "")),
+                (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "")),
+                (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "")),
+                (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "")),
+                (status = 503, description = refusal(&[ErrorCode::Unavailable], "the server's memory for answers that hold a file's bytes is taken by other requests; ask again after Retry-After")),
             ),
             security(("bearer" = []))
         )]

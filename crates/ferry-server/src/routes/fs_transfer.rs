@@ -26,6 +26,7 @@ use utoipa::ToSchema;
 
 use crate::auth::{Principal, TokenExpiry};
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::refusal;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 
@@ -115,9 +116,9 @@ async fn hand_out(
     request_body = FileUrlInput,
     responses(
         (status = 200, body = FileUrl, description = "The URL"),
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST (expiresIn outside 1..3600)"),
-        (status = 403, description = "FORBIDDEN: the caller may not write there (/sandbox/skills/, a reader of the sandbox)"),
-        (status = 404, description = "NOT_FOUND: nothing to read at the path"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "expiresIn outside 1..3600")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "the caller may not write there (/sandbox/skills/, a reader of the sandbox)")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "nothing to read at the path")),
     ),
     security(("bearer" = []))
 )]
@@ -138,9 +139,9 @@ pub async fn file_url(
     request_body = FileUrlInput,
     responses(
         (status = 200, body = FileUrl, description = "The URL"),
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
-        (status = 403, description = "FORBIDDEN"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]
@@ -242,8 +243,8 @@ fn route_of(grant: &Grant, principal: &Principal) -> ApiResult<Uri> {
     responses(
         (status = 200, description = "The bytes"),
         (status = 206, description = "A range"),
-        (status = 403, description = "FORBIDDEN: not a valid URL, expired, or not for GET"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "not a valid URL, expired, or not for GET")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     )
 )]
 pub async fn get(
@@ -269,8 +270,8 @@ pub async fn get(
     params(("grant" = String, Path)),
     responses(
         (status = 200, description = "Headers only"),
-        (status = 403, description = "FORBIDDEN"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     )
 )]
 pub async fn head(
@@ -295,10 +296,10 @@ pub async fn head(
     responses(
         (status = 200, description = "Replaced"),
         (status = 201, description = "Created"),
-        (status = 403, description = "FORBIDDEN: not a valid URL, expired, not for PUT, or a path that may not be written"),
-        (status = 412, description = "PRECONDITION_FAILED"),
-        (status = 413, description = "REQUEST_TOO_LARGE"),
-        (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "not a valid URL, expired, not for PUT, or a path that may not be written")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "")),
+        (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "")),
     )
 )]
 pub async fn put(

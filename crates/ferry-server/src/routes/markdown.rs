@@ -1,5 +1,5 @@
 //! Markdown rendered for display (docs/reference/web-ui.md, "Markdown"), through
-//! `ferry_app::markdown`.
+//! `ferry_app::previews::markdown`.
 
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::ApiJson;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -29,7 +30,7 @@ pub struct RenderedHtml {
     request_body = MarkdownTexts,
     responses(
         (status = 200, body = RenderedHtml, description = "One fragment per text"),
-        (status = 400, description = "INVALID_REQUEST: more than 200 texts, or one over 32,768 characters"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "more than 200 texts, or one over 32,768 characters")),
     ),
     security(("bearer" = []))
 )]
@@ -38,6 +39,6 @@ pub async fn render_markdown(
     ApiJson(body): ApiJson<MarkdownTexts>,
 ) -> ApiResult<Json<RenderedHtml>> {
     Ok(Json(RenderedHtml {
-        html: ferry_app::markdown::render(body.texts).await?,
+        html: ferry_app::previews::markdown::render(body.texts).await?,
     }))
 }

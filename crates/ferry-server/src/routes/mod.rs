@@ -4,7 +4,7 @@ pub mod fs;
 pub mod fs_transfer;
 pub mod markdown;
 pub mod model_content;
-pub mod pages;
+pub mod page_images;
 pub mod preview;
 pub mod published;
 pub mod resumable;

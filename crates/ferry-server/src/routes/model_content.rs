@@ -3,13 +3,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use ferry_app::model_content::{self, ContentBlock};
-use ferry_core::pages::PageSelection;
+use ferry_app::previews::model_content::{self, ContentBlock};
+use ferry_core::page_selection::PageSelection;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::state::AppState;
 
@@ -30,9 +31,9 @@ pub struct PageParams {
     params(("id" = String, Path), ("upload_id" = String, Path), PageParams),
     responses(
         (status = 200, body = Vec<ContentBlock>, description = "LangChain standard content blocks"),
-        (status = 400, description = "INVALID_REQUEST: a malformed `pages`, a page the PDF does not have, or `pages` for a file that is no PDF"),
-        (status = 401, description = "UNAUTHENTICATED"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "a malformed `pages`, a page the PDF does not have, or `pages` for a file that is no PDF")),
+        (status = 401, description = refusal(&[ErrorCode::Unauthenticated], "")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]
@@ -61,9 +62,9 @@ pub async fn upload_model_content(
     params(("id" = String, Path), ("event_id" = i64, Path, description = "The event's number in the thread")),
     responses(
         (status = 200, body = Vec<ContentBlock>, description = "LangChain standard content blocks"),
-        (status = 400, description = "INVALID_REQUEST: the event is neither a message nor an upload"),
-        (status = 401, description = "UNAUTHENTICATED"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "the event is neither a message nor an upload")),
+        (status = 401, description = refusal(&[ErrorCode::Unauthenticated], "")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]

@@ -1,9 +1,9 @@
-//! Serving a preview (a published revision's or an upload's, as `ferry_app::preview` makes
+//! Serving a preview (a published revision's or an upload's, as `ferry_app::previews` makes
 //! them) with headers that keep any script in it from running on ferry's origin.
 
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use ferry_app::preview::{self, Preview};
+use ferry_app::previews::{self, Preview};
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::serve::{Servable, attachment_disposition, header_value, serve_blob};
@@ -47,7 +47,7 @@ pub async fn serve_preview(
         // No CSP sandbox here: it would stop the browser's own PDF viewer.
         "pdf" => serve_blob(&state.app, method, headers, servable("application/pdf")).await?,
         "html" => {
-            let html = preview::rendered_html(&state.app, file).await?;
+            let html = previews::rendered_html(&state.app, file).await?;
             let mut response = (
                 [
                     (
@@ -58,7 +58,7 @@ pub async fn serve_preview(
                         header::CACHE_CONTROL,
                         HeaderValue::from_static("private, max-age=3600"),
                     ),
-                    (header::ETAG, header_value(&preview::rendering_etag(file))?),
+                    (header::ETAG, header_value(&previews::rendering_etag(file))?),
                 ],
                 html,
             )

@@ -4,15 +4,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use ferry_app::preview::Preview;
+use ferry_app::events::views;
+use ferry_app::previews::Preview;
 use ferry_app::publish::Revision;
 use ferry_app::publish::{self, Publication};
-use ferry_app::views::PublishedView;
+use ferry_core::file_views::PublishedView;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::routes::preview::serve_preview;
 use crate::serve::{Servable, serve_download};
@@ -43,10 +45,10 @@ pub struct PublishedList {
     responses(
         (status = 201, body = PublishedView, description = "A new display name"),
         (status = 200, body = PublishedView, description = "A new revision of an existing one"),
-        (status = 400, description = "INVALID_PATH: outside the sandbox"),
-        (status = 403, description = "FORBIDDEN: only the agent publishes"),
-        (status = 404, description = "NOT_FOUND: no such file"),
-        (status = 413, description = "REQUEST_TOO_LARGE"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "outside the sandbox")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the agent publishes")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such file")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "")),
     ),
     security(("bearer" = []))
 )]
@@ -72,7 +74,7 @@ pub async fn publish(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(PublishedView::from(&revision))).into_response())
+    Ok((status, Json(views::published(&revision))).into_response())
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -88,7 +90,7 @@ pub struct ListParams {
     operation_id = "list_published",
     params(("id" = String, Path), ListParams),
     responses(
-        (status = 400, description = "INVALID_REQUEST: revisions is not all or latest"),(status = 200, body = PublishedList, description = "The files the agent published, newest first"), (status = 404, description = "NOT_FOUND")),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "revisions is not all or latest")),(status = 200, body = PublishedList, description = "The files the agent published, newest first"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn list(
@@ -108,7 +110,7 @@ pub async fn list(
     };
     let revisions = publish::list(&state.app, &principal, &id, all).await?;
     Ok(Json(PublishedList {
-        files: revisions.iter().map(PublishedView::from).collect(),
+        files: revisions.iter().map(views::published).collect(),
     }))
 }
 
@@ -143,7 +145,7 @@ pub async fn download(
     operation_id = "published_content",
     params(("id" = String, Path), ("pid" = String, Path), RevisionParams),
     responses(
-        (status = 400, description = "INVALID_REQUEST: a bad revision"),(status = 200, description = "The bytes, Content-Disposition: attachment"), (status = 404, description = "NOT_FOUND")),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "a bad revision")),(status = 200, description = "The bytes, Content-Disposition: attachment"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn content(
@@ -165,9 +167,9 @@ pub async fn content(
     operation_id = "published_preview",
     params(("id" = String, Path), ("pid" = String, Path), RevisionParams),
     responses(
-        (status = 400, description = "INVALID_REQUEST: a bad revision"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "a bad revision")),
         (status = 200, description = "image: the image; pdf: application/pdf inline; html: sanitized HTML"),
-        (status = 404, description = "NOT_FOUND, or preview_kind none"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such file, or its previewKind is none")),
     ),
     security(("bearer" = []))
 )]
@@ -197,8 +199,8 @@ pub struct StorageParams {
     params(StorageParams),
     responses(
         (status = 200, description = "The bytes of the newest revision stored under that path"),
-        (status = 400, description = "INVALID_PATH: not a deepagent-outputs path"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "not a deepagent-outputs path")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]

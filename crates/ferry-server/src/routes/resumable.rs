@@ -1,21 +1,19 @@
 //! Resumable uploads over HTTP, the tus 1.0 protocol (docs/reference/resumable-uploads.md):
 //! creation, creation-with-upload, termination, expiration and checksum, at
 //! `/api/uploads/resumable`. The headers are read and written here; every rule is
-//! `ferry_app::resumable`'s.
+//! `ferry_app::transfers::resumable`'s.
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferry_app::resumable::{self, Checksum, Finished, Status};
-use serde_json::json;
+use ferry_app::transfers::resumable::{self, Checksum, Finished, Status};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::error_code::HttpStatus as _;
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::ApiPath;
-use crate::file_views::Written;
 use crate::routes::tus_headers;
 use crate::routes::uploads::UploadList;
 use crate::serve::header_value;
@@ -133,14 +131,14 @@ pub async fn options(State(state): State<AppState>) -> Response {
     request_body(description = "Optionally the first bytes (creation-with-upload), as application/offset+octet-stream", content((crate::openapi::FileBytes = "application/offset+octet-stream"))),
     responses(
         (status = 201, description = "Created: Location names the upload; Upload-Offset when bytes came with it; Upload-Expires"),
-        (status = 400, description = "INVALID_REQUEST or INVALID_PATH: the metadata names no usable target"),
-        (status = 403, description = "FORBIDDEN"),
-        (status = 404, description = "NOT_FOUND: no such thread"),
-        (status = 409, description = "ALREADY_EXISTS (ifNoneMatch *)"),
-        (status = 412, description = "PRECONDITION_FAILED: no Tus-Resumable 1.0.0"),
-        (status = 413, description = "REQUEST_TOO_LARGE: Upload-Length over the target's limit"),
-        (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a space file's contentType"),
-        (status = 429, description = "TOO_MANY_REQUESTS: too many unfinished uploads"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest, ErrorCode::InvalidPath], "the metadata names no usable target")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such thread")),
+        (status = 409, description = refusal(&[ErrorCode::AlreadyExists], "ifNoneMatch * and the path is taken")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "no Tus-Resumable 1.0.0")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "Upload-Length over the target's limit")),
+        (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "a space file's contentType")),
+        (status = 429, description = refusal(&[ErrorCode::TooManyRequests], "too many unfinished uploads")),
     ),
     security(("bearer" = []))
 )]
@@ -206,8 +204,8 @@ fn checksum(headers: &HeaderMap) -> ApiResult<Option<Checksum>> {
     params(("id" = String, Path), ("Tus-Resumable" = String, Header, description = "1.0.0")),
     responses(
         (status = 200, description = "Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires"),
-        (status = 404, description = "NOT_FOUND: no such upload of the caller's, or it expired"),
-        (status = 412, description = "PRECONDITION_FAILED: no Tus-Resumable 1.0.0"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such upload of the caller's, or it expired")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "no Tus-Resumable 1.0.0")),
     ),
     security(("bearer" = []))
 )]
@@ -247,13 +245,13 @@ pub async fn head(
     request_body(description = "The next bytes", content((crate::openapi::FileBytes = "application/offset+octet-stream"))),
     responses(
         (status = 204, description = "Kept: Upload-Offset is the new offset; the last byte makes the upload a plain one"),
-        (status = 400, description = "INVALID_REQUEST: no or a malformed Upload-Offset or Upload-Checksum"),
-        (status = 404, description = "NOT_FOUND: no such upload of the caller's, or it expired"),
-        (status = 409, description = "OFFSET_MISMATCH, or the target's own refusal when the upload is finished (ALREADY_EXISTS)"),
-        (status = 412, description = "PRECONDITION_FAILED: no Tus-Resumable 1.0.0"),
-        (status = 413, description = "REQUEST_TOO_LARGE: more bytes than Upload-Length leaves"),
-        (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: not application/offset+octet-stream"),
-        (status = 460, description = "CHECKSUM_MISMATCH: nothing of the body was kept"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "no or a malformed Upload-Offset or Upload-Checksum")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such upload of the caller's, or it expired")),
+        (status = 409, description = refusal(&[ErrorCode::OffsetMismatch, ErrorCode::AlreadyExists], "not the upload's offset, or the target's own refusal when the upload is finished")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "no Tus-Resumable 1.0.0")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "more bytes than Upload-Length leaves")),
+        (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "not application/offset+octet-stream")),
+        (status = 460, description = refusal(&[ErrorCode::ChecksumMismatch], "nothing of the body was kept")),
     ),
     security(("bearer" = []))
 )]
@@ -302,8 +300,8 @@ pub async fn patch(
     params(("id" = String, Path), ("Tus-Resumable" = String, Header, description = "1.0.0")),
     responses(
         (status = 204, description = "Ended"),
-        (status = 404, description = "NOT_FOUND"),
-        (status = 412, description = "PRECONDITION_FAILED: no Tus-Resumable 1.0.0"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "no Tus-Resumable 1.0.0")),
     ),
     security(("bearer" = []))
 )]
@@ -326,8 +324,8 @@ pub async fn delete(
     responses(
         (status = 201, description = "The plain route's answer: a thread upload's { uploads: [...] }, or a space write's result (201 or 200, with its ETag)"),
         (status = 200, description = "A space write that replaced a file"),
-        (status = 400, description = "INVALID_REQUEST: the upload is not finished"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "the upload is not finished")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]
@@ -343,60 +341,38 @@ pub async fn answer(
             status.offset, status.length
         )));
     };
-    Ok(replay(&kept))
+    answer_of(kept)
 }
 
-/// An answer as it was kept: `{ "status", "body", "etag"? }`.
-fn replay(kept: &str) -> Response {
-    let kept: serde_json::Value = serde_json::from_str(kept).unwrap_or_default();
-    let status = kept["status"]
-        .as_u64()
-        .and_then(|s| StatusCode::from_u16(s as u16).ok())
-        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, Json(kept["body"].clone())).into_response();
-    if let Some(tag) = kept["etag"].as_str()
-        && let Ok(value) = HeaderValue::from_str(tag)
-    {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    response
+/// A finished upload's answer, as the plain route would have given it: a thread upload's
+/// `{ uploads }` (201), a space write's result with its `ETag` (201, or 200 when it replaced
+/// a file), or the envelope of the target's refusal.
+fn answer_of(finished: Finished) -> ApiResult<Response> {
+    Ok(match finished {
+        Finished::ThreadUpload { uploads } => {
+            (StatusCode::CREATED, Json(UploadList { uploads })).into_response()
+        }
+        Finished::SpaceFile { written } => {
+            let status = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            let etag = header_value(&written.etag)?;
+            let mut response = (status, Json(written)).into_response();
+            response.headers_mut().insert(header::ETAG, etag);
+            response
+        }
+        Finished::Refused { code, message } => ApiError::new(code, message).into_response(),
+    })
 }
 
-/// Makes a complete upload what its target says, on a task of its own (so a client that
-/// leaves cannot stop it half done), and keeps the answer. Answers the target's refusal as
-/// the response to send, when it refused; `None` when it was made (or another request has it
-/// in hand).
+/// Makes a complete upload what its target says (`resumable::finish` keeps how it ended).
+/// Answers the target's refusal as the response to send, when it refused; `None` when it was
+/// made (or another request has it in hand).
 async fn finish(state: &AppState, principal: &Principal, id: &str) -> ApiResult<Option<Response>> {
-    let (app, principal, id) = (state.app.clone(), principal.clone(), id.to_owned());
-    let task = tokio::spawn(async move {
-        let kept = match resumable::finish(&app, &principal, &id).await {
-            Ok(None) => return Ok(None),
-            Ok(Some(Finished::ThreadUpload(uploads))) => json!({
-                "status": 201,
-                "body": UploadList { uploads },
-            }),
-            Ok(Some(Finished::SpaceFile(written))) => {
-                let status = if written.created { 201 } else { 200 };
-                let answer = Written::of_space(written);
-                json!({ "status": status, "etag": answer.etag, "body": answer })
-            }
-            Err(e) => {
-                let error = ApiError::from(e);
-                json!({
-                    "status": error.code.status().as_u16(),
-                    "body": { "error": { "code": error.code.as_str(), "message": error.message } },
-                })
-            }
-        };
-        let text = kept.to_string();
-        resumable::keep_answer(&app, &id, &text).await?;
-        let refused = kept["status"].as_u64().is_some_and(|s| s >= 400);
-        Ok::<_, ferry_app::Error>(refused.then(|| replay(&text)))
-    });
-    match task.await {
-        Ok(answer) => Ok(answer?),
-        Err(e) => Err(ApiError::internal(format!(
-            "finishing an upload failed: {e}"
-        ))),
+    match resumable::finish(&state.app, principal, id).await? {
+        Some(refused @ Finished::Refused { .. }) => answer_of(refused).map(Some),
+        _ => Ok(None),
     }
 }

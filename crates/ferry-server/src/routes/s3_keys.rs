@@ -5,14 +5,15 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use ferry_app::access_keys;
-use ferry_app::access_keys::AccessKey;
+use ferry_app::access::keys;
+use ferry_app::access::keys::AccessKey;
 use ferry_core::Timestamp;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::{Principal, TokenExpiry};
 use crate::error::ApiResult;
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::ApiPath;
 use crate::state::AppState;
 
@@ -64,7 +65,7 @@ pub async fn create(
     TokenExpiry(expires): TokenExpiry,
 ) -> ApiResult<(StatusCode, Json<AccessKeyView>)> {
     let expires_at = Timestamp(i64::try_from(expires.saturating_mul(1000)).unwrap_or(i64::MAX));
-    let key = access_keys::create(&state.app, &principal, expires_at).await?;
+    let key = keys::create(&state.app, &principal, expires_at).await?;
     let secret = state.key_secrets.secret_of(&key.access_key_id);
     Ok((StatusCode::CREATED, Json(view(key, Some(secret)))))
 }
@@ -81,7 +82,7 @@ pub async fn list(
     State(state): State<AppState>,
     principal: Principal,
 ) -> ApiResult<Json<AccessKeyList>> {
-    let keys = access_keys::list(&state.app, &principal).await?;
+    let keys = keys::list(&state.app, &principal).await?;
     Ok(Json(AccessKeyList {
         keys: keys.into_iter().map(|k| view(k, None)).collect(),
     }))
@@ -93,7 +94,7 @@ pub async fn list(
     delete, path = "/api/s3/keys/{accessKeyId}", tag = "s3",
     operation_id = "revoke_access_key",
     params(("accessKeyId" = String, Path)),
-    responses((status = 204, description = "Revoked"), (status = 404, description = "NOT_FOUND")),
+    responses((status = 204, description = "Revoked"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn revoke(
@@ -101,6 +102,6 @@ pub async fn revoke(
     principal: Principal,
     ApiPath(access_key_id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    access_keys::revoke(&state.app, &principal, &access_key_id).await?;
+    keys::revoke(&state.app, &principal, &access_key_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,5 +1,5 @@
 //! A thread's sandbox over HTTP (docs/reference/threads-and-sandbox.md): list, read and write files by their `/sandbox/…`
-//! paths, through the sandbox use cases of `ferry_app::sandbox`.
+//! paths, through the sandbox use cases of `ferry_app::files::sandbox`.
 
 use axum::Json;
 use axum::body::Body;
@@ -7,14 +7,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use ferry_app::body::Incoming;
-use ferry_app::sandbox;
-use ferry_app::sandbox::SandboxEntry;
+use ferry_app::files::sandbox;
+use ferry_app::files::sandbox::SandboxEntry;
 use ferry_core::{SandboxPath, ValidPath};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, Written};
 use crate::openapi::FileBytes;
@@ -56,8 +57,8 @@ fn entry_view(entry: SandboxEntry) -> FileEntry {
     responses(
         (status = 200, description = "The folder's entries, or with format=zip the folder as one zip",
             content((FileList = "application/json"), (FileBytes = "application/zip"))),
-        (status = 400, description = "INVALID_PATH, or INVALID_REQUEST (a zip of more than 10,000 files)"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "also a zip of more than 10,000 files")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]
@@ -72,7 +73,7 @@ pub async fn list(
         Some(dir) => SandboxPath::parse_dir(dir)?,
     };
     if params.format == ListFormat::Zip {
-        let folder = ferry_app::archive::sandbox_folder(
+        let folder = ferry_app::transfers::archive::sandbox_folder(
             &state.app,
             &principal,
             raw_segment(uri.path(), 2),
@@ -122,10 +123,10 @@ fn sandbox_path(uri: &Uri) -> ApiResult<SandboxPath> {
         (status = 200, description = "The bytes"),
         (status = 206, description = "A range"),
         (status = 304, description = "Not modified"),
-        (status = 400, description = "INVALID_PATH: outside the sandbox, a dangling symlink, a hard link"),
-        (status = 404, description = "NOT_FOUND"),
-        (status = 412, description = "PRECONDITION_FAILED: If-Match or If-Unmodified-Since does not hold"),
-        (status = 416, description = "RANGE_NOT_SATISFIABLE"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "outside the sandbox, a dangling symlink, a hard link")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "If-Match or If-Unmodified-Since does not hold")),
+        (status = 416, description = refusal(&[ErrorCode::RangeNotSatisfiable], "")),
     ),
     security(("bearer" = []))
 )]
@@ -159,8 +160,8 @@ pub async fn read(
     operation_id = "head_sandbox_file",
     params(("id" = String, Path), ("path" = String, Path)),
     responses(
-        (status = 400, description = "INVALID_PATH"),
-        (status = 404, description = "NOT_FOUND"),(status = 200, description = "Headers only")),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),(status = 200, description = "Headers only")),
     security(("bearer" = []))
 )]
 pub async fn head(
@@ -186,12 +187,12 @@ pub async fn head(
         content((FileBytes = "application/octet-stream"), (FileBytes = "*/*")),
     ),
     responses(
-        (status = 404, description = "NOT_FOUND"),
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "")),
         (status = 201, body = Written, description = "Created: the path did not exist"), (status = 200, body = Written, description = "Replaced: the path existed"),
-        (status = 403, description = "FORBIDDEN: the owner, or a write into /sandbox/skills/"),
-        (status = 409, description = "ALREADY_EXISTS"), (status = 412, description = "PRECONDITION_FAILED"),
-        (status = 413, description = "REQUEST_TOO_LARGE"), (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "the owner, or a write into /sandbox/skills/")),
+        (status = 409, description = refusal(&[ErrorCode::AlreadyExists], "")), (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "")), (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "")),
     ),
     security(("bearer" = []))
 )]

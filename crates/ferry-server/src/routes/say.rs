@@ -5,14 +5,15 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use ferry_app::connectors;
-use ferry_app::say::Attachment;
-use ferry_app::say::{self, SayResult};
+use ferry_app::events::connectors;
+use ferry_app::threads::say::Attachment;
+use ferry_app::threads::say::{self, SayResult};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::serve::{Servable, serve_download};
 use crate::state::AppState;
@@ -30,11 +31,11 @@ pub struct SayRequest {
     params(("id" = String, Path)),
     request_body = SayRequest,
     responses(
-        (status = 400, description = "INVALID_REQUEST or INVALID_PATH: a malformed body or a bad <file> path"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest, ErrorCode::InvalidPath], "a malformed body or a bad <file> path")),
         (status = 200, body = SayResult, description = "The messages the text became"),
-        (status = 403, description = "FORBIDDEN: only the agent speaks"),
-        (status = 404, description = "NOT_FOUND"),
-        (status = 413, description = "REQUEST_TOO_LARGE: a <say> block over 32 KiB as an event"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the agent speaks")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "a <say> block over 32 KiB as an event")),
     ),
     security(("bearer" = []))
 )]
@@ -70,7 +71,7 @@ async fn download(
 #[utoipa::path(
     get, path = "/api/threads/{id}/attachments/{aid}/content", tag = "say",
     params(("id" = String, Path), ("aid" = String, Path)),
-    responses((status = 200, description = "The bytes, as an attachment"), (status = 404, description = "NOT_FOUND")),
+    responses((status = 200, description = "The bytes, as an attachment"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn attachment_content(
@@ -99,10 +100,10 @@ pub struct SignedParams {
     get, path = "/api/attachments/{aid}", tag = "say",
     params(("aid" = String, Path), SignedParams),
     responses(
-        (status = 400, description = "INVALID_REQUEST: the link's expires or signature is malformed"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "the link's expires or signature is malformed")),
         (status = 200, description = "The bytes"),
-        (status = 403, description = "FORBIDDEN: a tampered or expired link"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "a tampered or expired link")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     )
 )]
 pub async fn signed_attachment(
@@ -155,10 +156,10 @@ pub struct ConnectorList {
     params(("id" = String, Path)),
     request_body = NewConnector,
     responses(
-        (status = 404, description = "NOT_FOUND"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
         (status = 201, body = ConnectorView, description = "The connector"),
-        (status = 400, description = "INVALID_REQUEST: not a webhook, or not an http(s) URL"),
-        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "not a webhook, or not an http(s) URL")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the owner or service_role")),
     ),
     security(("bearer" = []))
 )]
@@ -198,8 +199,8 @@ pub async fn create_connector(
     get, path = "/api/threads/{id}/connectors", tag = "say",
     params(("id" = String, Path)),
     responses(
-        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
-        (status = 404, description = "NOT_FOUND"),(status = 200, body = ConnectorList, description = "The thread's connectors")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the owner or service_role")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),(status = 200, body = ConnectorList, description = "The thread's connectors")),
     security(("bearer" = []))
 )]
 pub async fn list_connectors(
@@ -226,7 +227,7 @@ pub async fn list_connectors(
 #[utoipa::path(
     delete, path = "/api/threads/{id}/connectors/{cid}", tag = "say",
     params(("id" = String, Path), ("cid" = String, Path)),
-    responses((status = 204, description = "Removed"), (status = 404, description = "NOT_FOUND")),
+    responses((status = 204, description = "Removed"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn delete_connector(

@@ -3,12 +3,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use ferry_app::send_file::{self, SendFileResult};
+use ferry_app::threads::send_file::{self, SendFileResult};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 
@@ -25,12 +26,12 @@ pub struct SendFileRequest {
     params(("id" = String, Path)),
     request_body = SendFileRequest,
     responses(
-        (status = 403, description = "FORBIDDEN: only the thread's agent or service_role"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the thread's agent or service_role")),
         (status = 200, body = SendFileResult, description = "The file was sent on the event channel"),
-        (status = 400, description = "INVALID_PATH: outside the sandbox"),
-        (status = 404, description = "NOT_FOUND: File not found: PATH"),
-        (status = 413, description = "REQUEST_TOO_LARGE: over 20 KB"),
-        (status = 422, description = "UNSUPPORTED_FILE_TYPE: not one of the 38 text types"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "outside the sandbox")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "File not found: PATH")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "over 20 KB")),
+        (status = 422, description = refusal(&[ErrorCode::UnsupportedFileType], "not one of the 38 text types")),
     ),
     security(("bearer" = []))
 )]

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ferry_app::body::Incoming;
-use ferry_app::spaces;
-use ferry_app::spaces::{ListCursor, ListQuery};
+use ferry_app::files::spaces;
+use ferry_app::files::spaces::{ListCursor, ListQuery};
 use ferry_core::write::FileMeta;
 use ferry_core::{SpaceName, ValidPath};
 use serde::{Deserialize, Serialize};
@@ -18,6 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, DoorOf, raw_segment, raw_tail};
 use crate::file_views::{FileEntry, FileList, Written};
 use crate::openapi::FileBytes;
@@ -97,7 +98,7 @@ pub struct SpaceList {
 /// Lists the caller's spaces: those holding at least one file, sorted by name.
 #[utoipa::path(
     get, path = "/api/spaces", tag = "spaces",
-    responses((status = 200, body = SpaceList, description = "The caller's spaces"), (status = 401, description = "UNAUTHENTICATED")),
+    responses((status = 200, body = SpaceList, description = "The caller's spaces"), (status = 401, description = refusal(&[ErrorCode::Unauthenticated], ""))),
     security(("bearer" = []))
 )]
 pub async fn list_spaces(
@@ -124,10 +125,10 @@ pub async fn list_spaces(
     params(("space" = String, Path, description = "Space name")),
     responses(
         (status = 204, description = "Removed, with its files"),
-        (status = 400, description = "INVALID_PATH: a bad space name"),
-        (status = 403, description = "FORBIDDEN: a service token without a user"),
-        (status = 404, description = "NOT_FOUND: no such space"),
-        (status = 503, description = "BUSY: files kept being written into it while it was emptied"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "a bad space name")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "a service token without a user")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such space")),
+        (status = 503, description = refusal(&[ErrorCode::Unavailable], "busy: files kept being written into it while it was emptied")),
     ),
     security(("bearer" = []))
 )]
@@ -161,9 +162,9 @@ pub struct Folder {
     responses(
         (status = 201, body = Folder, description = "Made"),
         (status = 200, body = Folder, description = "It was already there"),
-        (status = 400, description = "INVALID_PATH: a bad space name or path; INVALID_REQUEST: a malformed body"),
-        (status = 403, description = "FORBIDDEN: a service token without a user"),
-        (status = 409, description = "ALREADY_EXISTS: a file is at the path, or at a folder above it"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath], "a bad space name or path; INVALID_REQUEST: a malformed body")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "a service token without a user")),
+        (status = 409, description = refusal(&[ErrorCode::AlreadyExists], "a file is at the path, or at a folder above it")),
     ),
     security(("bearer" = []))
 )]
@@ -197,8 +198,8 @@ pub async fn make_folder(
     responses(
         (status = 200, description = "Entries sorted by path (a missing space or folder lists nothing), or with format=zip the folder as one zip",
             content((FileList = "application/json"), (FileBytes = "application/zip"))),
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST (also a zip of more than 10,000 files)"),
-        (status = 401, description = "UNAUTHENTICATED"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "also a zip of more than 10,000 files")),
+        (status = 401, description = refusal(&[ErrorCode::Unauthenticated], "")),
     ),
     security(("bearer" = []))
 )]
@@ -214,8 +215,13 @@ pub async fn list_files(
         Some(dir) => Some(ValidPath::parse(dir)?),
     };
     if params.format == ListFormat::Zip {
-        let folder =
-            ferry_app::archive::space_folder(&state.app, &principal, &space, dir.as_ref()).await?;
+        let folder = ferry_app::transfers::archive::space_folder(
+            &state.app,
+            &principal,
+            &space,
+            dir.as_ref(),
+        )
+        .await?;
         return zip_download(folder);
     }
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
@@ -268,13 +274,13 @@ fn file_path(uri: &Uri) -> ApiResult<ValidPath> {
         ("Range" = Option<String>, Header, description = "One byte range; answers 206"),
     ),
     responses(
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "")),
         (status = 200, description = "The bytes, with Content-Type, ETag, Content-Length, Last-Modified"),
         (status = 206, description = "The requested range"),
         (status = 304, description = "Not modified"),
-        (status = 404, description = "NOT_FOUND"),
-        (status = 412, description = "PRECONDITION_FAILED: If-Match or If-Unmodified-Since does not hold"),
-        (status = 416, description = "RANGE_NOT_SATISFIABLE"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "If-Match or If-Unmodified-Since does not hold")),
+        (status = 416, description = refusal(&[ErrorCode::RangeNotSatisfiable], "")),
     ),
     security(("bearer" = []))
 )]
@@ -309,7 +315,7 @@ pub async fn get_file(
     head, path = "/api/spaces/{space}/files/{*path}", tag = "spaces",
     params(("space" = String, Path), ("path" = String, Path)),
     responses(
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),(status = 200, description = "Headers only"), (status = 404, description = "NOT_FOUND")),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "")),(status = 200, description = "Headers only"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn head_file(
@@ -332,9 +338,9 @@ pub async fn head_file(
     ),
     responses(
         (status = 204, description = "Removed"),
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
-        (status = 404, description = "NOT_FOUND"),
-        (status = 412, description = "PRECONDITION_FAILED"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "")),
     ),
     security(("bearer" = []))
 )]
@@ -376,11 +382,11 @@ pub async fn delete_file(
     responses(
         (status = 201, body = Written, description = "Created"),
         (status = 200, body = Written, description = "Overwritten"),
-        (status = 400, description = "INVALID_PATH or INVALID_REQUEST"),
-        (status = 409, description = "ALREADY_EXISTS"),
-        (status = 412, description = "PRECONDITION_FAILED"),
-        (status = 413, description = "REQUEST_TOO_LARGE"),
-        (status = 415, description = "UNSUPPORTED_MEDIA_TYPE"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "")),
+        (status = 409, description = refusal(&[ErrorCode::AlreadyExists], "")),
+        (status = 412, description = refusal(&[ErrorCode::PreconditionFailed], "")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "")),
+        (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "")),
     ),
     security(("bearer" = []))
 )]

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use crate::auth::Principal;
 use crate::error::ApiError;
+use crate::error_code::refusal;
 use crate::state::AppState;
 use ferry_app::LimitsView;
 
@@ -23,7 +24,7 @@ pub struct Health {
 /// Liveness and readiness: answers 200 when the metadata database answers.
 #[utoipa::path(
     get, path = "/healthz", tag = "system",
-    responses((status = 200, body = Health, description = "The metadata database answers"), (status = 503, description = "UNAVAILABLE"))
+    responses((status = 200, body = Health, description = "The metadata database answers"), (status = 503, description = refusal(&[ErrorCode::Unavailable], "")))
 )]
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     ferry_app::upkeep::healthy(&state.app).await.map_err(|e| {
@@ -40,7 +41,7 @@ pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiE
 /// that it is too large. Any valid token may ask.
 #[utoipa::path(
     get, path = "/api/limits", tag = "system",
-    responses((status = 200, body = LimitsView, description = "The size limits, in bytes"), (status = 401, description = "UNAUTHENTICATED")),
+    responses((status = 200, body = LimitsView, description = "The size limits, in bytes"), (status = 401, description = refusal(&[ErrorCode::Unauthenticated], ""))),
     security(("bearer" = []))
 )]
 pub async fn limits(State(state): State<AppState>, _principal: Principal) -> Json<LimitsView> {

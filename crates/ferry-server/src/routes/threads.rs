@@ -10,12 +10,13 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use utoipa::{IntoParams, ToSchema};
 
-use ferry_app::thread_list::{self, ThreadListEvent};
+use ferry_app::threads::list::{self, ThreadListEvent};
 use ferry_app::threads::{self, ThreadView};
 use ferry_app::{Action, access};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::openapi::StreamedListEvent;
 use crate::state::AppState;
@@ -46,8 +47,8 @@ pub struct ThreadList {
     ),
     responses(
         (status = 201, body = ThreadView, description = "The thread"),
-        (status = 400, description = "INVALID_REQUEST"),
-        (status = 403, description = "FORBIDDEN: agents cannot create threads"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "agents cannot create threads")),
     ),
     security(("bearer" = []))
 )]
@@ -77,7 +78,7 @@ pub struct ListParams {
     params(ListParams),
     responses(
         (status = 200, body = ThreadList, description = "The caller's threads"),
-        (status = 400, description = "INVALID_REQUEST: a search text over 500 characters"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "a search text over 500 characters")),
     ),
     security(("bearer" = []))
 )]
@@ -100,7 +101,7 @@ pub async fn list_threads(
     responses(
         (status = 200, description = "text/event-stream: each message's `data` is a ThreadListEvent",
             content((StreamedListEvent = "text/event-stream"))),
-        (status = 403, description = "FORBIDDEN: an agent token, or service_role without a user"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "an agent token, or service_role without a user")),
     ),
     security(("bearer" = []))
 )]
@@ -108,12 +109,12 @@ pub async fn follow_threads(
     State(state): State<AppState>,
     principal: Principal,
 ) -> ApiResult<Response> {
-    let feed = thread_list::Feed::follow(&state.app, &principal)?;
+    let feed = list::Feed::follow(&state.app, &principal)?;
     let slot = state.streams.take(principal.identity_key())?;
     let frames = futures::stream::unfold((feed, slot), |(mut feed, slot)| async move {
         let frame = match feed.next().await? {
-            thread_list::Next::KeepAlive => Bytes::from_static(b":\n\n"),
-            thread_list::Next::Events(events) => sse_frames(&events),
+            list::Next::KeepAlive => Bytes::from_static(b":\n\n"),
+            list::Next::Events(events) => sse_frames(&events),
         };
         Some((Ok::<_, std::convert::Infallible>(frame), (feed, slot)))
     });
@@ -142,7 +143,7 @@ fn sse_frames(events: &[ThreadListEvent]) -> Bytes {
 #[utoipa::path(
     get, path = "/api/threads/{id}", tag = "threads",
     params(("id" = String, Path)),
-    responses((status = 200, body = ThreadView, description = "The thread"), (status = 404, description = "NOT_FOUND")),
+    responses((status = 200, body = ThreadView, description = "The thread"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn get_thread(
@@ -169,9 +170,9 @@ pub struct ThreadChange {
     request_body = ThreadChange,
     responses(
         (status = 200, body = ThreadView, description = "The renamed thread"),
-        (status = 400, description = "INVALID_REQUEST: a title over 500 characters, or a malformed body"),
-        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "a title over 500 characters, or a malformed body")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the owner or service_role")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]
@@ -193,8 +194,8 @@ pub async fn rename_thread(
     params(("id" = String, Path)),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the owner or service_role")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]
@@ -231,10 +232,10 @@ pub struct AgentToken {
     params(("id" = String, Path)),
     request_body(content = Option<AgentTokenRequest>),
     responses(
-        (status = 400, description = "INVALID_REQUEST: ttlSeconds out of range, or a malformed body"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidRequest], "ttlSeconds out of range, or a malformed body")),
         (status = 200, body = AgentToken, description = "A token for the thread's agent"),
-        (status = 403, description = "FORBIDDEN: only the owner or service_role"),
-        (status = 404, description = "NOT_FOUND"),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "only the owner or service_role")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
     ),
     security(("bearer" = []))
 )]

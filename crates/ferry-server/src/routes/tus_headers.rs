@@ -4,7 +4,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ferry_app::resumable::{Checksum, ChecksumAlgorithm, MAX_METADATA_BYTES, Metadata};
+use ferry_app::transfers::resumable::{Checksum, ChecksumAlgorithm, MAX_METADATA_BYTES, Metadata};
 use std::collections::HashMap;
 
 use crate::error::{ApiError, ApiResult};

@@ -1,21 +1,22 @@
 //! User → agent uploads over HTTP (docs/reference/uploads.md): a multipart body with `file`
 //! parts, or one raw body with `?filename=`. Every file is spooled before any is kept
-//! (`ferry_app::uploads`), so a request that fails keeps nothing.
+//! (`ferry_app::threads::uploads`), so a request that fails keeps nothing.
 
 use axum::Json;
 use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::Response;
 use ferry_app::body::Incoming;
-use ferry_app::preview::Preview;
-use ferry_app::uploads;
-use ferry_app::views::UploadView;
+use ferry_app::previews::Preview;
+use ferry_app::threads::uploads;
+use ferry_core::file_views::UploadView;
 use ferry_core::path::upload_file_name;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::error_code::{ErrorCode, refusal};
 use crate::extract::{ApiPath, ApiQuery, raw_segment};
 use crate::openapi::{FileBytes, UploadForm};
 use crate::routes::preview::serve_preview;
@@ -51,11 +52,11 @@ pub struct RawUploadParams {
     ),
     responses(
         (status = 201, body = UploadList, description = "The stored uploads, with their previews"),
-        (status = 400, description = "INVALID_PATH (the name) or INVALID_REQUEST"),
-        (status = 403, description = "FORBIDDEN: agents do not upload"),
-        (status = 404, description = "NOT_FOUND"),
-        (status = 413, description = "REQUEST_TOO_LARGE"),
-        (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a raw body without Content-Type"),
+        (status = 400, description = refusal(&[ErrorCode::InvalidPath, ErrorCode::InvalidRequest], "a file's name is not a valid path, or the form is malformed")),
+        (status = 403, description = refusal(&[ErrorCode::Forbidden], "agents do not upload")),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "")),
+        (status = 413, description = refusal(&[ErrorCode::RequestTooLarge], "")),
+        (status = 415, description = refusal(&[ErrorCode::UnsupportedMediaType], "a raw body without Content-Type")),
     ),
     security(("bearer" = []))
 )]
@@ -120,7 +121,7 @@ pub async fn create(
     get, path = "/api/threads/{id}/uploads", tag = "uploads",
     operation_id = "list_uploads",
     params(("id" = String, Path)),
-    responses((status = 200, body = UploadList, description = "The thread's uploads"), (status = 404, description = "NOT_FOUND")),
+    responses((status = 200, body = UploadList, description = "The thread's uploads"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn list(
@@ -137,7 +138,7 @@ pub async fn list(
     get, path = "/api/threads/{id}/uploads/{upload_id}/content", tag = "uploads",
     operation_id = "upload_content",
     params(("id" = String, Path), ("upload_id" = String, Path)),
-    responses((status = 200, description = "The original bytes, as an attachment"), (status = 404, description = "NOT_FOUND")),
+    responses((status = 200, description = "The original bytes, as an attachment"), (status = 404, description = refusal(&[ErrorCode::NotFound], ""))),
     security(("bearer" = []))
 )]
 pub async fn content(
@@ -167,7 +168,7 @@ pub async fn content(
     params(("id" = String, Path), ("upload_id" = String, Path)),
     responses(
         (status = 200, description = "image: the image; pdf: application/pdf inline; html: sanitized HTML"),
-        (status = 404, description = "NOT_FOUND, or previewKind none"),
+        (status = 404, description = refusal(&[ErrorCode::NotFound], "no such upload, or its previewKind is none")),
     ),
     security(("bearer" = []))
 )]

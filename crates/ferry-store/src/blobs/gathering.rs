@@ -7,7 +7,7 @@
 //! run again from the same file).
 //! So a resumable upload costs one write of its bytes more than the sandbox copy, as a plain
 //! upload does. (An object store keeps each request's bytes as a blob of their own instead,
-//! and the finished upload reads them back in order; see `ferry_app::resumable`.)
+//! and the finished upload reads them back in order; see `ferry_app::transfers::resumable`.)
 //!
 //! - **One writer at a time.** A request holds an exclusive lock on the file (`flock`) for as
 //!   long as it writes and records what it wrote; a second request for the same upload waits

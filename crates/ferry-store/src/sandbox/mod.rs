@@ -16,6 +16,11 @@
 //! that wrote it, and every operation on a thread's folder holds one of a few permits of that
 //! thread ([`SandboxLimits`]), so even a file system call that hangs ties up a bounded number
 //! of the server's blocking threads, all of them the same thread's.
+//!
+//! Why one file: it is the one face of both kinds of sandbox: each operation is one match over the
+//! local folder and the stored records, behind the rules both keep (`skills/` read-only, numbered
+//! names, one opened-file type), with the per-thread permits and the meaning of the jail's errors
+//! that every local module uses; each kind's own work, listings and trees are modules of their own.
 
 use bytes::Bytes;
 use cap_fs_ext::DirExt;

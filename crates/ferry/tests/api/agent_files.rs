@@ -2,8 +2,10 @@
 //! route, seen at once through the sandbox and spaces routes with the same ETag, and each
 //! refusal in the envelope.
 //!
-//! Why one file: its tests follow docs/agent-files.md operation by operation and share the
-//! small request helpers at the top; the zip of a folder has folder_zip.rs.
+//! Why one file: one route family, `/api/fs/{operation}`, through the two helpers at the top: each
+//! test is a short session of operations whose effect is checked at once through the sandbox and
+//! spaces routes and a space's feed, so an operation's answer and what every other door sees are
+//! read side by side; the zip of a folder is tested apart.
 
 use crate::support::{Reply, TestApp};
 use crate::thread_support::{fixture, put_file, sandbox_dir, thread};

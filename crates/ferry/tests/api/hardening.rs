@@ -1,5 +1,10 @@
 //! The trust boundary under attack: what one agent or user does must not hang, starve or
 //! poison the server for anyone else (docs/security.md).
+//!
+//! Why one file: it is the list of what one tenant might try against the others, one section per
+//! way in (a sandbox that hangs, racing writes, a full disk, webhooks, slow previews, slow or idle
+//! clients, leftovers, shutdown, oversized requests); kept whole, the list is read and grown in
+//! one place rather than spread over the suites of each route.
 
 use crate::support;
 use crate::support::stdio_mcp::StdioMcp;
@@ -465,10 +470,17 @@ async fn internal_targets_are_never_reached_at_delivery_either() {
         let owner = ferry_app::Principal::User {
             sub: "alice".into(),
         };
-        let allow_any: ferry_app::connectors::UrlPolicy<'_> = &|url| Ok(url.to_owned());
-        ferry_app::connectors::register(&app.state.app, &owner, &t.id, "webhook", &url, allow_any)
-            .await
-            .unwrap();
+        let allow_any: ferry_app::events::connectors::UrlPolicy<'_> = &|url| Ok(url.to_owned());
+        ferry_app::events::connectors::register(
+            &app.state.app,
+            &owner,
+            &t.id,
+            "webhook",
+            &url,
+            allow_any,
+        )
+        .await
+        .unwrap();
     }
     say(&app, &t, "anyone there?").await;
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -1,5 +1,10 @@
 //! Agent → user: publish with revisions, downloads and previews (docs/reference/publish.md). The
 //! previews are checked as a browser would receive them: body and headers.
+//!
+//! Why one file: one route family, a published file's: publishing it, its revisions, and the routes
+//! that serve it (content, download, preview), through the helpers at the top; what a publish
+//! stores is checked through the routes that serve it, and the previews with the headers a
+//! browser gets.
 
 use crate::support::{Reply, TestApp};
 use crate::thread_support;

@@ -1,5 +1,10 @@
 //! A thread's sandbox over HTTP (docs/reference/paths.md, threads-and-sandbox.md): listing, reading and writing by `/sandbox/…`
 //! paths, and every way a path or a planted link could reach outside the sandbox.
+//!
+//! Why one file: one route family, a thread's `/sandbox/…` routes: the first part checks what they
+//! list, read and write; the rest attacks the folder behind those same routes (planted links and
+//! FIFOs, paths that climb out, racing and cut-off writes), so what the routes promise and each
+//! way tried to break it are one suite.
 
 use crate::support;
 use crate::support::{TestApp, raw_http};

@@ -181,7 +181,10 @@ async fn files_without_a_say_block_travel_in_one_message_with_null_content() {
     let empty = say(&app, &t, "no tags here").await;
     assert_eq!(empty["messages"], json!([]));
     assert_eq!(empty["files"], json!([]));
-    assert_eq!(empty["warnings"], json!([ferry_app::say::NOTHING_SENT]));
+    assert_eq!(
+        empty["warnings"],
+        json!([ferry_app::threads::say::NOTHING_SENT])
+    );
     // Tags whose files all fail to attach send nothing either: their warnings, then that one.
     let skipped = say(&app, &t, "<file>/sandbox/outputs/missing.pdf</file>").await;
     assert_eq!(skipped["messages"], json!([]));
@@ -193,7 +196,7 @@ async fn files_without_a_say_block_travel_in_one_message_with_null_content() {
             .unwrap()
             .starts_with("/sandbox/outputs/missing.pdf:")
     );
-    assert_eq!(warnings[1], ferry_app::say::NOTHING_SENT);
+    assert_eq!(warnings[1], ferry_app::threads::say::NOTHING_SENT);
     assert_eq!(self::events(&app, &t).await.len(), 1, "nothing was stored");
 }
 

@@ -1,8 +1,11 @@
-//! Spaces (docs/reference/spaces.md) through the router, in-process: every route and every error it can give.
+//! Spaces (docs/reference/spaces.md) through the router, in-process: every route and every
+//! error it can give.
 //!
-//! Why one file: one test per rule of the spaces reference, in its order, so a reader checks
-//! the document against the tests side by side; the agent's file operations on spaces live in
-//! agent_files.rs.
+//! Why one file: one route family, `/api/spaces/…`, from the user's side; each test is one
+//! behaviour of those routes (listing, paging, conditional reads and writes, limits, isolation,
+//! tokens, paths), so the family's whole contract reads in one place. The agent's file
+//! operations on spaces are tested with the agent's file system (agent_files.rs), and the
+//! router's own answers (unknown routes, operations routes, the OpenAPI document) at the end.
 
 use crate::support::TestApp;
 use axum::body::Body;

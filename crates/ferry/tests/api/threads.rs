@@ -1,5 +1,10 @@
 //! Threads and agent tokens (docs/reference/auth.md, threads-and-sandbox.md): who may create, see and act in a thread, and the
 //! sandbox each thread gets.
+//!
+//! Why one file: one resource from creation to deletion: making, seeing, renaming and deleting a
+//! thread, minting its agents' tokens, and the sandbox and skills it is given, each step with who
+//! may and who may not take it (its owner, another user, another thread's agent, the service
+//! role), so the rules of a thread are read in one place.
 
 use crate::support;
 use crate::support::TestApp;

@@ -1,6 +1,11 @@
 //! User → agent uploads (docs/reference/uploads.md): the answer's fields, the original bytes in the
 //! sandbox, safe names, limits, the hidden attachment note, previews of real and hostile
 //! documents, and who may see what.
+//!
+//! Why one file: one route family, a thread's uploads: the upload, its listing and download, and
+//! its preview, through the raw upload, the answer reader and the seed workbook's preview at the
+//! top; each upload is followed from its answer to the sandbox, the download and the preview it
+//! gets, hostile documents through the same route as any other.
 
 use crate::support::{Reply, TestApp};
 use crate::thread_support::{

@@ -1,5 +1,10 @@
 //! Two `ferry serve` nodes on one Postgres and one S3 store (moto on loopback): nothing a user
 //! sees differs from one node.
+//!
+//! Why one file: it is the suite of one deployment shape: every test starts the same two-node
+//! cluster (the fixture at the top) and checks, through both nodes, one family of what a user sees
+//! (spaces, threads, uploads, events and publishes; the agent's files and a space's feed; a
+//! command's working copy).
 
 use crate::support;
 use crate::support::binary::{Running, start, token, wait_healthy};

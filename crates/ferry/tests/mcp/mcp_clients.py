@@ -11,6 +11,10 @@ API with the API's own rules and errors, unchanged.
 
 Exits non-zero on the first failed check, printing what differed. Used by
 crates/ferry/tests/clients/mcp_clients.rs; runnable by hand against any ferry.
+
+Why one file: each transport goes through the same `exercise` and the same checklist, held to the
+expected tools, schemas and instruction phrases at the top, so what differs between stdio and HTTP
+is only the session each opens; one script keeps that symmetry in view and is what is run.
 """
 
 from __future__ import annotations
