@@ -19,6 +19,9 @@ import shutil
 import subprocess
 import time
 
+from harness.common import REPO, BenchError, log
+from harness.http import http_json
+
 TARGET = "`grep` with `documents: true` ≥ 0.5× ripgrep-all (`rga`) on the same folder of PDFs (warm: each with its extracted text kept)"
 NEEDLE = "zanzibarite"
 WORDS = ("harbour ferry cargo ledger invoice quarter region north south revenue freight manifest "
@@ -63,8 +66,8 @@ def write_documents(folder, files, pages, seed):
     return files
 
 
-def rga_binary(helpers):
-    tools = os.path.join(helpers.REPO, "bench", ".tools", "bin", "rga")
+def rga_binary():
+    tools = os.path.join(REPO, "bench", ".tools", "bin", "rga")
     if os.access(tools, os.X_OK):
         return tools
     return shutil.which("rga")
@@ -81,23 +84,22 @@ def _count(output):
     return sum(int(line.rsplit(":", 1)[1]) for line in output.splitlines() if ":" in line)
 
 
-def run(ctx, helpers):
-    """The workload: `helpers` is bench/run's module (log, http_json, BenchError)."""
+def run(ctx):
+    """The workload, for bench/run (ctx: its run's cfg, work and ferry)."""
     cfg, ferry = ctx["cfg"], ctx["ferry"]
-    log, BenchError = helpers.log, helpers.BenchError
     rg, pdftotext = shutil.which("rg"), shutil.which("pdftotext")
     if not rg or not pdftotext:
         raise BenchError("the documents workload needs rg and pdftotext; bench/setup installs them")
-    rga = rga_binary(helpers)
+    rga = rga_binary()
     peer = "rga" if rga else "pdftotext + rg"
     thread = ferry.new_thread("documents")
     agent = ferry.token("--agent", "--thread", thread, "--user", "u")
-    sandbox = helpers.http_json("GET", f"{ferry.url}/api/threads/{thread}", agent)["sandboxDir"]
+    sandbox = http_json("GET", f"{ferry.url}/api/threads/{thread}", agent)["sandboxDir"]
     files, pages = cfg["document_files"], cfg["document_pages"]
 
     def ferry_grep(folder):
         body = {"pattern": NEEDLE, "path": f"/sandbox/workspace/{folder}", "documents": True, "maxResults": 2000}
-        return helpers.http_json("POST", f"{ferry.url}/api/fs/grep", agent, body, ok=(200,))
+        return http_json("POST", f"{ferry.url}/api/fs/grep", agent, body, ok=(200,))
 
     def peer_search(folder, cold):
         path = os.path.join(sandbox, "workspace", folder)

@@ -17,6 +17,9 @@ import subprocess
 import threading
 import time
 
+from harness.common import BenchError, log
+from harness.http import http_json
+
 CLIENTS = (1, 2, 8)
 TARGET = "`execute` of `true` over HTTP ≤ 2× a bare bubblewrap start of the same confinement (p50, one client)"
 
@@ -85,11 +88,10 @@ def _in_parallel(clients, calls, one_call):
     return latencies, wall
 
 
-def run(ctx, helpers):
-    """The workload: `helpers` is bench/run's module (log, http_json, BenchError)."""
+def run(ctx):
+    """The workload, for bench/run (ctx: its run's cfg, work and ferry)."""
     cfg, ferry = ctx["cfg"], ctx["ferry"]
-    log, BenchError = helpers.log, helpers.BenchError
-    limits = helpers.http_json("GET", f"{ferry.url}/api/limits", ferry.user, ok=(200,))
+    limits = http_json("GET", f"{ferry.url}/api/limits", ferry.user, ok=(200,))
     if not limits.get("execute", {}).get("enabled"):
         reason = limits.get("execute", {}).get("reason", "?")
         if os.environ.get("FERRY_CI") == "1":
@@ -149,6 +151,12 @@ def run(ctx, helpers):
     return dict(calls=calls, by_clients=results)
 
 
+def _by_clients(r):
+    """The rounds by number of clients; a report written again from a run's JSON has the
+    numbers as text (JSON keys are strings), so they are read back as numbers."""
+    return {int(clients): rounds for clients, rounds in r["by_clients"].items()}
+
+
 def _median(rounds, key):
     return statistics.median(r[key] for r in rounds)
 
@@ -157,7 +165,7 @@ def summary_row(r, verdict):
     """The summary table's row for the workload's results `r`."""
     if r.get("skipped"):
         return ["19", "`execute` of `true` over HTTP", "skipped", r["skipped"], "–", "–", TARGET, "–"]
-    one = r["by_clients"][1]
+    one = _by_clients(r)[1]
     f, b = _median(one["ferry"], "p50"), _median(one["bwrap"], "p50")
     return ["19", "`execute` of `true` over HTTP, one client (p50 ms)", f"{f * 1000:.1f}",
             f"bare bwrap {b * 1000:.1f}", f"{f / b:.2f}", "–", TARGET, verdict(f / b <= 2.0)]
@@ -180,7 +188,7 @@ def details(r, w):
     w("")
     w("| clients | ferry p50 / p99 (ms) | bare bwrap p50 / p99 (ms) | ferry / bwrap p50 | ferry calls/s | bwrap calls/s |")
     w("| --- | --- | --- | --- | --- | --- |")
-    for clients, rounds in sorted(r["by_clients"].items()):
+    for clients, rounds in sorted(_by_clients(r).items()):
         fp50, fp99 = _median(rounds["ferry"], "p50"), _median(rounds["ferry"], "p99")
         bp50, bp99 = _median(rounds["bwrap"], "p50"), _median(rounds["bwrap"], "p99")
         w(f"| {clients} | {fp50 * 1000:.1f} / {fp99 * 1000:.1f} | {bp50 * 1000:.1f} / {bp99 * 1000:.1f} | "

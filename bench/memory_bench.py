@@ -26,6 +26,8 @@ import time
 import urllib.error
 import urllib.request
 
+from harness.common import log
+
 MIB = 1 << 20
 # The budget's bound: peak ≤ resident before the load + the budget + this (the server's own
 # buffers, the connections and the allocator's slack), as the deployment test checks.
@@ -211,16 +213,16 @@ TABLE_HEAD = ["| load | budget | resident before | peak | answered | refused (50
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
 
-def run(ctx, helpers):
-    """The workload: `helpers` is bench/run's module (log)."""
+def run(ctx):
+    """The workload, for bench/run (ctx: its run's cfg and ferry)."""
     cfg = ctx["cfg"]
     budget, size = cfg["memory_budget"], cfg["memory_file_mib"]
     sides = {}
     for side, bytes_ in (("budget", budget), ("none", NO_BUDGET)):
         sides[side] = measure(ctx["ferry"].binary, bytes_, size)
         for r in sides[side]:
-            helpers.log(f"  memory, {side}: {r['name']}: peak {r['peak'] // MIB} MiB "
-                        f"({r['answered']} answered, {r['refused']} refused)")
+            log(f"  memory, {side}: {r['name']}: peak {r['peak'] // MIB} MiB "
+                f"({r['answered']} answered, {r['refused']} refused)")
     return dict(budget=budget, size=size, sides=sides)
 
 
