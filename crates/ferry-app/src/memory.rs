@@ -103,7 +103,7 @@ impl MemoryBudget {
             _ => Err(Error::Busy(format!(
                 "the server's memory for answers ({}) is taken by other requests: try again \
                  shortly",
-                crate::describe_bytes(self.total_bytes())
+                crate::error::describe_bytes(self.total_bytes())
             ))),
         }
     }

@@ -16,8 +16,9 @@ use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 
 pub use ferry_store::sandbox::SandboxLimits;
 
-use crate::execute::Commands;
-use crate::{App, Limits, Parts, cache};
+use crate::app::{App, Limits, Parts};
+use crate::cache;
+use crate::commands::Commands;
 
 /// Where an [`App`] keeps what it keeps, and the limits it enforces.
 #[derive(Debug, Clone)]
@@ -200,7 +201,7 @@ async fn commands(settings: &ExecuteSettings, data_dir: &Path) -> Commands {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Principal;
+    use crate::access::principal::Principal;
 
     /// The embedded default, with a worker that is not there: these tests extract nothing.
     fn embedded(data_dir: &Path) -> Settings {

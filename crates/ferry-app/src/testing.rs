@@ -10,8 +10,9 @@ use ferry_store::sandbox::{SandboxLimits, Sandboxes};
 use ferry_store::{Blobs, Db, LocalBlobs, ObjectBlobs};
 use futures::Stream;
 
+use crate::access::principal::Principal;
+use crate::app::{App, Limits, Parts};
 use crate::body::Incoming;
-use crate::{App, Limits, Parts, Principal};
 
 /// The space limit of the test app.
 pub(crate) const SPACE_LIMIT: u64 = 1024;
@@ -73,7 +74,7 @@ async fn build(dir: &tempfile::TempDir, blobs: Blobs, sandboxes: Where) -> App {
         },
         skills_dir: None,
         cache: crate::cache::DerivedCache::new(dir.path().join("cache")),
-        commands: crate::execute::Commands::off(),
+        commands: crate::commands::Commands::off(),
     })
 }
 

@@ -9,7 +9,7 @@ use ferry_core::thread_event::ThreadEvent;
 use ferry_store::say::Connector as ConnectorRow;
 pub use ferry_store::say::Delivery;
 
-use crate::App;
+use crate::app::App;
 use crate::error::{Error, Result};
 
 /// Whether the metadata database answers.
@@ -114,7 +114,7 @@ pub async fn relay_other_nodes(app: &App, database_url: &str) -> Result<()> {
             Err(e) => tracing::warn!(error = %e, "cannot read a notified event"),
         }
     }
-    Err(crate::Error::internal("event notifications ended"))
+    Err(crate::error::Error::internal("event notifications ended"))
 }
 
 /// Closes the stores (the last thing a node does).

@@ -9,8 +9,8 @@ use ferry_core::Timestamp;
 pub use ferry_store::access_keys::AccessKey;
 use ferry_store::access_keys::KeyScope;
 
-use crate::App;
 use crate::access::principal::{Principal, Recorded};
+use crate::app::App;
 use crate::error::{Error, Result};
 
 /// Key ids look like AWS's: 20 upper-case letters and digits, here starting with `FERRY`.

@@ -13,8 +13,8 @@ pub mod principal;
 
 use ferry_store::threads::Thread;
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::error::{Error, Result};
 
 /// What the caller wants to do in the thread.

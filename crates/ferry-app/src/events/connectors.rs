@@ -6,9 +6,9 @@
 use ferry_store::events::StoredEvent;
 use ferry_store::say::Connector as ConnectorRow;
 
-use crate::App;
 use crate::access::principal::Principal;
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::error::{Error, Result};
 
 /// The one kind of connector a caller registers.

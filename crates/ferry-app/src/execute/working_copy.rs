@@ -20,8 +20,8 @@ use ferry_store::sandbox::Sandbox;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
 

@@ -148,8 +148,8 @@ async fn fetch(caller: Caller<'_>, asked: &str, budget: u64) -> Result<Fetched> 
         return Err(Error::TooLarge(format!(
             "'{path}' ({}) does not fit in what one download_files answer carries ({} in all); \
              read it with GET, or in a batch of its own",
-            crate::describe_bytes(current.size),
-            crate::describe_bytes(BATCH_READ_MAX_BYTES)
+            crate::error::describe_bytes(current.size),
+            crate::error::describe_bytes(BATCH_READ_MAX_BYTES)
         )));
     }
     let etag = quoted_etag(&current.etag);

@@ -47,8 +47,8 @@ use ferry_store::space_moves::Found;
 use ferry_store::spaces::SpaceFile;
 use futures::StreamExt;
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
 
@@ -68,7 +68,13 @@ impl<'a> Caller<'a> {
     /// the paths: a route of someone else's thread answers nothing, not even for spaces.
     pub async fn named_thread_is_visible(&self) -> Result<()> {
         if let Some(thread) = self.thread {
-            crate::access::thread(self.app, self.principal, thread, crate::Action::Read).await?;
+            crate::access::thread(
+                self.app,
+                self.principal,
+                thread,
+                crate::access::Action::Read,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -171,7 +177,7 @@ impl Current {
             Error::TooLarge(format!(
                 "the file is larger than the {} an agent tool reads whole; read it in byte \
                  ranges with GET and a Range header",
-                crate::describe_bytes(limit)
+                crate::error::describe_bytes(limit)
             ))
         };
         if self.size > limit {

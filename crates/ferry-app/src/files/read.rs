@@ -143,10 +143,10 @@ pub async fn read(caller: Caller<'_>, input: &ReadFileInput) -> Result<ReadOutpu
         if head.contains(&0) || bad_utf8 {
             return Ok(binary());
         }
-        return Err(crate::Error::TooLarge(format!(
+        return Err(crate::error::Error::TooLarge(format!(
             "{path} is a text file of {size} bytes, more than the {} read_file reads; read \
              parts of it with grep, or with GET and a Range header",
-            crate::describe_bytes(READ_MAX_BYTES)
+            crate::error::describe_bytes(READ_MAX_BYTES)
         )));
     }
     let bytes = current.bytes_for_answer(caller.app, READ_MAX_BYTES).await?;

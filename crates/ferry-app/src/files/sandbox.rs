@@ -11,9 +11,9 @@ use ferry_core::write::WriteCondition;
 pub use ferry_store::sandbox::{Listing, OpenedFile, SandboxEntry, Unaddressable};
 use futures::Stream;
 
-use crate::App;
 use crate::access::principal::Principal;
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::body::Incoming;
 use crate::error::{Error, Result, in_sandbox};
 use crate::events::Role;

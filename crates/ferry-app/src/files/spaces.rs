@@ -16,8 +16,8 @@ pub use ferry_store::spaces::{
 };
 use futures::Stream;
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::body::Incoming;
 use crate::error::{Error, Result};
 

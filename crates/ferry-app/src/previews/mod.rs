@@ -17,8 +17,9 @@ use ferry_core::Timestamp;
 use ferry_store::published::Revision;
 use ferry_store::uploads::Upload;
 
+use crate::app::App;
+use crate::error::Result;
 use crate::events::views::preview_kind;
-use crate::{App, Result};
 
 /// A stored file as its preview is served.
 #[derive(Debug, Clone)]

@@ -23,8 +23,8 @@ use futures::future::try_join_all;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::error::{Error, Result};
 
 /// The pages shown of one PDF.

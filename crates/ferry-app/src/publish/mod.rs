@@ -7,9 +7,9 @@ use ferry_store::published::NewRevision;
 pub use ferry_store::published::Revision;
 use tracing::Instrument as _;
 
-use crate::App;
 use crate::access::principal::Principal;
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::error::{Error, Result, describe_bytes};
 use crate::events::Role;
 use crate::events::thread_event;

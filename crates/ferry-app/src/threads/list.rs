@@ -13,10 +13,10 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use utoipa::ToSchema;
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::error::{Error, Result};
-use crate::events::Live;
+use crate::hub::Live;
 use crate::threads::{self, ThreadView};
 
 /// How long a feed gathers nudges before it reads the list again: an agent writing many

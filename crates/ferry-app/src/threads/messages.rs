@@ -4,9 +4,9 @@
 
 use ferry_store::events::{Rendered, StoredEvent};
 
-use crate::App;
 use crate::access::principal::{DEFAULT_AGENT_ID, Principal};
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::error::{Error, Result};
 use crate::events::thread_event;
 use crate::events::views;

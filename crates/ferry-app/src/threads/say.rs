@@ -9,9 +9,9 @@ use ferry_store::threads::Thread;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::App;
 use crate::access::principal::Principal;
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::error::{Error, Result, describe_bytes};
 use crate::events::connectors;
 use crate::events::views;

@@ -9,9 +9,9 @@ use ferry_core::send_file::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::App;
 use crate::access::principal::Principal;
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::error::Result;
 use crate::events::thread_event;
 use crate::events::{MAX_EVENT_BYTES, Role};
@@ -46,7 +46,7 @@ pub async fn send(
             path: file_path.to_owned(),
         }
         .into(),
-        other => crate::Error::from(other),
+        other => crate::error::Error::from(other),
     })?;
     let filename = path.file_name().to_owned();
     let mime = check_type(&filename)?;

@@ -15,9 +15,9 @@ use ferry_store::threads::Thread;
 use ferry_store::uploads::{Upload, new_upload_id};
 use futures::Stream;
 
-use crate::App;
 use crate::access::principal::Principal;
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::body::Incoming;
 use crate::error::{Error, Result};
 use crate::events::thread_event;

@@ -17,8 +17,8 @@ use futures::{Stream, StreamExt};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::error::{Error, Result, in_sandbox};
 
 /// Files one zip carries at most: the writer keeps one central-directory record per member

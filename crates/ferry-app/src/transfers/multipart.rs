@@ -10,9 +10,9 @@ use ferry_core::write::{FileMeta, WriteCondition};
 pub use ferry_store::multipart::{Part, Upload};
 use futures::{Stream, StreamExt, TryStreamExt};
 
-use crate::App;
 use crate::access::principal::Principal;
 use crate::access::{self, Action};
+use crate::app::App;
 use crate::body::Incoming;
 use crate::error::{Error, Result};
 use crate::transfers::objects::{self, Destination};

@@ -8,8 +8,8 @@ use ferry_core::{SandboxPath, SpaceName, ValidPath};
 pub use ferry_store::BlobRead;
 use futures::Stream;
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::body::Incoming;
 use crate::error::Result;
 

@@ -8,6 +8,11 @@
 //! last byte is in, that file, or the parts read back in order into a spool, is given to the
 //! target's own use case (`uploads::Receiver::adopt` or `spaces::write_spooled`), so a
 //! finished resumable upload is exactly a plain one.
+//!
+//! Why one file: creation, appending, finishing, termination and expiry are the steps of one
+//! upload's record, each moving it on under the same per-upload lock and the same offset rule;
+//! read apart, the order of those steps (and what each may assume of the one before) would
+//! have to be pieced together again from several files.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,15 +27,11 @@ use ferry_store::resumable::{Appended, ResumableState, ResumableUpload};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
-use crate::App;
 use crate::access::principal::Principal;
+use crate::app::App;
 use crate::error::{Error, Result};
 use ferry_core::error_code::ErrorCode;
 
-/// How long an unfinished upload is kept, unless the settings say otherwise.
-pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(24 * 3600);
-/// Unfinished uploads one principal may hold at once, unless the settings say otherwise.
-pub const DEFAULT_MAX_UNFINISHED: u64 = 20;
 /// A finishing request that has not ended in this long is taken to have died, and another
 /// request may finish the upload.
 const FINISHING_STALE: Duration = Duration::from_secs(600);
@@ -234,7 +235,7 @@ pub async fn create(
     if length > limit {
         return Err(Error::TooLarge(format!(
             "the upload's length, {length} bytes, is over the limit of {} for this target",
-            crate::describe_bytes(limit)
+            crate::error::describe_bytes(limit)
         )));
     }
     let now = Timestamp::now();
