@@ -103,6 +103,7 @@ mod package;
 mod pdf;
 mod pdf_content;
 mod pdf_drawn_text;
+mod pdf_forms;
 mod pdf_page_text;
 mod pdf_pages;
 mod pdf_predefined_cmaps;

@@ -11,8 +11,10 @@
 //!
 //! pdf-extract answers some malformed files with a panic rather than an
 //! error; that panic is caught here and becomes an ordinary
-//! [`ExtractError::Invalid`]. A PDF that recurses without end can still
-//! overflow the stack, which is why PDFs are read in the worker process.
+//! [`ExtractError::Invalid`]. Forms that draw themselves, or nest deeper than
+//! a reader's stack allows, are cut before the text is read
+//! ([`crate::pdf_forms`]); a PDF that recurses without end some other way can
+//! still overflow the stack, which is why PDFs are read in the worker process.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -136,6 +138,7 @@ pub(crate) fn load(bytes: &[u8]) -> Result<Document, ExtractError> {
     let mut doc = doc;
     inline_stream_filters(&mut doc);
     crate::pdf_content::make_readable(&mut doc);
+    crate::pdf_forms::cut_endless_forms(&mut doc);
     // First to the Identity encodings, then a Unicode map for every Identity font lacking one.
     crate::pdf_predefined_cmaps::transcode_predefined_cmaps(&mut doc);
     crate::pdf_unicode::add_missing_unicode_maps(&mut doc);

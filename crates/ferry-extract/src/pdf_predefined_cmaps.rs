@@ -257,7 +257,7 @@ fn cids(cmap: &CMap, codes: &[u8]) -> Vec<u8> {
 
 /// A copy of the resources that apply to the page: its own, or else the nearest ancestor's
 /// (resources are inherited whole).
-fn effective_resources(doc: &Document, page: ObjectId) -> Dictionary {
+pub(crate) fn effective_resources(doc: &Document, page: ObjectId) -> Dictionary {
     match doc.get_page_resources(page) {
         Ok((Some(own), _)) => own.clone(),
         Ok((None, ids)) => ids
