@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    config, deflate_repeated, docx_bomb, extractor, pdf_of, png_declaring, write,
+    config, deflate_repeated, docx_bomb, extractor, pdf_from_objects, png_declaring, write,
     xlsx_billion_laughs, xlsx_with_shared_strings, zip_of,
 };
 use ferry_extract::{ExtractError, Extractor};
@@ -228,7 +228,7 @@ async fn random_bytes_are_errors_for_every_reader() {
 
 #[tokio::test]
 async fn pdf_with_a_cyclic_page_tree_ends() {
-    let pdf = pdf_of(&[
+    let pdf = pdf_from_objects(&[
         b"<< /Type /Catalog /Pages 2 0 R >>",
         // The Pages node lists itself, and a second node that points back.
         b"<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>",
@@ -245,7 +245,7 @@ async fn pdf_with_recursive_forms_ends() {
     // A page that draws a form that draws itself.
     let content = b"/X1 Do";
     let form = b"BT /F1 12 Tf 72 700 Td (loop) Tj ET /X1 Do";
-    let pdf = pdf_of(&[
+    let pdf = pdf_from_objects(&[
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /XObject << /X1 5 0 R >> /Font << /F1 6 0 R >> >> >>",
@@ -287,7 +287,7 @@ async fn pdf_flate_bomb_hits_the_memory_limit() {
     .into_bytes();
     stream.extend_from_slice(&zlib);
     stream.extend_from_slice(b"\nendstream");
-    let pdf = pdf_of(&[
+    let pdf = pdf_from_objects(&[
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",

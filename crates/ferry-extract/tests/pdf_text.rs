@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::pdf_of;
+use common::pdf_from_objects;
 use ferry_extract::{ExtractError, Limits, pdf_page, preview_bytes};
 
 /// A page with no content of its own and one free-text note whose appearance says `said`:
@@ -15,7 +15,7 @@ fn note_saying(said: &str) -> Vec<u8> {
          /Resources << /Font << /F1 5 0 R >> >> /Length {} >>\nstream\n{content}\nendstream",
         content.len()
     );
-    pdf_of(&[
+    pdf_from_objects(&[
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 300] /Annots [4 0 R] >>",
@@ -42,7 +42,7 @@ fn a_pages_text_beside_its_image_comes_from_the_drawing_too() {
 
 #[test]
 fn a_page_with_nothing_drawn_as_text_still_has_no_text_layer() {
-    let pdf = pdf_of(&[
+    let pdf = pdf_from_objects(&[
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 300] /Contents 4 0 R >>",

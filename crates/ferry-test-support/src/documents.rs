@@ -254,11 +254,20 @@ pub fn pdf_of(pages: &[PdfPage<'_>]) -> Vec<u8> {
             page.content
         ));
     }
+    let bodies: Vec<&[u8]> = objects.iter().map(|body| body.as_bytes()).collect();
+    pdf_from_objects(&bodies)
+}
+
+/// A PDF assembled from numbered object bodies (object 1 first, and the root) with a correct
+/// cross-reference table.
+pub fn pdf_from_objects(objects: &[&[u8]]) -> Vec<u8> {
     let mut out = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, body) in objects.iter().enumerate() {
         offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
     let size = objects.len() + 1;
