@@ -83,7 +83,7 @@ impl Walk {
             } else if let Some(&height) = self.height.get(&(form, child_place)) {
                 Some(height)
             } else {
-                Some(self.walk_form(doc, form, own.as_ref().unwrap_or(resources), child_place))
+                Some(self.walk_form(doc, form, own.unwrap_or(resources), child_place))
             };
             match (height, owner) {
                 (Some(height), _) if self.path.len() + height <= MAX_FORM_DEPTH => {
@@ -152,9 +152,9 @@ fn form_named(doc: &Document, resources: &Dictionary, name: &[u8]) -> Option<Obj
 }
 
 /// A form's own `/Resources`, written in place or by reference.
-fn own_resources(doc: &Document, form: ObjectId) -> Option<Dictionary> {
+fn own_resources(doc: &Document, form: ObjectId) -> Option<&Dictionary> {
     let stream = doc.get_object(form).ok()?.as_stream().ok()?;
-    resolved_dictionary(doc, stream.dict.get(b"Resources").ok()?).cloned()
+    resolved_dictionary(doc, stream.dict.get(b"Resources").ok()?)
 }
 
 fn resolved_dictionary<'a>(doc: &'a Document, value: &'a Object) -> Option<&'a Dictionary> {

@@ -22,7 +22,7 @@ use crate::caller::{Caller, encode};
 use crate::client::Client;
 use crate::resources::Named;
 use crate::shared_feeds::{PAGE, Receiver, SharedFeeds};
-use crate::watch::Feed;
+use crate::watch::{Feed, FeedEvent};
 
 /// How long before a `subscriptions/listen` request is handled its changes are told from: far
 /// more than the moment between its acknowledgment and its handling, and than the clock drift
@@ -300,11 +300,16 @@ where
     F: Fn(String) -> Told,
     Told: std::future::Future<Output = bool>,
 {
+    // Each event is read once, then checked against every resource on its feed.
+    let events: Vec<(i64, FeedEvent)> = batch
+        .iter()
+        .filter_map(|e| Some((e["id"].as_i64()?, FeedEvent::read(e))))
+        .collect();
     for resource in resources {
-        let changed = batch
+        let changed = events
             .iter()
-            .filter(|e| e["id"].as_i64().is_some_and(|id| id > resource.after))
-            .any(|e| resource.feed.concerns(e));
+            .filter(|(id, _)| *id > resource.after)
+            .any(|(_, event)| resource.feed.concerns(event));
         if changed && !notify(resource.uri.clone()).await {
             return false;
         }

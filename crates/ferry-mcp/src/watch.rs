@@ -72,29 +72,46 @@ impl Feed {
         })
     }
 
-    /// Whether `event` is a change of the watched resource. An event this version cannot
-    /// read (of a newer server, say) concerns nothing it follows.
-    pub fn concerns(&self, event: &Value) -> bool {
-        match &self.watched {
-            Watched::SpacePath(path) => {
-                SpaceEvent::deserialize(event).is_ok_and(|event| touches(&event.change, path))
-            }
-            Watched::SandboxPath(path) => match ThreadEvent::deserialize(event).map(|e| e.kind) {
-                Ok(
-                    EventKind::FileWritten(change)
-                    | EventKind::FileDeleted(change)
-                    | EventKind::FileMoved(change),
-                ) => touches(&change, path),
+    /// Whether `event` is a change of the watched resource.
+    pub fn concerns(&self, event: &FeedEvent) -> bool {
+        match (&self.watched, event) {
+            (Watched::SpacePath(path), FeedEvent::Space(event)) => touches(&event.change, path),
+            (Watched::SandboxPath(path), FeedEvent::Thread(event)) => match &event.kind {
+                EventKind::FileWritten(change)
+                | EventKind::FileDeleted(change)
+                | EventKind::FileMoved(change) => touches(change, path),
                 // An upload puts its copy in `/sandbox/user_uploads/`: a resource there may be
                 // followed before the person uploads it.
-                Ok(EventKind::Upload { upload }) => upload.sandbox_path == *path,
+                EventKind::Upload { upload } => upload.sandbox_path == *path,
                 _ => false,
             },
-            Watched::Published(id) => matches!(
-                ThreadEvent::deserialize(event).map(|e| e.kind),
-                Ok(EventKind::FilePublished(published)) if published.file.id == *id
+            (Watched::Published(id), FeedEvent::Thread(event)) => matches!(
+                &event.kind,
+                EventKind::FilePublished(published) if published.file.id == *id
             ),
-            Watched::Nothing => false,
+            _ => false,
+        }
+    }
+}
+
+/// One event of a followed feed, read once however many resources it is checked against: a
+/// thread's, a space's, or one this version cannot read (of a newer server, say), which
+/// concerns nothing it follows.
+#[derive(Debug)]
+pub enum FeedEvent {
+    Thread(Box<ThreadEvent>),
+    Space(SpaceEvent),
+    Unreadable,
+}
+
+impl FeedEvent {
+    pub fn read(event: &Value) -> FeedEvent {
+        if let Ok(event) = ThreadEvent::deserialize(event) {
+            FeedEvent::Thread(Box::new(event))
+        } else if let Ok(event) = SpaceEvent::deserialize(event) {
+            FeedEvent::Space(event)
+        } else {
+            FeedEvent::Unreadable
         }
     }
 }
@@ -108,6 +125,11 @@ fn touches(change: &FileChange, path: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Whether `event`, read as a follower reads it, concerns `feed`'s resource.
+    fn told(feed: &Feed, event: &Value) -> bool {
+        feed.concerns(&FeedEvent::read(event))
+    }
 
     fn feed(uri: &str) -> Feed {
         Feed::of(&Named::parse(uri).unwrap(), Some("t1"), str::to_owned).unwrap()
@@ -177,20 +199,26 @@ mod tests {
     fn each_resource_is_told_by_its_own_events() {
         let report = feed("ferry://sandbox/outputs/my%20report.md");
         assert_eq!(report.route, "/api/threads/t1/events");
-        assert!(report.concerns(&change("file_written", "/sandbox/outputs/my report.md")));
+        assert!(told(
+            &report,
+            &change("file_written", "/sandbox/outputs/my report.md")
+        ));
         let mut moved_in = change("file_moved", "/sandbox/a.md");
         moved_in["destination"] = "/sandbox/outputs/my report.md".into();
-        assert!(report.concerns(&moved_in));
-        assert!(!report.concerns(&event(
-            json!({"type": "message", "path": "/sandbox/outputs/my report.md"})
-        )));
-        assert!(!report.concerns(&change("file_written", "/sandbox/outputs/other.md")));
+        assert!(told(&report, &moved_in));
+        assert!(!told(
+            &report,
+            &event(json!({"type": "message", "path": "/sandbox/outputs/my report.md"}))
+        ));
+        assert!(!told(
+            &report,
+            &change("file_written", "/sandbox/outputs/other.md")
+        ));
         // A change without the fields every event has is not one the server sent.
-        assert!(
-            !report.concerns(
-                &json!({"type": "file_written", "path": "/sandbox/outputs/my report.md"})
-            )
-        );
+        assert!(!told(
+            &report,
+            &json!({"type": "file_written", "path": "/sandbox/outputs/my report.md"})
+        ));
 
         let note = feed("ferry://spaces/notes/ideas/a.md");
         assert_eq!(note.route, "/api/spaces/notes/events");
@@ -198,16 +226,22 @@ mod tests {
             "id": 3, "type": "file_deleted", "space": "notes", "path": "ideas/a.md",
             "door": "s3", "createdAt": "1970-01-01T00:00:00.000Z",
         });
-        assert!(note.concerns(&deleted));
+        assert!(told(&note, &deleted));
 
         let card = feed("ferry://published/p1");
-        assert!(card.concerns(&published("p1")));
-        assert!(!card.concerns(&published("p2")));
-        assert!(!feed("ferry://uploads/u1").concerns(&upload("/sandbox/user_uploads/new.csv")));
+        assert!(told(&card, &published("p1")));
+        assert!(!told(&card, &published("p2")));
+        assert!(!told(
+            &feed("ferry://uploads/u1"),
+            &upload("/sandbox/user_uploads/new.csv")
+        ));
         // A file of user_uploads/ followed before it was uploaded is told when it arrives.
         let arriving = feed("ferry://sandbox/user_uploads/new.csv");
-        assert!(arriving.concerns(&upload("/sandbox/user_uploads/new.csv")));
-        assert!(!arriving.concerns(&upload("/sandbox/user_uploads/new (2).csv")));
+        assert!(told(&arriving, &upload("/sandbox/user_uploads/new.csv")));
+        assert!(!told(
+            &arriving,
+            &upload("/sandbox/user_uploads/new (2).csv")
+        ));
         assert_eq!(
             Feed::of(
                 &Named::parse("ferry://sandbox/a").unwrap(),
